@@ -17,4 +17,5 @@ require (
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/term v0.44.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )

@@ -1,0 +1,78 @@
+// Command ferry backs up, prepares and restores running MariaDB servers, physically and
+// hot. Each verb lives in its own file; the work is done in internal/ packages.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// globals are the options every verb shares.
+type globals struct {
+	logFormat string
+	logLevel  string
+	log       *slog.Logger
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
+		os.Exit(1)
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "ferry",
+		Short:         "Hot physical backup, prepare and restore for MariaDB",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.setup()
+		},
+	}
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g))
+	return root
+}
+
+func (g *globals) setup() error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch g.logFormat {
+	case "text":
+		g.log = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	case "json":
+		g.log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	default:
+		return fmt.Errorf("--log-format %q: use text or json", g.logFormat)
+	}
+	return nil
+}
+
+// stderrIsTerminal decides between a progress bar and periodic log lines.
+func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
+
+func defaultParallel() int { return runtime.NumCPU() }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/spf13/cobra"
+)
+
+func newRestoreCmd(g *globals) *cobra.Command {
+	var cfg restore.Config
+	cmd := &cobra.Command{
+		Use:   "restore --target-dir DIR --datadir DATADIR",
+		Short: "Restore a backup into a datadir (copy-back, or --move), preparing it if needed",
+		Example: `  ferry restore --target-dir /backups/full-1 --datadir /var/lib/mysql-new
+  The datadir must be new or empty (or pass --replace to move the old one aside); files are
+  verified against the manifest, assembled in a staging directory and renamed into place.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			res, err := restore.Restore(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			g.log.Info("restore completed OK", "datadir", res.Datadir, "from", res.Backup.Dir, "made_by", res.Backup.Tool())
+			if res.MovedAside != "" {
+				g.log.Info("the previous datadir was kept", "path", res.MovedAside)
+			}
+			printReplication(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.BackupDir, "target-dir", "", "backup directory to restore from (required)")
+	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
+	f.BoolVar(&cfg.Move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
+	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
+	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
+	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
+	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	cmd.MarkFlagRequired("target-dir")
+	cmd.MarkFlagRequired("datadir")
+	return cmd
+}
+
+// printReplication prints the statements that make the restored server a replica of
+// the backed-up one from the backup's exact position.
+func printReplication(w io.Writer, res *restore.Result) {
+	gtid := res.Coordinates.ReplicaGTID()
+	fmt.Fprintf(w, "Restored %s. Start it with: mariadbd --datadir=%s\n", res.Datadir, res.Datadir)
+	if gtid == "" && res.Coordinates.BinlogFile == "" {
+		fmt.Fprintln(w, "The source had no binary log position; it cannot seed a replica.")
+		return
+	}
+	fmt.Fprintf(w, "Binlog position: %s:%d  GTID: %s\n", res.Coordinates.BinlogFile, res.Coordinates.BinlogPos, gtid)
+	fmt.Fprintln(w, "To make it a replica of the backed-up server, run on it:")
+	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", gtid)
+	fmt.Fprintln(w, "  CHANGE MASTER TO MASTER_HOST='<source host>', MASTER_PORT=3306, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;")
+	fmt.Fprintln(w, "  START SLAVE;")
+}

@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// TestBadInput checks that each user mistake gets a one-line error, a non-zero exit
+// and no panic.
+func TestBadInput(t *testing.T) {
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	src.Exec(t, "CREATE USER weak@localhost IDENTIFIED BY 'weakpw'")
+	src.Exec(t, "GRANT SELECT ON *.* TO weak@localhost")
+	tmp := shortTemp(t)
+	pw := filepath.Join(tmp, "pw")
+	os.WriteFile(pw, []byte("wrong\n"), 0o600)
+	weakpw := filepath.Join(tmp, "weakpw")
+	os.WriteFile(weakpw, []byte("weakpw\n"), 0o600)
+
+	t.Run("wrong credentials", func(t *testing.T) {
+		wantFail(t, nil, "access denied for user \"root\"",
+			"backup", "--socket", src.Socket, "--user", "root", "--password-file", pw, "--target-dir", filepath.Join(tmp, "a"))
+		wantFail(t, []string{"MYSQL_PWD=nope"}, "access denied for user \"weak\"",
+			"backup", "--socket", src.Socket, "--user", "weak", "--target-dir", filepath.Join(tmp, "a2"))
+	})
+	t.Run("server unreachable", func(t *testing.T) {
+		wantFail(t, nil, "cannot connect to the server at socket /nonexistent.sock",
+			"backup", "--socket", "/nonexistent.sock", "--target-dir", filepath.Join(tmp, "b"))
+	})
+	t.Run("missing privileges", func(t *testing.T) {
+		wantFail(t, nil, "lacks privileges RELOAD, PROCESS, BINLOG MONITOR",
+			"backup", "--socket", src.Socket, "--user", "weak", "--password-file", weakpw, "--target-dir", filepath.Join(tmp, "c"))
+	})
+	t.Run("target not empty", func(t *testing.T) {
+		dir := filepath.Join(tmp, "full")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644)
+		wantFail(t, nil, "is not empty", backupArgs(src, dir)...)
+		if b, _ := os.ReadFile(filepath.Join(dir, "keep")); string(b) != "x" {
+			t.Error("ferry touched a file in a non-empty target directory")
+		}
+	})
+	t.Run("not a backup", func(t *testing.T) {
+		dir := filepath.Join(tmp, "junk")
+		os.MkdirAll(dir, 0o755)
+		wantFail(t, nil, "is not a complete backup", "prepare", "--target-dir", dir)
+		wantFail(t, nil, "does not exist", "restore", "--target-dir", filepath.Join(tmp, "nope"), "--datadir", filepath.Join(tmp, "dd"))
+	})
+	t.Run("restore into non-empty datadir", func(t *testing.T) {
+		bk := filepath.Join(tmp, "ok-bk")
+		mustFerry(t, backupArgs(src, bk)...)
+		dd := filepath.Join(tmp, "busy")
+		os.MkdirAll(dd, 0o755)
+		os.WriteFile(filepath.Join(dd, "ibdata1"), []byte("precious"), 0o644)
+		wantFail(t, nil, "pass --replace", "restore", "--target-dir", bk, "--datadir", dd)
+		if b, _ := os.ReadFile(filepath.Join(dd, "ibdata1")); string(b) != "precious" {
+			t.Fatal("restore changed a non-empty datadir")
+		}
+		mustFerry(t, "restore", "--target-dir", bk, "--datadir", dd, "--replace")
+		old, _ := filepath.Glob(dd + ".ferry-old-*")
+		if len(old) != 1 {
+			t.Fatalf("--replace must keep the old datadir aside, found %v", old)
+		}
+		if b, _ := os.ReadFile(filepath.Join(old[0], "ibdata1")); string(b) != "precious" {
+			t.Fatal("the old datadir was not kept intact")
+		}
+	})
+	t.Run("corrupt backup file", func(t *testing.T) {
+		bk := filepath.Join(tmp, "corrupt-bk")
+		mustFerry(t, backupArgs(src, bk)...)
+		f, err := os.OpenFile(filepath.Join(bk, "ibdata1"), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteAt([]byte{0xde, 0xad}, 70000)
+		f.Close()
+		dd := filepath.Join(tmp, "from-corrupt")
+		wantFail(t, nil, "backup file ibdata1 is corrupt", "restore", "--target-dir", bk, "--datadir", dd)
+		if _, err := os.Stat(dd); !os.IsNotExist(err) {
+			t.Error("a failed restore left the datadir behind")
+		}
+	})
+}
+
+// TestKilledBackupIsRefused kills ferry with SIGKILL mid-copy; the directory must be
+// marked incomplete and refused by prepare and restore (and mariadb-backup).
+func TestKilledBackupIsRefused(t *testing.T) {
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	loadMixed(t, src)
+	dir := filepath.Join(shortTemp(t), "killed")
+	cmd := exec.Command(ferryBin, backupArgs(src, dir, "--max-rate", "1M")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ibdata1")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("backup never started copying")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
+		t.Fatalf("killed backup has no %s marker", manifest.IncompleteMarker)
+	}
+	wantFail(t, nil, "is incomplete", "prepare", "--target-dir", dir)
+	wantFail(t, nil, "is incomplete", "restore", "--target-dir", dir, "--datadir", filepath.Join(t.TempDir(), "d"))
+	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+dir).CombinedOutput(); err == nil {
+		t.Errorf("mariadb-backup --prepare accepted a killed ferry backup:\n%s", tail(string(out), 5))
+	}
+	// The server released the backup locks when ferry's connection died.
+	done := make(chan struct{})
+	go func() { src.Exec(t, "CREATE TABLE shop.after_kill (a INT)"); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("DDL still blocked after ferry was killed")
+	}
+}
+
+// TestDiskFull fills a small tmpfs target; the backup must fail with a clear message and
+// leave the directory marked incomplete.
+func TestDiskFull(t *testing.T) {
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	loadMixed(t, src)
+	mnt := shortTemp(t)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	dir := filepath.Join(mnt, "bk")
+	wantFail(t, nil, "target filesystem is full", backupArgs(src, dir)...)
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
+		t.Errorf("partial backup on a full disk is not marked incomplete")
+	}
+}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// loadMixed creates InnoDB, page_compressed InnoDB, ROW_FORMAT=COMPRESSED, Aria and
+// MyISAM tables with data.
+func loadMixed(t testing.TB, s *testdb.Server) {
+	s.Exec(t, `CREATE DATABASE shop`)
+	for _, q := range []string{
+		`CREATE TABLE shop.orders (id INT PRIMARY KEY, note VARCHAR(200), qty INT) ENGINE=InnoDB`,
+		`CREATE TABLE shop.archive (id INT PRIMARY KEY, note TEXT) ENGINE=InnoDB PAGE_COMPRESSED=1`,
+		`CREATE TABLE shop.zipped (id INT PRIMARY KEY, note TEXT) ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8`,
+		`CREATE TABLE shop.aria (id INT PRIMARY KEY, note TEXT) ENGINE=Aria`,
+		`CREATE TABLE shop.isam (id INT PRIMARY KEY, note TEXT) ENGINE=MyISAM`,
+		`INSERT INTO shop.orders SELECT seq, REPEAT(CHAR(65 + seq % 26), 150), seq % 97 FROM seq_1_to_30000`,
+		`INSERT INTO shop.archive SELECT seq, REPEAT('archived order ', 40) FROM seq_1_to_20000`,
+		`INSERT INTO shop.zipped SELECT seq, REPEAT('zip ', 50) FROM seq_1_to_5000`,
+		`INSERT INTO shop.aria SELECT seq, MD5(seq) FROM seq_1_to_5000`,
+		`INSERT INTO shop.isam SELECT seq, SHA1(seq) FROM seq_1_to_5000`,
+	} {
+		s.Exec(t, q)
+	}
+}
+
+func isSparse(t testing.TB, path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Blocks*512 < fi.Size()
+}
+
+// TestInteropWithMariabackup proves both directions: mariadb-backup --prepare accepts a
+// ferry backup, ferry prepare/restore accept a mariadb-backup backup, and both give
+// the source's table checksums. It also checks prepare is idempotent, sparse files stay
+// sparse and ownership follows the datadir's parent.
+func TestInteropWithMariabackup(t *testing.T) {
+	mb, err := exec.LookPath("mariadb-backup")
+	if err != nil {
+		t.Fatal("mariadb-backup is not installed (apt-get install mariadb-backup; .ci/run does it)")
+	}
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	loadMixed(t, src)
+	want := testdb.Checksums(t, src.DB(t))
+	tmp := shortTemp(t)
+
+	t.Run("ferry backup, mariadb-backup prepare", func(t *testing.T) {
+		dir := filepath.Join(tmp, "ferry-bk")
+		mustFerry(t, backupArgs(src, dir)...)
+		if !isSparse(t, filepath.Join(src.Datadir, "shop/archive.ibd")) {
+			t.Log("source page_compressed file is not sparse on this filesystem")
+		} else if !isSparse(t, filepath.Join(dir, "shop/archive.ibd")) {
+			t.Error("the backup copy of a sparse page_compressed tablespace is not sparse")
+		}
+		out, err := exec.Command(mb, "--prepare", "--target-dir="+dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mariadb-backup --prepare rejected a ferry backup: %v\n%s", err, tail(string(out), 20))
+		}
+		s := testdb.Start(t, testdb.Options{Datadir: dir, ServerID: 3})
+		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
+	})
+
+	t.Run("mariadb-backup backup, ferry prepare and restore", func(t *testing.T) {
+		dir := filepath.Join(tmp, "mb-bk")
+		out, err := exec.Command(mb, "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
+		}
+		mustFerry(t, "prepare", "--target-dir", dir)
+		again := mustFerry(t, "prepare", "--target-dir", dir)
+		if !strings.Contains(again.stderr, "already prepared") {
+			t.Errorf("second prepare should report the backup already prepared:\n%s", again.stderr)
+		}
+		parent := filepath.Join(tmp, "owned")
+		if err := os.Mkdir(parent, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(parent, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		datadir := filepath.Join(parent, "data")
+		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
+		fi, _ := os.Stat(filepath.Join(datadir, "shop", "orders.ibd"))
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 {
+			t.Errorf("restored file owner uid %d, want 65534 (the datadir parent's owner)", st.Uid)
+		}
+		s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 4})
+		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
+	})
+
+	t.Run("ferry backup, ferry prepare, restore with --move", func(t *testing.T) {
+		dir := filepath.Join(tmp, "ferry-bk2")
+		mustFerry(t, backupArgs(src, dir)...)
+		mustFerry(t, "prepare", "--target-dir", dir)
+		datadir := filepath.Join(tmp, "moved")
+		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir, "--move")
+		s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 5})
+		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
+	})
+}

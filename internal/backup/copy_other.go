@@ -1,0 +1,111 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"golang.org/x/sync/errgroup"
+)
+
+// ariaPage is the Aria log page size; the last page of a log is rewritten in place.
+const ariaPage = 8192
+
+// copyOthers copies non-InnoDB files in parallel with plain reads; files dropped in the
+// meantime are skipped.
+func (j *job) copyOthers(ctx context.Context, files []srcFile) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(j.cfg.Parallel)
+	for _, f := range files {
+		g.Go(func() error {
+			n, crc, err := filecopy.CopyPlain(gctx, f.Abs, filepath.Join(j.cfg.TargetDir, f.Rel), j.prog.Add)
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			j.prog.AddTotal(n - f.Size)
+			j.record(copiedFile{Rel: f.Rel, Size: n, CRC: crc, Kind: "other"})
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// copyAriaTails brings the Aria logs copied under BLOCK_DDL up to date: it re-copies
+// each log from its last (possibly rewritten) page on, and copies new logs whole.
+func (j *job) copyAriaTails(ctx context.Context, logs []srcFile) error {
+	var fresh []srcFile
+	for _, f := range logs {
+		j.mu.Lock()
+		old, ok := j.files[f.Rel]
+		j.mu.Unlock()
+		if !ok {
+			fresh = append(fresh, f)
+			continue
+		}
+		cf, err := j.copyTail(f, old.Size/ariaPage*ariaPage)
+		if err != nil {
+			return err
+		}
+		j.record(cf)
+	}
+	return j.copyOthers(ctx, fresh)
+}
+
+// copyTail copies src from off to its end over the backup copy, then checksums the copy.
+func (j *job) copyTail(f srcFile, off int64) (copiedFile, error) {
+	in, err := os.Open(f.Abs)
+	if err != nil {
+		return copiedFile{}, fmt.Errorf("open %s: %w", f.Abs, err)
+	}
+	defer in.Close()
+	dst := filepath.Join(j.cfg.TargetDir, f.Rel)
+	out, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	if err != nil {
+		return copiedFile{}, fmt.Errorf("open %s: %w", dst, err)
+	}
+	defer out.Close()
+	if _, err := in.Seek(off, io.SeekStart); err != nil {
+		return copiedFile{}, err
+	}
+	if _, err := out.Seek(off, io.SeekStart); err != nil {
+		return copiedFile{}, err
+	}
+	n, err := io.Copy(out, in)
+	if err != nil {
+		return copiedFile{}, fmt.Errorf("copy %s: %w", f.Rel, filecopy.WrapWriteErr(err))
+	}
+	j.prog.Add(n)
+	size, crc, err := fileCRC(dst)
+	return copiedFile{Rel: f.Rel, Size: size, CRC: crc, Kind: "other"}, err
+}
+
+// fileCRC returns the size and CRC-32C of a file.
+func fileCRC(path string) (int64, uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var crc uint32
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		crc = checksum.Update(crc, buf[:k])
+		n += int64(k)
+		if err == io.EOF {
+			return n, crc, nil
+		}
+		if err != nil {
+			return n, crc, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+}

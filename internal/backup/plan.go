@@ -1,0 +1,218 @@
+// Package backup is ferry's hot backup job: plan the file list, tail the redo log, copy
+// InnoDB files with every page validated, walk the BACKUP STAGE sequence, copy the
+// non-InnoDB files consistently, and write the mariabackup-compatible metadata and the
+// manifest last.
+package backup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
+)
+
+// class says when and how a file is copied.
+type class int
+
+const (
+	classInnoDB      class = iota // tablespace: page-validated copy while the server runs
+	classDDLStable                // non-InnoDB file copied under BLOCK_DDL
+	classCommit                   // system/log/stat tables copied under BLOCK_COMMIT
+	classAriaControl              // aria_log_control: copied first
+	classAriaLog                  // aria_log.N: bulk under BLOCK_DDL, tail under BLOCK_COMMIT
+)
+
+// srcFile is a file of the server to copy.
+type srcFile struct {
+	Abs    string // path on the server host
+	Rel    string // path inside the backup, '/' separated
+	Size   int64
+	Class  class
+	System bool   // part of the system tablespace (ibdata*)
+	Base   uint32 // first page number of this file in its tablespace (ibdata2...)
+}
+
+// plan is the list of files to copy, by class.
+type plan struct {
+	InnoDB      []srcFile
+	DDLStable   []srcFile
+	Commit      []srcFile
+	AriaControl []srcFile
+	AriaLogs    []srcFile
+}
+
+// skipDirs are datadir subdirectories that are not databases.
+var skipDirs = map[string]bool{"#innodb_temp": true, "lost+found": true, "#rocksdb": true}
+
+// innodbExt are the InnoDB per-table file extensions.
+const innodbExt = ".ibd"
+
+// definitionExts are the files that describe a table (copied with the other non-InnoDB files).
+var commitDataExts = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, ".MYI": true, ".CSV": true, ".CSM": true}
+
+var ariaLogRe = regexp.MustCompile(`^aria_log\.\d{8}$`)
+
+// scanServer lists the files of a running server.
+func scanServer(info mariadb.Info) (plan, error) {
+	var p plan
+	sys, err := systemFiles(info)
+	if err != nil {
+		return p, err
+	}
+	p.InnoDB = append(p.InnoDB, sys...)
+	dbs, err := scanDatabases(info.Datadir)
+	if err != nil {
+		return p, err
+	}
+	for _, f := range dbs {
+		switch f.Class {
+		case classInnoDB:
+			p.InnoDB = append(p.InnoDB, f)
+		case classCommit:
+			p.Commit = append(p.Commit, f)
+		default:
+			p.DDLStable = append(p.DDLStable, f)
+		}
+	}
+	p.AriaControl, p.AriaLogs, err = ariaFiles(info)
+	return p, err
+}
+
+// systemFiles returns ibdata* and undo* tablespaces.
+func systemFiles(info mariadb.Info) ([]srcFile, error) {
+	home := dirOr(info.Vars["innodb_data_home_dir"], info.Datadir)
+	var out []srcFile
+	var base uint32
+	for _, spec := range strings.Split(info.Vars["innodb_data_file_path"], ";") {
+		name, rest, _ := strings.Cut(spec, ":")
+		if name == "" {
+			continue
+		}
+		if strings.Contains(rest, "raw") || strings.Contains(rest, "newraw") {
+			return nil, fmt.Errorf("raw device system tablespace %s is not supported", name)
+		}
+		f, err := statFile(filepath.Join(home, name), filepath.Base(name), classInnoDB)
+		if err != nil {
+			return nil, err
+		}
+		f.System, f.Base = true, base
+		base += uint32(f.Size / int64(info.PageSize))
+		out = append(out, f)
+	}
+	n, _ := strconv.Atoi(info.Vars["innodb_undo_tablespaces"])
+	udir := dirOr(info.Vars["innodb_undo_directory"], info.Datadir)
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("undo%03d", i)
+		f, err := statFile(filepath.Join(udir, name), name, classInnoDB)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// dirOr resolves a server directory variable ("" or "./" mean the datadir).
+func dirOr(v, datadir string) string {
+	v = strings.TrimRight(v, "/")
+	switch {
+	case v == "" || v == ".":
+		return datadir
+	case filepath.IsAbs(v):
+		return v
+	default:
+		return filepath.Join(datadir, v)
+	}
+}
+
+func statFile(abs, rel string, c class) (srcFile, error) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return srcFile{}, fmt.Errorf("server file %s: %w", abs, err)
+	}
+	return srcFile{Abs: abs, Rel: rel, Size: fi.Size(), Class: c}, nil
+}
+
+// scanDatabases lists the files of every database directory.
+func scanDatabases(datadir string) ([]srcFile, error) {
+	ents, err := os.ReadDir(datadir)
+	if err != nil {
+		return nil, fmt.Errorf("read datadir %s: %w (ferry must run on the database host as root or the mysql user)", datadir, err)
+	}
+	var out []srcFile
+	for _, e := range ents {
+		if !e.IsDir() || skipDirs[e.Name()] || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		files, err := scanDatabase(datadir, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+func scanDatabase(datadir, db string) ([]srcFile, error) {
+	ents, err := os.ReadDir(filepath.Join(datadir, db))
+	if err != nil {
+		return nil, fmt.Errorf("read database directory %s: %w", db, err)
+	}
+	var out []srcFile
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, "#sql") {
+			continue
+		}
+		c := classifyTableFile(db, name)
+		fi, err := e.Info()
+		if err != nil {
+			continue // dropped while listing
+		}
+		out = append(out, srcFile{Abs: filepath.Join(datadir, db, name), Rel: db + "/" + name, Size: fi.Size(), Class: c})
+	}
+	return out, nil
+}
+
+func classifyTableFile(db, name string) class {
+	ext := filepath.Ext(name)
+	switch {
+	case ext == innodbExt:
+		return classInnoDB
+	case db == "mysql" && commitDataExts[strings.ToUpper(ext)]:
+		return classCommit
+	default:
+		return classDDLStable
+	}
+}
+
+// ariaFiles returns aria_log_control and the aria_log.N files, oldest first.
+func ariaFiles(info mariadb.Info) (control, logs []srcFile, err error) {
+	dir := dirOr(info.Vars["aria_log_dir_path"], info.Datadir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read Aria log directory %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		fi, ierr := e.Info()
+		if ierr != nil {
+			continue
+		}
+		f := srcFile{Abs: filepath.Join(dir, e.Name()), Rel: e.Name(), Size: fi.Size()}
+		switch {
+		case e.Name() == "aria_log_control":
+			f.Class = classAriaControl
+			control = append(control, f)
+		case ariaLogRe.MatchString(e.Name()):
+			f.Class = classAriaLog
+			logs = append(logs, f)
+		}
+	}
+	sort.Slice(logs, func(i, j int) bool { return logs[i].Rel < logs[j].Rel })
+	return control, logs, nil
+}

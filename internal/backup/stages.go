@@ -1,0 +1,171 @@
+package backup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/progress"
+)
+
+// stages walks BACKUP STAGE START → FLUSH → BLOCK_DDL → BLOCK_COMMIT → END around the
+// copies, then waits for the redo copy to reach the end LSN read under BLOCK_COMMIT.
+func (j *job) stages(parent context.Context) (*Result, error) {
+	ctx, fail := context.WithCancelCause(parent)
+	defer fail(nil)
+	res, err := j.stagesIn(ctx, fail)
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != context.Canceled {
+		return nil, cause
+	}
+	return res, err
+}
+
+func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Result, error) {
+	if _, err := j.lock.Enter(ctx, mariadb.StageStart); err != nil {
+		return nil, err
+	}
+	if err := j.startTail(ctx, fail); err != nil {
+		return nil, err
+	}
+	p, err := scanServer(j.info)
+	if err != nil {
+		return nil, err
+	}
+	j.prog = progress.New(progress.Options{Label: "backup", Total: p.size(), Terminal: j.cfg.Terminal, Out: j.cfg.Progress, Log: j.log})
+	defer j.prog.Finish()
+	// aria_log_control first: Aria recovery of the copied tables starts from its checkpoint.
+	if err := j.copyOthers(ctx, p.AriaControl); err != nil {
+		return nil, err
+	}
+	if err := j.copyInnoDB(ctx, p.InnoDB); err != nil {
+		return nil, err
+	}
+	if h := j.cfg.Hooks.AfterInnoDBCopy; h != nil {
+		h()
+	}
+	ddlWait, err := j.underBlockDDL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: j.cfg.TargetDir, BlockDDL: ddlWait}
+	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
+		return nil, err
+	}
+	last, err := j.finishTail(j.m.EndLSN)
+	if err != nil {
+		return nil, err
+	}
+	j.m.LastLSN = last
+	j.m.StartLSN = j.tail.t.Start().LSN
+	res.PageRereads = j.stats.rereads.Load()
+	res.Manifest = &j.m
+	return res, nil
+}
+
+func (p plan) size() int64 {
+	var n int64
+	for _, list := range [][]srcFile{p.InnoDB, p.DDLStable, p.Commit, p.AriaControl, p.AriaLogs} {
+		for _, f := range list {
+			n += f.Size
+		}
+	}
+	return n
+}
+
+func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
+	copied, err := j.copyInnoDBFiles(ctx, files)
+	if err != nil {
+		return err
+	}
+	for _, f := range copied {
+		j.record(f)
+	}
+	return nil
+}
+
+// underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
+// that ran during the copy, and copies the non-InnoDB files that are now stable.
+func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
+	if _, err := j.lock.Enter(ctx, mariadb.StageFlush); err != nil {
+		return 0, err
+	}
+	wait, err := j.lock.Enter(ctx, mariadb.StageBlockDDL)
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	p, err := scanServer(j.info)
+	if err != nil {
+		return 0, err
+	}
+	if err := j.reconcileDDL(ctx, p.InnoDB); err != nil {
+		return 0, err
+	}
+	if err := j.copyOthers(ctx, p.DDLStable); err != nil {
+		return 0, err
+	}
+	if err := j.copyOthers(ctx, p.AriaLogs); err != nil {
+		return 0, err
+	}
+	j.log.Info("copied under BLOCK_DDL", "wait", wait.Round(time.Millisecond), "held", time.Since(t0).Round(time.Millisecond))
+	j.lockTime("block_ddl", time.Since(t0))
+	return wait, nil
+}
+
+// underBlockCommit copies what can change until commits stop, reads the end LSN and the
+// binlog/GTID coordinates, flushes the redo up to the end LSN and ends the sequence. The
+// redo copy finishes after the lock is released: it stops exactly at the end LSN.
+func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
+	if _, err := j.lock.Enter(ctx, mariadb.StageBlockCommit); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	p, err := scanServer(j.info)
+	if err != nil {
+		return 0, err
+	}
+	if err := j.copyOthers(ctx, p.Commit); err != nil {
+		return 0, err
+	}
+	if err := j.copyAriaTails(ctx, p.AriaLogs); err != nil {
+		return 0, err
+	}
+	if err := j.readEnd(ctx); err != nil {
+		return 0, err
+	}
+	if _, err := j.lock.Enter(ctx, mariadb.StageEnd); err != nil {
+		return 0, err
+	}
+	held := time.Since(t0)
+	j.lockTime("block_commit", held)
+	j.log.Info("BLOCK_COMMIT released", "held", held.Round(time.Microsecond), "end_lsn", j.m.EndLSN,
+		"binlog", fmt.Sprintf("%s:%d", j.m.Coordinates.BinlogFile, j.m.Coordinates.BinlogPos), "gtid", j.m.Coordinates.GTIDBinlogPos)
+	return held, nil
+}
+
+// readEnd reads the end LSN and coordinates on the locking connection and makes the
+// redo durable up to the end LSN.
+func (j *job) readEnd(ctx context.Context) error {
+	conn := j.lock.Conn()
+	var name string
+	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &j.m.EndLSN); err != nil {
+		return fmt.Errorf("read end LSN: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS"); err != nil {
+		return fmt.Errorf("FLUSH ENGINE LOGS: %w", err)
+	}
+	c, err := mariadb.ReadCoordinates(ctx, conn)
+	if err != nil {
+		return err
+	}
+	j.m.Coordinates = c
+	return nil
+}
+
+func (j *job) lockTime(name string, d time.Duration) {
+	if j.m.LockTimesMS == nil {
+		j.m.LockTimesMS = map[string]int64{}
+	}
+	j.m.LockTimesMS[name] = d.Milliseconds()
+}

@@ -1,0 +1,67 @@
+// Package checksum computes the CRC-32C (Castagnoli) checksums ferry records for every
+// stored byte, including combining the checksums of file segments copied in parallel.
+package checksum
+
+import (
+	"fmt"
+	"hash/crc32"
+)
+
+// Table is the hardware-accelerated Castagnoli table.
+var Table = crc32.MakeTable(crc32.Castagnoli)
+
+// Update extends crc with p.
+func Update(crc uint32, p []byte) uint32 { return crc32.Update(crc, Table, p) }
+
+// Sum returns the CRC-32C of p.
+func Sum(p []byte) uint32 { return crc32.Checksum(p, Table) }
+
+// Hex formats a checksum as the manifest stores it.
+func Hex(c uint32) string { return fmt.Sprintf("%08x", c) }
+
+// Combine returns the CRC-32C of A||B given crcA = CRC(A), crcB = CRC(B) and len(B).
+// It multiplies crcA by x^(8·lenB) in GF(2)[x] modulo the reflected Castagnoli
+// polynomial, the same algebra as zlib's crc32_combine.
+func Combine(crcA, crcB uint32, lenB int64) uint32 {
+	if lenB <= 0 {
+		return crcA
+	}
+	return multModP(xPow8n(lenB), crcA) ^ crcB
+}
+
+const poly = 0x82f63b78 // reflected Castagnoli polynomial
+
+// multModP multiplies a and b modulo the polynomial (reflected bit order).
+func multModP(a, b uint32) uint32 {
+	m := uint32(1) << 31
+	var p uint32
+	for {
+		if a&m != 0 {
+			p ^= b
+			if a&(m-1) == 0 {
+				break
+			}
+		}
+		m >>= 1
+		if b&1 != 0 {
+			b = b>>1 ^ poly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// xPow8n returns x^(8n) modulo the polynomial.
+func xPow8n(n int64) uint32 {
+	p := uint32(1) << 31 // x^0
+	x := uint32(1) << 23 // x^8 in reflected order
+	for n > 0 {
+		if n&1 != 0 {
+			p = multModP(x, p)
+		}
+		x = multModP(x, x)
+		n >>= 1
+	}
+	return p
+}

@@ -1,0 +1,33 @@
+package checksum
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+func TestCombineMatchesWholeChecksum(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	for _, cut := range []int{0, 1, 7, 4096, 65537, len(buf) - 1, len(buf)} {
+		a, b := buf[:cut], buf[cut:]
+		got := Combine(Sum(a), Sum(b), int64(len(b)))
+		if want := Sum(buf); got != want {
+			t.Fatalf("cut %d: Combine = %08x, want %08x", cut, got, want)
+		}
+	}
+}
+
+func TestCombineThreeParts(t *testing.T) {
+	p := [][]byte{[]byte("hello, "), make([]byte, 100000), []byte("world")}
+	c := Sum(p[0])
+	for _, x := range p[1:] {
+		c = Combine(c, Sum(x), int64(len(x)))
+	}
+	whole := append(append(append([]byte{}, p[0]...), p[1]...), p[2]...)
+	if c != Sum(whole) {
+		t.Fatalf("three-part combine %08x != %08x", c, Sum(whole))
+	}
+}

@@ -1,0 +1,170 @@
+// Package filecopy writes copied files: fresh targets that keep sparse files sparse,
+// plain checksummed copies, and whole-filesystem sync before a manifest is written.
+package filecopy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"golang.org/x/sys/unix"
+)
+
+// BlockSize is the granularity at which zero runs are left as holes.
+const BlockSize = 4096
+
+// ErrDiskFull is wrapped by write errors caused by a full filesystem.
+var ErrDiskFull = errors.New("no space left on device")
+
+// IsSparse reports whether the file occupies fewer blocks than its size.
+func IsSparse(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Blocks*512 < fi.Size()
+}
+
+// Target is a new file being written at arbitrary offsets.
+type Target struct {
+	f      *os.File
+	sparse bool
+	path   string
+}
+
+// Create makes a new file (parents included); it refuses to overwrite an existing file.
+// With sparse set, all-zero 4 KiB blocks are skipped so they stay holes.
+func Create(path string, sparse bool) (*Target, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, WrapWriteErr(err))
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, WrapWriteErr(err))
+	}
+	return &Target{f: f, sparse: sparse, path: path}, nil
+}
+
+// Open opens an existing file for writing at offsets (used when several workers write
+// segments of one file).
+func Open(path string, sparse bool) (*Target, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &Target{f: f, sparse: sparse, path: path}, nil
+}
+
+var zeroBlock = make([]byte, BlockSize)
+
+// WriteAt writes p at off, leaving all-zero aligned blocks unwritten for sparse targets.
+func (t *Target) WriteAt(p []byte, off int64) error {
+	if !t.sparse || off%BlockSize != 0 {
+		return t.write(p, off)
+	}
+	start := -1
+	for i := 0; i < len(p); i += BlockSize {
+		end := min(i+BlockSize, len(p))
+		zero := end-i == BlockSize && bytes.Equal(p[i:end], zeroBlock)
+		if zero && start >= 0 {
+			if err := t.write(p[start:i], off+int64(start)); err != nil {
+				return err
+			}
+			start = -1
+		} else if !zero && start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		return t.write(p[start:], off+int64(start))
+	}
+	return nil
+}
+
+func (t *Target) write(p []byte, off int64) error {
+	if _, err := t.f.WriteAt(p, off); err != nil {
+		return fmt.Errorf("write %s: %w", t.path, WrapWriteErr(err))
+	}
+	return nil
+}
+
+// Truncate sets the file size (a sparse tail stays a hole).
+func (t *Target) Truncate(size int64) error {
+	if err := t.f.Truncate(size); err != nil {
+		return fmt.Errorf("truncate %s: %w", t.path, WrapWriteErr(err))
+	}
+	return nil
+}
+
+// Close closes the file.
+func (t *Target) Close() error { return t.f.Close() }
+
+// WrapWriteErr marks ENOSPC/EDQUOT as ErrDiskFull so callers can explain it.
+func WrapWriteErr(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// CopyPlain copies src to a new file dst with a 1 MiB buffer, returning size and CRC-32C.
+// onBytes, if set, is called with each chunk's length.
+func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64, uint32, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, 0, fmt.Errorf("open %s: %w", src, err)
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return 0, 0, fmt.Errorf("stat %s: %w", src, err)
+	}
+	out, err := Create(dst, IsSparse(fi))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer out.Close()
+	buf := make([]byte, 1<<20)
+	var off int64
+	var crc uint32
+	for {
+		if err := ctx.Err(); err != nil {
+			return off, crc, err
+		}
+		n, rerr := io.ReadFull(in, buf)
+		if n > 0 {
+			if err := out.WriteAt(buf[:n], off); err != nil {
+				return off, crc, err
+			}
+			crc = checksum.Update(crc, buf[:n])
+			off += int64(n)
+			if onBytes != nil {
+				onBytes(int64(n))
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return off, crc, fmt.Errorf("read %s: %w", src, rerr)
+		}
+	}
+	return off, crc, out.Truncate(off)
+}
+
+// SyncFS flushes the whole filesystem holding dir (one syncfs call instead of one fsync
+// per file), then fsyncs dir.
+func SyncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := unix.Syncfs(int(d.Fd())); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, WrapWriteErr(err))
+	}
+	return d.Sync()
+}

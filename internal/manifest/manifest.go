@@ -1,0 +1,152 @@
+// Package manifest reads and writes ferry's backup manifest: one versioned JSON document
+// per backup, written last, listing every file with its size and CRC-32C. A backup
+// directory without a manifest is incomplete and is never prepared or restored.
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
+)
+
+// FileName is the manifest's name inside a backup directory.
+const FileName = "ferry_manifest.json"
+
+// IncompleteMarker exists in a backup directory from the first byte copied until the
+// manifest is written; it tells a reader the directory is not a usable backup.
+const IncompleteMarker = "FERRY_BACKUP_INCOMPLETE"
+
+// FormatVersion is the manifest format this ferry writes and the newest it reads.
+const FormatVersion = 1
+
+// ErrNotFound means the directory has no manifest.
+var ErrNotFound = errors.New("no ferry manifest")
+
+// Kinds of files in a backup.
+const (
+	KindInnoDB = "innodb" // tablespace copied page by page, every page validated
+	KindRedo   = "redo"   // ib_logfile0 holding the redo copied from StartLSN to LastLSN
+	KindOther  = "other"  // non-InnoDB table or log file
+	KindMeta   = "meta"   // metadata written by ferry (xtrabackup_* files, backup-my.cnf)
+)
+
+// File is one file of the backup.
+type File struct {
+	Path   string `json:"path"` // relative, '/' separated
+	Size   int64  `json:"size"`
+	CRC32C string `json:"crc32c"`
+	Kind   string `json:"kind"`
+	Sparse bool   `json:"sparse,omitempty"`
+}
+
+// Server describes the backed-up server, as prepare needs it.
+type Server struct {
+	Version  string            `json:"version"`
+	Series   string            `json:"series"`
+	Datadir  string            `json:"datadir"`
+	Settings map[string]string `json:"settings"`
+}
+
+// Prepared records that ferry prepare has run crash recovery on the backup.
+type Prepared struct {
+	At              time.Time `json:"at"`
+	MariadbdVersion string    `json:"mariadbd_version"`
+}
+
+// Manifest is the whole document.
+type Manifest struct {
+	Format      int                 `json:"format"`
+	Tool        string              `json:"tool"`
+	ToolVersion string              `json:"tool_version"`
+	ID          string              `json:"id"`
+	Type        string              `json:"type"`
+	Engine      string              `json:"engine"`
+	StartTime   time.Time           `json:"start_time"`
+	EndTime     time.Time           `json:"end_time"`
+	Server      Server              `json:"server"`
+	StartLSN    uint64              `json:"start_lsn"`
+	EndLSN      uint64              `json:"end_lsn"`
+	LastLSN     uint64              `json:"last_lsn"`
+	Coordinates mariadb.Coordinates `json:"coordinates"`
+	LockTimesMS map[string]int64    `json:"lock_times_ms"`
+	Files       []File              `json:"files"`
+	Prepared    *Prepared           `json:"prepared,omitempty"`
+}
+
+// TotalSize is the sum of file sizes.
+func (m *Manifest) TotalSize() int64 {
+	var n int64
+	for _, f := range m.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// Write stores m in dir atomically (temp file, fsync, rename, fsync dir).
+func Write(dir string, m *Manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode manifest: %w", err)
+	}
+	tmp := filepath.Join(dir, FileName+".tmp")
+	if err := writeSync(tmp, append(b, '\n')); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+		return fmt.Errorf("write manifest: %w", err)
+	}
+	return SyncDir(dir)
+}
+
+// Read loads the manifest of dir; ErrNotFound if there is none.
+func Read(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("manifest %s is corrupt: %w", filepath.Join(dir, FileName), err)
+	}
+	if m.Format > FormatVersion {
+		return nil, fmt.Errorf("backup manifest format %d is newer than this ferry understands (%d): upgrade ferry", m.Format, FormatVersion)
+	}
+	return &m, nil
+}
+
+func writeSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SyncDir fsyncs a directory so that renames and creations in it are durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

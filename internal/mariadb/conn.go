@@ -1,0 +1,178 @@
+// Package mariadb is ferry's SQL side: connecting as MariaDB clients do, probing the
+// server, the BACKUP STAGE lock sequence, binlog/GTID coordinates, and running a
+// private mariadbd for prepare.
+package mariadb
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ConnConfig holds the connection options a MariaDB client takes. The password never
+// comes from the command line: it is read from PasswordFile, MYSQL_PWD or the [client]
+// group of DefaultsFile.
+type ConnConfig struct {
+	Host         string
+	Port         int
+	Socket       string
+	User         string
+	Password     string
+	PasswordFile string
+	DefaultsFile string
+}
+
+// Resolve fills unset fields from DefaultsFile's [client] group, the password file and
+// MYSQL_PWD, then applies the same defaults as the mariadb client.
+func (c ConnConfig) Resolve() (ConnConfig, error) {
+	if c.DefaultsFile != "" {
+		opts, err := ReadClientDefaults(c.DefaultsFile)
+		if err != nil {
+			return c, err
+		}
+		c.applyDefaults(opts)
+	}
+	if c.PasswordFile != "" {
+		b, err := os.ReadFile(c.PasswordFile)
+		if err != nil {
+			return c, fmt.Errorf("read password file: %w", err)
+		}
+		c.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if c.Password == "" {
+		c.Password = os.Getenv("MYSQL_PWD")
+	}
+	if c.User == "" {
+		c.User = "root"
+	}
+	if c.Host == "" && c.Socket == "" {
+		c.Socket = "/run/mysqld/mysqld.sock"
+	}
+	if c.Port == 0 {
+		c.Port = 3306
+	}
+	return c, nil
+}
+
+func (c *ConnConfig) applyDefaults(opts map[string]string) {
+	set := func(dst *string, key string) {
+		if v, ok := opts[key]; ok && *dst == "" {
+			*dst = v
+		}
+	}
+	set(&c.Host, "host")
+	set(&c.Socket, "socket")
+	set(&c.User, "user")
+	set(&c.Password, "password")
+	if v, ok := opts["port"]; ok && c.Port == 0 {
+		c.Port, _ = strconv.Atoi(v)
+	}
+}
+
+// ReadClientDefaults reads the [client] (and [client-mariadb], [mariadb-client]) groups
+// of an option file, as MariaDB clients do with --defaults-file.
+func ReadClientDefaults(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read defaults file: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			g := strings.ToLower(strings.Trim(line, "[] "))
+			in = g == "client" || g == "client-mariadb" || g == "mariadb-client"
+			continue
+		}
+		if !in {
+			continue
+		}
+		k, v, _ := strings.Cut(line, "=")
+		k = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "_", "-")
+		out[k] = strings.Trim(strings.TrimSpace(v), `"'`)
+	}
+	return out, sc.Err()
+}
+
+// Where describes the server address for messages.
+func (c ConnConfig) Where() string {
+	if c.Host != "" {
+		return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	}
+	return "socket " + c.Socket
+}
+
+// DSN returns a go-sql-driver DSN for the config.
+func (c ConnConfig) DSN() string {
+	cfg := mysql.NewConfig()
+	cfg.User = c.User
+	cfg.Passwd = c.Password
+	if c.Host != "" {
+		cfg.Net = "tcp"
+		cfg.Addr = net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+	} else {
+		cfg.Net = "unix"
+		cfg.Addr = c.Socket
+	}
+	cfg.Timeout = 10 * time.Second
+	cfg.InterpolateParams = true
+	cfg.AllowNativePasswords = true
+	return cfg.FormatDSN()
+}
+
+// Open connects and pings, turning driver errors into one-line messages that say what
+// to fix.
+func Open(ctx context.Context, c ConnConfig) (*sql.DB, error) {
+	db, err := sql.Open("mysql", c.DSN())
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetConnMaxIdleTime(time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, connectError(c, err)
+	}
+	return db, nil
+}
+
+func connectError(c ConnConfig, err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1045, 1698:
+			return fmt.Errorf("access denied for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", c.User, c.Where())
+		case 1044, 1049:
+			return fmt.Errorf("server at %s refused the connection: %s", c.Where(), me.Message)
+		}
+		return fmt.Errorf("server at %s: %s", c.Where(), me.Message)
+	}
+	return fmt.Errorf("cannot connect to the server at %s (%v): is it running? check --socket or --host/--port", c.Where(), rootCause(err))
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}

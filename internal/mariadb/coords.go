@@ -1,0 +1,57 @@
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Coordinates is the replication position of a backup, read under BLOCK_COMMIT. All GTID
+// variables are kept: gtid_current_pos can miss domains the server did not author (see
+// research galera-sst.md §8.3), so replicas are seeded from GTIDBinlogPos.
+type Coordinates struct {
+	BinlogFile      string `json:"binlog_file,omitempty"`
+	BinlogPos       uint64 `json:"binlog_pos,omitempty"`
+	GTIDBinlogPos   string `json:"gtid_binlog_pos"`
+	GTIDCurrentPos  string `json:"gtid_current_pos"`
+	GTIDSlavePos    string `json:"gtid_slave_pos"`
+	GTIDBinlogState string `json:"gtid_binlog_state"`
+}
+
+// ReplicaGTID is the position a replica of the backed-up server starts from.
+func (c Coordinates) ReplicaGTID() string {
+	if c.BinlogFile != "" {
+		return c.GTIDBinlogPos
+	}
+	return c.GTIDCurrentPos
+}
+
+// ReadCoordinates reads SHOW MASTER STATUS and the GTID variables on conn.
+func ReadCoordinates(ctx context.Context, conn *sql.Conn) (Coordinates, error) {
+	var c Coordinates
+	rows, err := conn.QueryContext(ctx, "SHOW MASTER STATUS")
+	if err != nil {
+		return c, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+	}
+	cols, _ := rows.Columns()
+	if rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return c, fmt.Errorf("SHOW MASTER STATUS: %w", err)
+		}
+		c.BinlogFile = string(vals[0])
+		fmt.Sscan(string(vals[1]), &c.BinlogPos)
+	}
+	rows.Close()
+	err = conn.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos, @@GLOBAL.gtid_current_pos, @@GLOBAL.gtid_slave_pos, @@GLOBAL.gtid_binlog_state").
+		Scan(&c.GTIDBinlogPos, &c.GTIDCurrentPos, &c.GTIDSlavePos, &c.GTIDBinlogState)
+	if err != nil {
+		return c, fmt.Errorf("read GTID variables: %w", err)
+	}
+	return c, nil
+}

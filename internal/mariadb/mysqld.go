@@ -1,0 +1,174 @@
+package mariadb
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// FindMysqld returns the mariadbd binary: explicit if given, else the first of
+// mariadbd/mysqld on PATH or in /usr/sbin and /usr/libexec.
+func FindMysqld(explicit string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fmt.Errorf("--mariadbd %s: %w", explicit, err)
+		}
+		return explicit, nil
+	}
+	for _, name := range []string{"mariadbd", "mysqld"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+		for _, dir := range []string{"/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin"} {
+			p := filepath.Join(dir, name)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+		}
+	}
+	return "", errors.New("mariadbd not found on PATH or in /usr/sbin: install mariadb-server of the backup's version or pass --mariadbd")
+}
+
+var mysqldVerRe = regexp.MustCompile(`Ver (\d+\.\d+\.\d+)-MariaDB`)
+
+// MysqldVersion runs `mariadbd --version` and returns e.g. "10.11.19".
+func MysqldVersion(ctx context.Context, bin string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "--no-defaults", "--version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	m := mysqldVerRe.FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("%s is not a MariaDB server (%s)", bin, strings.TrimSpace(string(out)))
+	}
+	return string(m[1]), nil
+}
+
+// PrivateConfig describes a private, networkless mariadbd run on a datadir.
+type PrivateConfig struct {
+	Binary  string
+	Datadir string
+	RunDir  string   // holds socket, pid file and error log; must be short (socket path limit)
+	Args    []string // extra server options, e.g. from backup-my.cnf
+}
+
+// Private is a running private mariadbd.
+type Private struct {
+	cfg    PrivateConfig
+	cmd    *exec.Cmd
+	done   chan error
+	Socket string
+	ErrLog string
+	db     *sql.DB
+}
+
+// StartPrivate starts mariadbd with no networking, no binlog, no replica threads and
+// no grant checks on a private socket, and waits until it accepts connections.
+func StartPrivate(ctx context.Context, cfg PrivateConfig) (*Private, error) {
+	p := &Private{cfg: cfg, Socket: filepath.Join(cfg.RunDir, "m.sock"), ErrLog: filepath.Join(cfg.RunDir, "mariadbd.err")}
+	args := append([]string{"--no-defaults"}, cfg.Args...)
+	args = append(args, "--datadir="+cfg.Datadir, "--socket="+p.Socket, "--skip-networking",
+		"--pid-file="+filepath.Join(cfg.RunDir, "m.pid"), "--log-error="+p.ErrLog,
+		"--skip-log-bin", "--skip-slave-start", "--event-scheduler=OFF", "--skip-grant-tables",
+		"--wsrep-on=OFF", "--innodb-buffer-pool-load-at-startup=OFF", "--innodb-buffer-pool-dump-at-shutdown=OFF")
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	p.cmd = exec.Command(cfg.Binary, args...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
+	}
+	p.done = make(chan error, 1)
+	go func() { p.done <- p.cmd.Wait() }()
+	if err := p.waitReady(ctx); err != nil {
+		p.kill()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Private) waitReady(ctx context.Context) error {
+	db, err := sql.Open("mysql", "root@unix("+p.Socket+")/?timeout=5s")
+	if err != nil {
+		return fmt.Errorf("private server: %w", err)
+	}
+	for {
+		select {
+		case err := <-p.done:
+			db.Close()
+			p.done <- err
+			return fmt.Errorf("mariadbd exited during recovery (%v): %s", err, p.LogErrors())
+		case <-ctx.Done():
+			db.Close()
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if _, err := os.Stat(p.Socket); err != nil {
+			continue
+		}
+		if err := db.PingContext(ctx); err == nil {
+			p.db = db
+			return nil
+		}
+	}
+}
+
+// DB returns a connection pool to the private server (root, grants skipped).
+func (p *Private) DB() *sql.DB { return p.db }
+
+// Shutdown asks the server to shut down cleanly and waits for the process to exit.
+func (p *Private) Shutdown(ctx context.Context) error {
+	if p.db != nil {
+		_, _ = p.db.ExecContext(ctx, "SHUTDOWN")
+		p.db.Close()
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("mariadbd shutdown failed (%v): %s", err, p.LogErrors())
+		}
+		return nil
+	case <-ctx.Done():
+		p.kill()
+		return fmt.Errorf("mariadbd did not shut down: %w", ctx.Err())
+	}
+}
+
+func (p *Private) kill() {
+	if p.cmd.Process != nil {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		p.done <- nil
+	}
+}
+
+// LogErrors returns the [ERROR] lines of the error log (or its tail), on one line.
+func (p *Private) LogErrors() string {
+	b, _ := os.ReadFile(p.ErrLog)
+	var errs []string
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if bytes.Contains(l, []byte("[ERROR]")) {
+			errs = append(errs, string(l))
+		}
+	}
+	if len(errs) == 0 {
+		lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+		for _, l := range lines[max(0, len(lines)-3):] {
+			errs = append(errs, string(l))
+		}
+	}
+	if len(errs) > 5 {
+		errs = errs[len(errs)-5:]
+	}
+	return strings.Join(errs, " | ") + " (full log: " + p.ErrLog + ")"
+}

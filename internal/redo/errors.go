@@ -1,0 +1,31 @@
+package redo
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrLogOverwritten means the server reused part of its circular redo log
+// before the tailer copied it; the copy cannot be completed.
+var ErrLogOverwritten = errors.New("redo log was overwritten before it could be copied")
+
+// ErrCorrupt means a mini-transaction below the server's flushed LSN failed
+// validation twice (bad sequence byte, length or CRC-32C).
+var ErrCorrupt = errors.New("corrupt redo log")
+
+// OverwrittenError is returned by Tailer.Run when the server lapped the
+// tailer. It wraps ErrLogOverwritten.
+type OverwrittenError struct {
+	Copied   uint64 // LSN copied so far
+	Server   uint64 // the server's current LSN when the lap was seen
+	Capacity uint64 // size of the circular part of ib_logfile0
+}
+
+// Error says what happened and what to do about it.
+func (e *OverwrittenError) Error() string {
+	return fmt.Sprintf("%v (copied to LSN %d, server at %d, capacity %d): raise innodb_log_file_size or reduce load/--parallel",
+		ErrLogOverwritten, e.Copied, e.Server, e.Capacity)
+}
+
+// Unwrap returns ErrLogOverwritten.
+func (e *OverwrittenError) Unwrap() error { return ErrLogOverwritten }

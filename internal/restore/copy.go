@@ -1,0 +1,149 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
+	"golang.org/x/sync/errgroup"
+)
+
+// datadirFiles lists the files that go into the datadir: the manifest's for ferry
+// backups (with the checksums to verify), a directory walk for mariadb-backup ones.
+func (b *Backup) datadirFiles() ([]manifest.File, error) {
+	if b.Manifest != nil {
+		var out []manifest.File
+		for _, f := range b.Manifest.Files {
+			if !skipFile(f.Path) {
+				out = append(out, f)
+			}
+		}
+		return out, nil
+	}
+	var out []manifest.File
+	err := filepath.WalkDir(b.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(b.Dir, p)
+		rel = filepath.ToSlash(rel)
+		if skipFile(rel) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, manifest.File{Path: rel, Size: fi.Size(), Sparse: filecopy.IsSparse(fi)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list backup %s: %w", b.Dir, err)
+	}
+	return out, nil
+}
+
+func totalSize(files []manifest.File) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+// copyFiles copies (or moves) files from src to dst in parallel, verifying each
+// recorded checksum.
+func copyFiles(ctx context.Context, src, dst string, files []manifest.File, parallel int, move bool, prog *progress.Reporter) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for _, f := range files {
+		g.Go(func() error {
+			from, to := filepath.Join(src, f.Path), filepath.Join(dst, f.Path)
+			if move {
+				return moveVerified(from, to, f, prog)
+			}
+			return copyVerified(gctx, from, to, f, prog)
+		})
+	}
+	return g.Wait()
+}
+
+func copyVerified(ctx context.Context, from, to string, f manifest.File, prog *progress.Reporter) error {
+	n, crc, err := filecopy.CopyPlain(ctx, from, to, prog.Add)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("backup file %s is missing: the backup is damaged", f.Path)
+	}
+	if err != nil {
+		return err
+	}
+	return verify(f, n, crc)
+}
+
+func moveVerified(from, to string, f manifest.File, prog *progress.Reporter) error {
+	if f.CRC32C != "" {
+		crc, err := crcFile(from)
+		if err != nil {
+			return fmt.Errorf("backup file %s: %w", f.Path, err)
+		}
+		fi, err := os.Stat(from)
+		if err != nil {
+			return err
+		}
+		if err := verify(f, fi.Size(), crc); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
+		return err
+	}
+	if err := os.Rename(from, to); err != nil {
+		if errors.Is(err, syscall.EXDEV) {
+			return fmt.Errorf("--move needs the backup and the datadir on the same filesystem; restore without --move")
+		}
+		return fmt.Errorf("move %s: %w", f.Path, err)
+	}
+	prog.Add(f.Size)
+	return nil
+}
+
+// verify compares a copied file with the manifest.
+func verify(f manifest.File, size int64, crc uint32) error {
+	if f.CRC32C == "" {
+		return nil
+	}
+	if size != f.Size {
+		return fmt.Errorf("backup file %s is %d bytes, the manifest says %d: the backup is truncated or damaged", f.Path, size, f.Size)
+	}
+	if got := checksum.Hex(crc); got != f.CRC32C {
+		return fmt.Errorf("backup file %s is corrupt: CRC-32C %s, the manifest says %s", f.Path, got, f.CRC32C)
+	}
+	return nil
+}
+
+// readBinlogInfo reads a mariadb-backup backup's xtrabackup_binlog_info.
+func readBinlogInfo(dir string) mariadb.Coordinates {
+	b, err := os.ReadFile(filepath.Join(dir, xtrabackup.BinlogInfoFile))
+	if err != nil {
+		return mariadb.Coordinates{}
+	}
+	parts := strings.Split(strings.TrimSpace(string(b)), "\t")
+	c := mariadb.Coordinates{BinlogFile: parts[0]}
+	if len(parts) > 1 {
+		fmt.Sscan(parts[1], &c.BinlogPos)
+	}
+	if len(parts) > 2 {
+		c.GTIDBinlogPos = parts[2]
+	}
+	return c
+}

@@ -1,0 +1,108 @@
+package restore
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// applyDDLMarkers refuses mariadb-backup's DDL markers (.new/.ren/.del), which only
+// mariadb-backup --prepare knows how to apply.
+func applyDDLMarkers(dir string) error {
+	var found string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || found != "" {
+			return err
+		}
+		switch filepath.Ext(p) {
+		case ".new", ".ren", ".del":
+			found = p
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", dir, err)
+	}
+	if found != "" {
+		return fmt.Errorf("backup holds mariadb-backup DDL marker %s: prepare it with mariadb-backup --prepare first, then restore it with ferry", found)
+	}
+	return nil
+}
+
+// skipFile says which backup files are not part of a datadir. xtrabackup_info stays,
+// as with mariadb-backup --copy-back, so the datadir tells what point it holds.
+func skipFile(rel string) bool {
+	switch rel {
+	case manifest.FileName, manifest.IncompleteMarker, "backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_binlog_info":
+		return true
+	}
+	return strings.HasSuffix(rel, ".qp") || strings.HasSuffix(rel, ".tmp")
+}
+
+// scanFiles lists and checksums every file of dir (for a prepared backup's manifest).
+func scanFiles(dir string) ([]manifest.File, error) {
+	var out []manifest.File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if rel == manifest.FileName || rel == manifest.FileName+".tmp" {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		crc, err := crcFile(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, manifest.File{Path: rel, Size: fi.Size(), CRC32C: checksum.Hex(crc), Kind: kindOf(rel), Sparse: filecopy.IsSparse(fi)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checksum prepared backup: %w", err)
+	}
+	return out, nil
+}
+
+func kindOf(rel string) string {
+	switch {
+	case rel == "ib_logfile0":
+		return manifest.KindRedo
+	case strings.HasSuffix(rel, ".ibd") || strings.HasPrefix(rel, "ibdata") || strings.HasPrefix(rel, "undo"):
+		return manifest.KindInnoDB
+	case strings.HasPrefix(rel, "xtrabackup_") || rel == "backup-my.cnf":
+		return manifest.KindMeta
+	}
+	return manifest.KindOther
+}
+
+func crcFile(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4<<20)
+	var crc uint32
+	for {
+		n, err := f.Read(buf)
+		crc = checksum.Update(crc, buf[:n])
+		if err == io.EOF {
+			return crc, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+// Package restore prepares backups (crash recovery by the stock mariadbd run on a
+// private socket) and restores them into a datadir through a staging directory that
+// is renamed into place only at the end.
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
+)
+
+// Backup is a backup directory made by ferry or by mariadb-backup.
+type Backup struct {
+	Dir           string
+	Manifest      *manifest.Manifest // nil for a mariadb-backup backup
+	Checkpoints   xtrabackup.Checkpoints
+	ServerVersion string // e.g. 10.11.19-MariaDB-log
+	Settings      map[string]string
+	Prepared      bool
+}
+
+// Tool names the program that made the backup.
+func (b *Backup) Tool() string {
+	if b.Manifest != nil {
+		return "ferry"
+	}
+	return "mariadb-backup"
+}
+
+// Open inspects dir and refuses anything that is not a complete, full backup.
+func Open(dir string) (*Backup, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("backup directory %s does not exist", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err == nil {
+		return nil, fmt.Errorf("backup in %s is incomplete (it was interrupted before its manifest was written): it cannot be prepared or restored; take a new backup", dir)
+	}
+	b := &Backup{Dir: dir}
+	m, err := manifest.Read(dir)
+	switch {
+	case err == nil:
+		b.Manifest, b.Prepared = m, m.Prepared != nil
+		b.ServerVersion, b.Settings = m.Server.Version, m.Server.Settings
+	case !errors.Is(err, manifest.ErrNotFound):
+		return nil, err
+	}
+	cp, err := xtrabackup.ReadCheckpoints(dir)
+	if err != nil {
+		if b.Manifest != nil {
+			return nil, fmt.Errorf("backup %s: %w", dir, err)
+		}
+		return nil, fmt.Errorf("%s is not a complete backup (no %s or %s): if a backup was being written there it was interrupted; take a new one", dir, manifest.FileName, xtrabackup.CheckpointsFile)
+	}
+	b.Checkpoints = cp
+	return b, b.fromXtrabackup()
+}
+
+// fromXtrabackup fills what a mariadb-backup backup records in its own files.
+func (b *Backup) fromXtrabackup() error {
+	switch b.Checkpoints.BackupType {
+	case xtrabackup.TypeFull:
+	case xtrabackup.TypeLogApplied:
+		b.Prepared = true
+	default:
+		return fmt.Errorf("backup %s has type %q: only full backups are supported so far", b.Dir, b.Checkpoints.BackupType)
+	}
+	if b.Manifest != nil {
+		return nil
+	}
+	info, err := xtrabackup.ReadKeyValues(filepath.Join(b.Dir, xtrabackup.InfoFile))
+	if err != nil {
+		return fmt.Errorf("backup %s: read %s: %w", b.Dir, xtrabackup.InfoFile, err)
+	}
+	b.ServerVersion = info["server_version"]
+	b.Settings, err = xtrabackup.ReadMyCnf(b.Dir)
+	return err
+}
+
+var seriesRe = regexp.MustCompile(`^(\d+\.\d+)\.(\d+)`)
+
+// CheckMariadbd verifies that version (of the mariadbd that will run recovery) is of
+// the same major.minor series as the backed-up server.
+func (b *Backup) CheckMariadbd(bin, version string) error {
+	want := seriesRe.FindStringSubmatch(b.ServerVersion)
+	got := seriesRe.FindStringSubmatch(version)
+	if want == nil {
+		return fmt.Errorf("backup %s does not record its server version; cannot choose a mariadbd", b.Dir)
+	}
+	if got == nil || got[1] != want[1] {
+		return fmt.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass --mariadbd", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want[1])
+	}
+	return nil
+}
+
+// serverArgs turns the backup's prepare settings into mariadbd options.
+func (b *Backup) serverArgs(bufferPool string) []string {
+	args := []string{"--innodb-buffer-pool-size=" + bufferPool}
+	for k, v := range b.Settings {
+		if k == "innodb_undo_directory" || k == "innodb_data_home_dir" || k == "innodb_log_group_home_dir" {
+			continue
+		}
+		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
+	}
+	return args
+}
+
+// prepareMariadbd finds the mariadbd for this backup and checks its version.
+func (b *Backup) prepareMariadbd(ctx context.Context, explicit string) (string, string, error) {
+	bin, err := mariadb.FindMysqld(explicit)
+	if err != nil {
+		return "", "", err
+	}
+	v, err := mariadb.MysqldVersion(ctx, bin)
+	if err != nil {
+		return "", "", err
+	}
+	return bin, v, b.CheckMariadbd(bin, v)
+}

@@ -1,0 +1,170 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/progress"
+)
+
+// Config configures ferry restore.
+type Config struct {
+	BackupDir string
+	Datadir   string
+	Move      bool   // move files out of the backup instead of copying (consumes the backup)
+	Replace   bool   // move a non-empty datadir aside (never deleted) and restore in its place
+	Owner     string // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	Parallel  int
+	Mariadbd  string
+	UseMemory string
+	Log       *slog.Logger
+	Progress  io.Writer
+	Terminal  bool
+}
+
+// Result tells what a restore did.
+type Result struct {
+	Backup      *Backup
+	Datadir     string
+	MovedAside  string // old datadir kept here with --replace
+	Coordinates mariadb.Coordinates
+}
+
+// Restore copies (or moves) a backup into a staging directory beside the datadir,
+// verifying every checksum, prepares the staging copy if needed, sets ownership, and
+// renames it into place at the end. The backup is left untouched unless Move is set.
+func Restore(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = runtime.NumCPU()
+	}
+	b, err := Open(cfg.BackupDir)
+	if err != nil {
+		return nil, err
+	}
+	datadir, err := filepath.Abs(cfg.Datadir)
+	if err != nil || cfg.Datadir == "" {
+		return nil, errors.New("--datadir is required")
+	}
+	if err := checkDatadir(datadir, cfg.Replace); err != nil {
+		return nil, err
+	}
+	bin := ""
+	if !b.Prepared {
+		if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
+			return nil, err
+		}
+	}
+	owner, err := resolveOwner(cfg.Owner, datadir)
+	if err != nil {
+		return nil, err
+	}
+	staging, err := makeStaging(datadir)
+	if err != nil {
+		return nil, err
+	}
+	res, err := restoreInto(ctx, cfg, b, staging, bin, owner, datadir)
+	if err != nil {
+		os.RemoveAll(staging)
+		return nil, err
+	}
+	return res, nil
+}
+
+func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+	files, err := b.datadirFiles()
+	if err != nil {
+		return nil, err
+	}
+	prog := progress.New(progress.Options{Label: "restore", Total: totalSize(files), Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
+	err = copyFiles(ctx, b.Dir, staging, files, cfg.Parallel, cfg.Move, prog)
+	prog.Finish()
+	if err != nil {
+		return nil, err
+	}
+	if !b.Prepared {
+		if err := recoverDir(ctx, b, staging, bin, cfg.UseMemory, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
+	if err := owner.apply(staging); err != nil {
+		return nil, err
+	}
+	aside, err := swapIn(staging, datadir, cfg.Replace)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Backup: b, Datadir: datadir, MovedAside: aside}
+	if b.Manifest != nil {
+		res.Coordinates = b.Manifest.Coordinates
+	} else {
+		res.Coordinates = readBinlogInfo(b.Dir)
+	}
+	return res, nil
+}
+
+// checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a
+// running server holds in any case.
+func checkDatadir(datadir string, replace bool) error {
+	ents, err := os.ReadDir(datadir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("datadir %s: %w", datadir, err)
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	if !replace {
+		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir aside (it is kept, never deleted)", datadir)
+	}
+	if inUse(datadir) {
+		return fmt.Errorf("datadir %s is in use by a running server: stop it before restoring over it", datadir)
+	}
+	return nil
+}
+
+// makeStaging creates a new staging directory beside datadir (same filesystem, so the
+// final rename is atomic).
+func makeStaging(datadir string) (string, error) {
+	parent := filepath.Dir(datadir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", parent, err)
+	}
+	dir, err := os.MkdirTemp(parent, "."+filepath.Base(datadir)+".ferry-staging-")
+	if err != nil {
+		return "", fmt.Errorf("create staging directory beside %s: %w", datadir, err)
+	}
+	return dir, os.Chmod(dir, 0o750)
+}
+
+// swapIn renames staging to datadir; an existing datadir is removed if empty or, with
+// replace, renamed aside.
+func swapIn(staging, datadir string, replace bool) (string, error) {
+	aside := ""
+	if fi, err := os.Stat(datadir); err == nil {
+		os.Chmod(staging, fi.Mode().Perm())
+		if err := os.Remove(datadir); err != nil {
+			if !replace {
+				return "", fmt.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory", datadir)
+			}
+			aside = fmt.Sprintf("%s.ferry-old-%s", datadir, time.Now().Format("20060102T150405"))
+			if err := os.Rename(datadir, aside); err != nil {
+				return "", fmt.Errorf("move old datadir aside: %w", err)
+			}
+		}
+	}
+	if err := os.Rename(staging, datadir); err != nil {
+		return "", fmt.Errorf("rename %s to %s: %w", staging, datadir, err)
+	}
+	return aside, manifest.SyncDir(filepath.Dir(datadir))
+}

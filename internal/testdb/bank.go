@@ -1,0 +1,227 @@
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/errgroup"
+)
+
+// BankOptions configures NewBank.
+type BankOptions struct {
+	Accounts int    // number of accounts (at least 2); 0 means 100
+	Domain   uint32 // gtid_domain_id of the transfers, used by nothing else; 0 means 7
+}
+
+// Bank is a transfer workload in schema `bank` whose commits are serialised,
+// so ledger seq order is commit and GTID order.
+//
+// Each ledger row's gtid column holds the GTID its own transaction was
+// binlogged with (predicted in the transaction, verified after COMMIT).
+type Bank struct {
+	db   *sql.DB
+	opt  BankOptions
+	mu   sync.Mutex
+	gtid map[int64]string
+	ops  atomic.Int64
+}
+
+// InitialBalance is every account's starting balance.
+const InitialBalance = 1000
+
+// txTimeout bounds one workload statement or transaction; workloads stop
+// between transactions when their ctx is cancelled, never inside one.
+const txTimeout = 2 * time.Minute
+
+// NewBank (re)creates schema `bank` on db.
+func NewBank(t testing.TB, db *sql.DB, opt BankOptions) *Bank {
+	t.Helper()
+	if opt.Accounts == 0 {
+		opt.Accounts = 100
+	}
+	if opt.Domain == 0 {
+		opt.Domain = 7
+	}
+	if opt.Accounts < 2 {
+		t.Fatalf("bank: %d accounts, need at least 2", opt.Accounts)
+	}
+	mustExec(t, db, "DROP DATABASE IF EXISTS bank", "CREATE DATABASE bank",
+		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE bank.ledger (seq BIGINT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, "+
+			"amount BIGINT NOT NULL, gtid VARCHAR(64) NOT NULL) ENGINE=InnoDB",
+		"CREATE TABLE bank.counter (id TINYINT PRIMARY KEY, seq BIGINT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO bank.counter VALUES (1, 0)",
+		"INSERT INTO bank.accounts VALUES "+rowsOf(opt.Accounts, "(%d, "+strconv.Itoa(InitialBalance)+")"))
+	return &Bank{db: db, opt: opt, gtid: map[int64]string{}}
+}
+
+// mustExec runs statements in order, failing the test on the first error.
+func mustExec(t testing.TB, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// Ops returns the number of committed transfers.
+func (b *Bank) Ops() int64 { return b.ops.Load() }
+
+// GTIDOf returns the GTID transfer seq committed with, or "" if not recorded.
+func (b *Bank) GTIDOf(seq int64) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gtid[seq]
+}
+
+// Run makes transfers on threads connections until ctx is cancelled. It
+// returns nil then, or the first error of each failed thread.
+func (b *Bank) Run(ctx context.Context, threads int) error {
+	g := new(errgroup.Group)
+	for range threads {
+		g.Go(func() error { return b.thread(ctx) })
+	}
+	return g.Wait()
+}
+
+// thread runs transfers on one session in the bank's GTID domain.
+func (b *Bank) thread(ctx context.Context) error {
+	conn, err := b.db.Conn(ctx)
+	if err != nil {
+		return ctxErr(ctx, err)
+	}
+	defer discard(conn)
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION gtid_domain_id = %d", b.opt.Domain)); err != nil {
+		return ctxErr(ctx, err)
+	}
+	for ctx.Err() == nil {
+		if err := b.transferRetry(conn); err != nil {
+			return fmt.Errorf("bank after %d transfers: %w", b.Ops(), err)
+		}
+	}
+	return nil
+}
+
+// discard closes conn instead of returning it to the pool, so that its
+// session gtid_domain_id does not leak into other users of the pool.
+func discard(conn *sql.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn })
+	conn.Close()
+}
+
+// ctxErr hides err when ctx was cancelled (the workload is just stopping).
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// transferRetry runs one transfer, retrying deadlocks and lock wait timeouts.
+func (b *Bank) transferRetry(conn *sql.Conn) error {
+	for {
+		err := b.transfer(conn)
+		if !retryable(err) {
+			return err
+		}
+	}
+}
+
+// retryable reports a deadlock or lock wait timeout.
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// transfer commits one transfer and records its GTID.
+func (b *Bank) transfer(conn *sql.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
+	defer cancel()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	seq, want, err := b.apply(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit seq %d: %w", seq, err)
+	}
+	got, err := queryString(ctx, conn, "SELECT @@last_gtid")
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("seq %d committed as GTID %q, predicted %q: is domain %d used elsewhere?", seq, got, want, b.opt.Domain)
+	}
+	b.mu.Lock()
+	b.gtid[seq] = got
+	b.mu.Unlock()
+	b.ops.Add(1)
+	return nil
+}
+
+// apply does a transfer's statements inside tx, returning its seq and predicted GTID.
+func (b *Bank) apply(ctx context.Context, tx *sql.Tx) (int64, string, error) {
+	var seq int64
+	if err := tx.QueryRowContext(ctx, "SELECT seq FROM bank.counter WHERE id = 1 FOR UPDATE").Scan(&seq); err != nil {
+		return 0, "", err
+	}
+	seq++
+	gtid, err := b.nextGTID(ctx, tx)
+	if err != nil {
+		return 0, "", err
+	}
+	from := 1 + rand.IntN(b.opt.Accounts)
+	to := 1 + (from+rand.IntN(b.opt.Accounts-1))%b.opt.Accounts
+	amount := 1 + rand.IntN(100)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"UPDATE bank.accounts SET balance = balance - ? WHERE id = ?", []any{amount, from}},
+		{"UPDATE bank.accounts SET balance = balance + ? WHERE id = ?", []any{amount, to}},
+		{"INSERT INTO bank.ledger VALUES (?, ?, ?, ?, ?)", []any{seq, from, to, amount, gtid}},
+		{"UPDATE bank.counter SET seq = ? WHERE id = 1", []any{seq}},
+	} {
+		if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+			return 0, "", err
+		}
+	}
+	return seq, gtid, nil
+}
+
+// nextGTID predicts the GTID the current transaction will commit with: commits
+// in the bank's domain are serialised by the counter lock, so it is the
+// domain's last binlogged seq_no + 1. "" when the binlog is off.
+func (b *Bank) nextGTID(ctx context.Context, tx *sql.Tx) (string, error) {
+	var logBin int
+	var pos, serverID string
+	err := tx.QueryRowContext(ctx, "SELECT @@log_bin, @@GLOBAL.gtid_binlog_pos, @@server_id").Scan(&logBin, &pos, &serverID)
+	if err != nil || logBin == 0 {
+		return "", err
+	}
+	var next uint64 = 1
+	if g := GTIDForDomain(pos, b.opt.Domain); g != "" {
+		n, err := strconv.ParseUint(g[strings.LastIndexByte(g, '-')+1:], 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("parse GTID %q: %w", g, err)
+		}
+		next = n + 1
+	}
+	return fmt.Sprintf("%d-%s-%d", b.opt.Domain, serverID, next), nil
+}

@@ -1,0 +1,333 @@
+// Package testdb is the end-to-end test harness: it runs private mariadbd
+// instances, drives concurrent workloads against them and checks invariants
+// on (restored) copies. It is imported by tests only.
+package testdb
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Options configures Start. The zero value is a fresh server with binlog on.
+type Options struct {
+	// Datadir, if set, is an existing datadir (e.g. a restored backup) to run
+	// on instead of a freshly installed one.
+	Datadir string
+	// ServerID is server_id; 0 means the TCP port (unique among running servers).
+	ServerID uint32
+	// LogFileSize is innodb_log_file_size; "" means "8M".
+	LogFileSize string
+	// NoBinlog turns the binary log off.
+	NoBinlog bool
+	// Args are extra mariadbd options (e.g. "--innodb-page-size=4k").
+	Args []string
+}
+
+// StartTimeout bounds how long Start and Restart wait for the server to accept connections.
+const StartTimeout = 90 * time.Second
+
+// StopTimeout bounds how long Stop waits for the server to exit after SIGTERM.
+const StopTimeout = 60 * time.Second
+
+// Server is a running private mariadbd. Its files live under a temp dir of the test.
+type Server struct {
+	Datadir    string // data directory
+	Socket     string // unix socket path
+	Port       int    // TCP port on 127.0.0.1
+	PidFile    string // pid file written by mariadbd
+	ErrorLog   string // log-error file
+	ConfigFile string // my.cnf passed with --defaults-file
+
+	opt    Options
+	base   string
+	mu     sync.Mutex
+	db     *sql.DB
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Start installs (unless opt.Datadir is set) and starts a private mariadbd,
+// waits until it accepts connections and registers a cleanup that stops it.
+func Start(t testing.TB, opt Options) *Server {
+	t.Helper()
+	if opt.LogFileSize == "" {
+		opt.LogFileSize = "8M"
+	}
+	base := shortDir(t)
+	s := &Server{
+		opt:      opt,
+		base:     base,
+		Datadir:  opt.Datadir,
+		Socket:   filepath.Join(base, "mysql.sock"),
+		PidFile:  filepath.Join(base, "mariadbd.pid"),
+		ErrorLog: filepath.Join(base, "error.log"),
+	}
+	s.ConfigFile = filepath.Join(base, "my.cnf")
+	if s.Datadir == "" {
+		s.Datadir = filepath.Join(base, "data")
+		installDB(t, s.Datadir)
+	}
+	t.Cleanup(func() { s.cleanup(t) })
+	for attempt := 0; ; attempt++ {
+		s.Port = freePort(t)
+		err := s.launch()
+		if err == nil {
+			return s
+		}
+		if attempt < 2 && strings.Contains(s.logTail(5), "already in use") {
+			continue // lost the race for the port
+		}
+		t.Fatalf("start mariadbd on %s: %v\n--- tail of %s ---\n%s", s.Datadir, err, s.ErrorLog, s.logTail(30))
+	}
+}
+
+// shortDir returns t.TempDir(), or a dir under /tmp when that is too long for
+// a unix socket path (108 bytes).
+func shortDir(t testing.TB) string {
+	d := t.TempDir()
+	if len(d) <= 80 {
+		return d
+	}
+	d, err := os.MkdirTemp("/tmp", "testdb-")
+	if err != nil {
+		t.Fatalf("temp dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// installDB creates a fresh datadir with mariadb-install-db.
+func installDB(t testing.TB, datadir string) {
+	t.Helper()
+	bin, err := exec.LookPath("mariadb-install-db")
+	if err != nil {
+		t.Fatalf("mariadb-install-db not found on PATH: install mariadb-server to run end-to-end tests")
+	}
+	out, err := exec.Command(bin, "--no-defaults", "--datadir="+datadir, "--user=root",
+		"--auth-root-authentication-method=normal").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mariadb-install-db --datadir=%s: %v\n%s", datadir, err, tail(string(out), 30))
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("pick a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// mariadbdPath finds mariadbd on PATH, else in /usr/sbin.
+func mariadbdPath() (string, error) {
+	if p, err := exec.LookPath("mariadbd"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/sbin/mariadbd"); err == nil {
+		return "/usr/sbin/mariadbd", nil
+	}
+	return "", errors.New("mariadbd not found on PATH or in /usr/sbin: install mariadb-server 10.11 to run end-to-end tests")
+}
+
+// config renders my.cnf for the current port.
+func (s *Server) config() string {
+	id := s.opt.ServerID
+	if id == 0 {
+		id = uint32(s.Port)
+	}
+	lines := []string{"[mariadbd]", "user=root", "datadir=" + s.Datadir, "socket=" + s.Socket,
+		"port=" + strconv.Itoa(s.Port), "bind-address=127.0.0.1", "pid-file=" + s.PidFile,
+		"log-error=" + s.ErrorLog, "tmpdir=" + s.base, "innodb-log-file-size=" + s.opt.LogFileSize,
+		"innodb-buffer-pool-size=64M", "skip-name-resolve", "server-id=" + strconv.FormatUint(uint64(id), 10)}
+	if !s.opt.NoBinlog {
+		lines = append(lines, "log-bin=mysql-bin", "binlog-format=ROW", "relay-log=relay-bin")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// launch writes the config, starts mariadbd and waits until it is ready.
+func (s *Server) launch() error {
+	bin, err := mariadbdPath()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.ConfigFile, []byte(s.config()), 0o644); err != nil {
+		return err
+	}
+	os.Remove(s.PidFile)
+	out, err := os.OpenFile(filepath.Join(s.base, "mariadbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	args := append([]string{"--defaults-file=" + s.ConfigFile, "--user=root"}, s.opt.Args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return s.waitReady(exited)
+}
+
+// waitReady polls until the server answers a ping, exits, or StartTimeout passes.
+func (s *Server) waitReady(exited chan struct{}) error {
+	db, err := sql.Open("mysql", s.DSN(""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(StartTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err = db.Ping(); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("mariadbd exited during startup (%v)", s.cmd.ProcessState)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			s.signal(syscall.SIGKILL)
+			<-exited
+			return fmt.Errorf("not accepting connections after %v: %w", StartTimeout, err)
+		}
+	}
+}
+
+// Restart starts the server again on the same datadir and configuration
+// after Stop or Kill.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if s.running() {
+		t.Fatalf("restart %s: server is still running", s.Datadir)
+	}
+	if err := s.launch(); err != nil {
+		t.Fatalf("restart mariadbd on %s: %v\n--- tail of %s ---\n%s", s.Datadir, err, s.ErrorLog, s.logTail(30))
+	}
+}
+
+// running reports whether the server process is alive.
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exited == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// pid returns the server pid from the pid file, else from the child process.
+func (s *Server) pid() int {
+	if b, err := os.ReadFile(s.PidFile); err == nil {
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && p > 0 {
+			return p
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
+// signal sends sig to the server pid.
+func (s *Server) signal(sig syscall.Signal) error {
+	return syscall.Kill(s.pid(), sig)
+}
+
+// Stop shuts the server down with SIGTERM and waits for its pid to exit; after
+// StopTimeout it SIGKILLs it and fails the test. It closes the handle DB returned.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stop is Stop without a testing.TB, for cleanups.
+func (s *Server) stop() error {
+	s.closeDB()
+	if !s.running() {
+		return nil
+	}
+	if err := s.signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop mariadbd pid %d: %w", s.pid(), err)
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(StopTimeout):
+	}
+	s.signal(syscall.SIGKILL)
+	<-s.exited
+	return fmt.Errorf("mariadbd on %s did not exit within %v of SIGTERM; killed it\n%s", s.Datadir, StopTimeout, s.logTail(30))
+}
+
+// Kill SIGKILLs the server (a crash) and waits for the process to go away.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.closeDB()
+	if !s.running() {
+		t.Fatalf("kill mariadbd on %s: not running", s.Datadir)
+	}
+	if err := s.signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill mariadbd pid %d: %v", s.pid(), err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(StopTimeout):
+		t.Fatalf("mariadbd pid %d still alive %v after SIGKILL", s.pid(), StopTimeout)
+	}
+}
+
+// cleanup stops the server at the end of the test, showing its log on failure.
+func (s *Server) cleanup(t testing.TB) {
+	if err := s.stop(); err != nil {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.Logf("--- tail of %s ---\n%s", s.ErrorLog, s.logTail(30))
+	}
+}
+
+// logTail returns the last n lines of the error log.
+func (s *Server) logTail(n int) string {
+	b, err := os.ReadFile(s.ErrorLog)
+	if err != nil {
+		return fmt.Sprintf("(no error log: %v)", err)
+	}
+	return tail(string(b), n)
+}
+
+// tail returns the last n lines of text.
+func tail(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
