@@ -38,7 +38,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the workload is running before the backup starts
 	target := filepath.Join(shortTemp(t), "bk")
-	mustFerry(t, backupArgs(src, target, "--max-rate", "3M", "--parallel", "2")...)
+	mustFerry(t, backupArgs(src, target, "--max-rate", "8M", "--parallel", "2")...)
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	wg.Wait()

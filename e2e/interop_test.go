@@ -21,11 +21,11 @@ func loadMixed(t testing.TB, s *testdb.Server) {
 		`CREATE TABLE shop.zipped (id INT PRIMARY KEY, note TEXT) ENGINE=InnoDB ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8`,
 		`CREATE TABLE shop.aria (id INT PRIMARY KEY, note TEXT) ENGINE=Aria`,
 		`CREATE TABLE shop.isam (id INT PRIMARY KEY, note TEXT) ENGINE=MyISAM`,
-		`INSERT INTO shop.orders SELECT seq, REPEAT(CHAR(65 + seq % 26), 150), seq % 97 FROM seq_1_to_30000`,
-		`INSERT INTO shop.archive SELECT seq, REPEAT('archived order ', 40) FROM seq_1_to_20000`,
-		`INSERT INTO shop.zipped SELECT seq, REPEAT('zip ', 50) FROM seq_1_to_5000`,
-		`INSERT INTO shop.aria SELECT seq, MD5(seq) FROM seq_1_to_5000`,
-		`INSERT INTO shop.isam SELECT seq, SHA1(seq) FROM seq_1_to_5000`,
+		`INSERT INTO shop.orders SELECT seq, REPEAT(CHAR(65 + seq % 26), 150), seq % 97 FROM shop.seq_1_to_30000`,
+		`INSERT INTO shop.archive SELECT seq, REPEAT('archived order ', 40) FROM shop.seq_1_to_20000`,
+		`INSERT INTO shop.zipped SELECT seq, REPEAT('zip ', 50) FROM shop.seq_1_to_5000`,
+		`INSERT INTO shop.aria SELECT seq, MD5(seq) FROM shop.seq_1_to_5000`,
+		`INSERT INTO shop.isam SELECT seq, SHA1(seq) FROM shop.seq_1_to_5000`,
 	} {
 		s.Exec(t, q)
 	}
@@ -97,13 +97,20 @@ func TestInteropWithMariabackup(t *testing.T) {
 		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
 	})
 
-	t.Run("ferry backup, ferry prepare, restore with --move", func(t *testing.T) {
+	t.Run("ferry backup, ferry prepare, restore by copy and with --move", func(t *testing.T) {
 		dir := filepath.Join(tmp, "ferry-bk2")
 		mustFerry(t, backupArgs(src, dir)...)
 		mustFerry(t, "prepare", "--target-dir", dir)
+		copied := filepath.Join(tmp, "copied")
+		mustFerry(t, "restore", "--target-dir", dir, "--datadir", copied)
+		if isSparse(t, filepath.Join(dir, "shop/archive.ibd")) && !isSparse(t, filepath.Join(copied, "shop/archive.ibd")) {
+			t.Error("restore did not keep the sparse page_compressed tablespace sparse")
+		}
+		s := testdb.Start(t, testdb.Options{Datadir: copied, ServerID: 6})
+		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
 		datadir := filepath.Join(tmp, "moved")
 		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir, "--move")
-		s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 5})
+		s = testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 5})
 		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
 	})
 }

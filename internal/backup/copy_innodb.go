@@ -49,6 +49,7 @@ type segment struct {
 	off, len int64 // len < 0: read to end of file
 	size     int64 // bytes copied
 	crc      uint32
+	vanished bool // the file was gone when the segment was opened
 }
 
 // copyInnoDBFiles copies files with cfg.Parallel workers, splitting large files into
@@ -79,6 +80,10 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) ([]copiedFil
 	}
 	out := make([]copiedFile, 0, len(jobs))
 	for _, ij := range jobs {
+		if ij.vanished() {
+			os.Remove(ij.dst)
+			continue
+		}
 		cf, err := finishInnoJob(ij)
 		if err != nil {
 			return nil, err
@@ -176,4 +181,13 @@ func finishInnoJob(ij *innoJob) (copiedFile, error) {
 	}
 	return copiedFile{Rel: ij.src.Rel, Size: size, CRC: crc, Sparse: ij.sparse,
 		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: "innodb"}, nil
+}
+
+func (ij *innoJob) vanished() bool {
+	for _, s := range ij.segs {
+		if s.vanished {
+			return true
+		}
+	}
+	return false
 }

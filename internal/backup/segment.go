@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
@@ -17,6 +18,10 @@ import (
 // validated (torn pages re-read), written to the same offset of the target.
 func (j *job) copySegment(ctx context.Context, ij *innoJob, s *segment) error {
 	in, err := directio.Open(ij.src.Abs)
+	if errors.Is(err, os.ErrNotExist) {
+		s.vanished = true // dropped or renamed by DDL: reconciled under BLOCK_DDL
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", ij.src.Abs, err)
 	}

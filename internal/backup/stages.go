@@ -44,6 +44,9 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if h := j.cfg.Hooks.AfterInnoDBCopy; h != nil {
 		h()
 	}
+	// Copies under the backup locks run at full speed: --max-rate spares the server
+	// during the long online copy, not while DDL or commits wait.
+	j.limiter = nil
 	ddlWait, err := j.underBlockDDL(ctx)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package progress
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -103,7 +104,7 @@ func (r *Reporter) logLine() {
 	done, total := r.done.Load(), r.total.Load()
 	el := time.Since(r.start).Seconds()
 	rate := float64(done) / el
-	attrs := []any{"done_mib", done >> 20, "total_mib", total >> 20, "mib_per_s", int64(rate) >> 20}
+	attrs := []any{"done_mib", done >> 20, "total_mib", total >> 20, "mib_per_s", fmt.Sprintf("%.1f", rate/(1<<20))}
 	if total > 0 {
 		attrs = append(attrs, "percent", done*100/total)
 	}
