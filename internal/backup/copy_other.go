@@ -13,8 +13,13 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// ariaPage is the Aria log page size; the last page of a log is rewritten in place.
-const ariaPage = 8192
+// ariaPage is the Aria log page size. The end of a log is rewritten in place (the last
+// page fills up over time, within a write buffer of up to 1 MiB), so a tail copy starts
+// ariaRewrite bytes before the previously copied end.
+const (
+	ariaPage    = 8192
+	ariaRewrite = 1 << 20
+)
 
 // copyOthers copies non-InnoDB files in parallel with plain reads; files dropped in the
 // meantime are skipped.
@@ -50,7 +55,7 @@ func (j *job) copyAriaTails(ctx context.Context, logs []srcFile) error {
 			fresh = append(fresh, f)
 			continue
 		}
-		cf, err := j.copyTail(f, old.Size/ariaPage*ariaPage)
+		cf, err := j.copyTail(f, max(0, old.Size-ariaRewrite)/ariaPage*ariaPage)
 		if err != nil {
 			return err
 		}

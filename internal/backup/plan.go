@@ -52,7 +52,8 @@ var skipDirs = map[string]bool{"#innodb_temp": true, "lost+found": true, "#rocks
 // innodbExt are the InnoDB per-table file extensions.
 const innodbExt = ".ibd"
 
-// definitionExts are the files that describe a table (copied with the other non-InnoDB files).
+// commitDataExts are the data files of non-transactional and log tables; in the mysql
+// schema (system, statistics and log tables) they change until BLOCK_COMMIT.
 var commitDataExts = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, ".MYI": true, ".CSV": true, ".CSM": true}
 
 var ariaLogRe = regexp.MustCompile(`^aria_log\.\d{8}$`)

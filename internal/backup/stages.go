@@ -128,13 +128,13 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := j.readEnd(ctx); err != nil {
+		return 0, err
+	}
 	if err := j.copyOthers(ctx, p.Commit); err != nil {
 		return 0, err
 	}
 	if err := j.copyAriaTails(ctx, p.AriaLogs); err != nil {
-		return 0, err
-	}
-	if err := j.readEnd(ctx); err != nil {
 		return 0, err
 	}
 	if _, err := j.lock.Enter(ctx, mariadb.StageEnd); err != nil {
