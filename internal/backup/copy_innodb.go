@@ -171,7 +171,7 @@ func finishInnoJob(ij *innoJob) (copiedFile, error) {
 		crc = checksum.Combine(crc, s.crc, s.size)
 		size += s.size
 	}
-	t, err := filecopy.Open(ij.dst, ij.sparse)
+	t, err := filecopy.Open(ij.dst, ij.sparse, false)
 	if err != nil {
 		return copiedFile{}, err
 	}

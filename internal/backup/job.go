@@ -114,12 +114,12 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	if j.cfg.MaxRate > 0 {
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
 	}
-	j.bufs = make(chan []byte, j.cfg.Parallel)
-	for range j.cfg.Parallel {
+	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
+	for range 2 * j.cfg.Parallel {
 		j.bufs <- directio.AlignedBuffer(j.cfg.ChunkSize)
 	}
 	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.cfg.TargetDir,
-		"parallel", j.cfg.Parallel, "memory_budget_mib", j.cfg.Parallel*j.cfg.ChunkSize>>20)
+		"parallel", j.cfg.Parallel, "memory_budget_mib", 2*j.cfg.Parallel*j.cfg.ChunkSize>>20)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lock, err := mariadb.NewBackupLock(ctx, j.db)

@@ -15,7 +15,8 @@ import (
 )
 
 // copySegment copies one segment of an InnoDB file: large O_DIRECT reads, every page
-// validated (torn pages re-read), written to the same offset of the target.
+// validated (torn pages re-read), written to the same offset of the target with
+// O_DIRECT by a writer goroutine while the next chunk is read.
 func (j *job) copySegment(ctx context.Context, ij *innoJob, s *segment) error {
 	in, err := directio.Open(ij.src.Abs)
 	if errors.Is(err, os.ErrNotExist) {
@@ -26,47 +27,94 @@ func (j *job) copySegment(ctx context.Context, ij *innoJob, s *segment) error {
 		return fmt.Errorf("open %s: %w", ij.src.Abs, err)
 	}
 	defer in.Close()
-	out, err := filecopy.Open(ij.dst, ij.sparse)
+	out, err := filecopy.Open(ij.dst, ij.sparse, true)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	buf := <-j.bufs
-	defer func() { j.bufs <- buf }()
+	w := j.startWriter(out)
+	rerr := j.readSegment(ctx, in, ij, s, w.chunks)
+	close(w.chunks)
+	if werr := <-w.done; rerr == nil {
+		rerr = werr
+	}
+	return rerr
+}
+
+// chunk is a validated buffer waiting to be written at off.
+type chunk struct {
+	buf []byte
+	n   int
+	off int64
+}
+
+type chunkWriter struct {
+	chunks chan chunk
+	done   chan error
+}
+
+// startWriter writes chunks in order and returns their buffers to the pool. The channel
+// is unbuffered, so a worker holds at most two buffers: one being read, one being written.
+func (j *job) startWriter(out *filecopy.Target) chunkWriter {
+	w := chunkWriter{chunks: make(chan chunk), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for c := range w.chunks {
+			if err == nil {
+				err = out.WriteAt(c.buf[:c.n], c.off)
+			}
+			j.bufs <- c.buf
+		}
+		w.done <- err
+	}()
+	return w
+}
+
+// readSegment reads and validates the segment chunk by chunk, passing each to out.
+func (j *job) readSegment(ctx context.Context, in *directio.File, ij *innoJob, s *segment, out chan<- chunk) error {
 	off, end := s.off, s.off+s.len
 	for s.len < 0 || off < end {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		buf := <-j.bufs
 		want := len(buf)
 		if s.len >= 0 {
 			want = int(min(int64(want), end-off))
 		}
-		if err := j.throttle(ctx, want); err != nil {
-			return err
-		}
-		n, rerr := in.ReadAt(buf[:want], off)
-		n -= n % ij.page // a partial page at EOF is being extended: redo covers it
+		n, err := j.readChunk(ctx, in, ij, buf[:want], off)
 		if n > 0 {
-			if err := j.validate(ctx, in, ij, buf[:n], off); err != nil {
-				return err
-			}
-			if err := out.WriteAt(buf[:n], off); err != nil {
-				return err
-			}
 			s.crc = checksum.Update(s.crc, buf[:n])
 			s.size += int64(n)
-			off += int64(n)
 			j.prog.Add(int64(n))
+			out <- chunk{buf: buf, n: n, off: off}
+			off += int64(n)
+		} else {
+			j.bufs <- buf
 		}
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return fmt.Errorf("read %s at %d: %w", ij.src.Abs, off, rerr)
-		}
-		if n < want || errors.Is(rerr, io.EOF) {
-			return nil
+		if err != nil || n < want {
+			return err
 		}
 	}
 	return nil
+}
+
+// readChunk fills buf from off with whole, validated pages; n < len(buf) at end of file.
+func (j *job) readChunk(ctx context.Context, in *directio.File, ij *innoJob, buf []byte, off int64) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := j.throttle(ctx, len(buf)); err != nil {
+		return 0, err
+	}
+	n, rerr := in.ReadAt(buf, off)
+	n -= n % ij.page // a partial page at EOF is being extended: redo covers it
+	if rerr != nil && !errors.Is(rerr, io.EOF) {
+		return 0, fmt.Errorf("read %s at %d: %w", ij.src.Abs, off, rerr)
+	}
+	if n > 0 {
+		if err := j.validate(ctx, in, ij, buf[:n], off); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // validate checks every page of b (read at off), re-reading pages that fail; a page
