@@ -21,12 +21,4 @@ type Config struct {
 	Version   string    // ferry version, recorded in metadata
 	Command   string    // command line without secrets, recorded in xtrabackup_info
 
-	// Hooks for tests: called when the job reaches the named point. Nil in production.
-	Hooks Hooks
-}
-
-// Hooks lets tests act at precise points of a backup (e.g. run DDL while files are
-// copied). Every field may be nil.
-type Hooks struct {
-	AfterInnoDBCopy func()
 }

@@ -41,9 +41,6 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if err := j.copyInnoDB(ctx, p.InnoDB); err != nil {
 		return nil, err
 	}
-	if h := j.cfg.Hooks.AfterInnoDBCopy; h != nil {
-		h()
-	}
 	// Copies under the backup locks run at full speed: --max-rate spares the server
 	// during the long online copy, not while DDL or commits wait.
 	j.limiter = nil
