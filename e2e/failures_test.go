@@ -100,17 +100,7 @@ func TestKilledBackupIsRefused(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "ibdata1")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("backup never started copying")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitFile(t, filepath.Join(dir, "ibdata1"))
 	time.Sleep(500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -146,5 +136,54 @@ func TestDiskFull(t *testing.T) {
 	wantFail(t, nil, "target filesystem is full", backupArgs(src, dir)...)
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
 		t.Errorf("partial backup on a full disk is not marked incomplete")
+	}
+}
+
+// TestServerRestartDuringBackup restarts the server in the middle of a copy: the backup
+// must fail with a clear message and stay marked incomplete, and a new backup after the
+// restart must restore to the source's checksums.
+func TestServerRestartDuringBackup(t *testing.T) {
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	loadMixed(t, src)
+	tmp := shortTemp(t)
+	dir := filepath.Join(tmp, "interrupted")
+	cmd := exec.Command(ferryBin, backupArgs(src, dir, "--max-rate", "2M")...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, filepath.Join(dir, "ibdata1"))
+	src.Stop(t)
+	src.Restart(t)
+	err := cmd.Wait()
+	last := lastLine(stderr.String())
+	if err == nil || !strings.Contains(last, "lost the connection to the server") || strings.Contains(stderr.String(), "panic:") {
+		t.Fatalf("backup across a server restart: err=%v, last line %q", err, last)
+	}
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
+		t.Fatal("interrupted backup is not marked incomplete")
+	}
+	want := testdb.Checksums(t, src.DB(t))
+	again := filepath.Join(tmp, "after-restart")
+	mustFerry(t, backupArgs(src, again)...)
+	datadir := filepath.Join(tmp, "restored")
+	mustFerry(t, "restore", "--target-dir", again, "--datadir", datadir)
+	r := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
+	compareChecksums(t, want, testdb.Checksums(t, r.DB(t)))
+}
+
+// waitFile waits until path exists.
+func waitFile(t testing.TB, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

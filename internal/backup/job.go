@@ -172,6 +172,8 @@ func (j *job) explain(err error) error {
 		return fmt.Errorf("target filesystem is full (%v): free space or choose another --target-dir; the partial backup in %s is marked incomplete", err, j.cfg.TargetDir)
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("backup interrupted; the partial backup in %s is marked incomplete", j.cfg.TargetDir)
+	case mariadb.IsConnLost(err):
+		return fmt.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; the partial backup in %s is marked incomplete, take a new one", err, j.cfg.TargetDir)
 	}
 	return err
 }

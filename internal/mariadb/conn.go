@@ -7,12 +7,15 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -175,4 +178,20 @@ func rootCause(err error) error {
 		}
 		err = u
 	}
+}
+
+// IsConnLost reports whether err means the server connection went away (server
+// stopped, restarted or killed the session).
+func IsConnLost(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1053, 1927, 2006, 2013: // shutdown in progress, connection killed, gone away, lost
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.As(err, &ne)
 }

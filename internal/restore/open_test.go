@@ -1,0 +1,20 @@
+package restore
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckMariadbdSeries(t *testing.T) {
+	b := &Backup{Dir: "/b", ServerVersion: "10.11.19-MariaDB-0+deb12u1-log"}
+	if err := b.CheckMariadbd("/usr/sbin/mariadbd", "10.11.21"); err != nil {
+		t.Fatalf("same series, newer patch: %v", err)
+	}
+	err := b.CheckMariadbd("/opt/mariadbd", "11.4.3")
+	if err == nil || !strings.Contains(err.Error(), "install mariadb-server 10.11 or pass --mariadbd") {
+		t.Fatalf("other series: %v", err)
+	}
+	if err := (&Backup{Dir: "/b"}).CheckMariadbd("x", "10.11.19"); err == nil {
+		t.Fatal("a backup without a server version must be refused")
+	}
+}
