@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"golang.org/x/sync/errgroup"
 )
@@ -88,29 +87,6 @@ func (j *job) copyTail(f srcFile, off int64) (copiedFile, error) {
 		return copiedFile{}, fmt.Errorf("copy %s: %w", f.Rel, filecopy.WrapWriteErr(err))
 	}
 	j.prog.Add(n)
-	size, crc, err := fileCRC(dst)
+	size, crc, err := filecopy.FileCRC(dst)
 	return copiedFile{Rel: f.Rel, Size: size, CRC: crc, Kind: "other"}, err
-}
-
-// fileCRC returns the size and CRC-32C of a file.
-func fileCRC(path string) (int64, uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	var crc uint32
-	var n int64
-	for {
-		k, err := f.Read(buf)
-		crc = checksum.Update(crc, buf[:k])
-		n += int64(k)
-		if err == io.EOF {
-			return n, crc, nil
-		}
-		if err != nil {
-			return n, crc, fmt.Errorf("read %s: %w", path, err)
-		}
-	}
 }

@@ -111,7 +111,7 @@ func (j *job) manifestFiles() ([]manifest.File, error) {
 		out = append(out, manifest.File{Path: f.Rel, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse})
 	}
 	for _, name := range []string{xtrabackup.MyCnfFile, xtrabackup.BinlogInfoFile, xtrabackup.InfoFile, xtrabackup.CheckpointsFile} {
-		size, crc, err := fileCRC(filepath.Join(j.cfg.TargetDir, name))
+		size, crc, err := filecopy.FileCRC(filepath.Join(j.cfg.TargetDir, name))
 		if os.IsNotExist(err) {
 			continue
 		}

@@ -192,3 +192,26 @@ func SyncFS(dir string) error {
 	}
 	return d.Sync()
 }
+
+// FileCRC returns the size and CRC-32C of a file.
+func FileCRC(path string) (int64, uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 4<<20)
+	var crc uint32
+	var n int64
+	for {
+		k, err := f.Read(buf)
+		crc = checksum.Update(crc, buf[:k])
+		n += int64(k)
+		if err == io.EOF {
+			return n, crc, nil
+		}
+		if err != nil {
+			return n, crc, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+}

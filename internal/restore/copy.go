@@ -92,7 +92,7 @@ func copyVerified(ctx context.Context, from, to string, f manifest.File, prog *p
 
 func moveVerified(from, to string, f manifest.File, prog *progress.Reporter) error {
 	if f.CRC32C != "" {
-		crc, err := crcFile(from)
+		_, crc, err := filecopy.FileCRC(from)
 		if err != nil {
 			return fmt.Errorf("backup file %s: %w", f.Path, err)
 		}

@@ -2,9 +2,7 @@ package restore
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -62,7 +60,7 @@ func scanFiles(dir string) ([]manifest.File, error) {
 		if err != nil {
 			return err
 		}
-		crc, err := crcFile(p)
+		_, crc, err := filecopy.FileCRC(p)
 		if err != nil {
 			return err
 		}
@@ -85,24 +83,4 @@ func kindOf(rel string) string {
 		return manifest.KindMeta
 	}
 	return manifest.KindOther
-}
-
-func crcFile(path string) (uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	buf := make([]byte, 4<<20)
-	var crc uint32
-	for {
-		n, err := f.Read(buf)
-		crc = checksum.Update(crc, buf[:n])
-		if err == io.EOF {
-			return crc, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("read %s: %w", path, err)
-		}
-	}
 }
