@@ -12,6 +12,7 @@ import (
 
 func newBackupCmd(g *globals) *cobra.Command {
 	var cfg backup.Config
+	chunk := int64(backup.DefaultChunkSize)
 	cmd := &cobra.Command{
 		Use:   "backup --target-dir DIR [connection options]",
 		Short: "Take a hot full backup of a running MariaDB into a directory",
@@ -21,6 +22,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			cfg.Version = version
+			cfg.ChunkSize = int(chunk)
 			cfg.Command = strings.Join(os.Args[1:], " ")
 			res, err := backup.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -38,6 +40,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	addConnFlags(f, &cfg.Conn)
 	f.StringVar(&cfg.TargetDir, "target-dir", "", "new or empty directory to write the backup to (required)")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	f.Var(byteSize{&chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K): smaller keeps more of a busy server's write throughput, larger copies an idle one slightly faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	cmd.MarkFlagRequired("target-dir")
 	return cmd

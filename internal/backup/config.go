@@ -7,12 +7,18 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
+// DefaultChunkSize is the read/write size for data files. Measured with bench/backup.sh
+// on a 3.5 GB sysbench set (2 cores, virtio disk): 8 MiB chunks copied an idle server in
+// 4.6 s but left a concurrent write load 2% of its TPS; 256 KiB took 5.0-5.5 s and left it
+// about 43% (mariadb-backup: 12-13.5 s, about 19%).
+const DefaultChunkSize = 256 << 10
+
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
 	Conn      mariadb.ConnConfig
 	TargetDir string
 	Parallel  int   // copy workers; default number of cores
-	ChunkSize int   // bytes per read; default 8 MiB
+	ChunkSize int   // bytes per read and write; default DefaultChunkSize
 	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
 	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
 	Log       *slog.Logger

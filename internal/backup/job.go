@@ -75,8 +75,9 @@ func withDefaults(cfg Config) Config {
 		cfg.Parallel = runtime.NumCPU()
 	}
 	if cfg.ChunkSize <= 0 {
-		cfg.ChunkSize = 8 << 20
+		cfg.ChunkSize = DefaultChunkSize
 	}
+	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
 	if cfg.Segment <= 0 {
 		cfg.Segment = 256 << 20
 	}
