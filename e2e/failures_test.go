@@ -30,6 +30,9 @@ func TestBadInput(t *testing.T) {
 			"backup", "--socket", src.Socket, "--user", "root", "--password-file", pw, "--target-dir", filepath.Join(tmp, "a"))
 		wantFail(t, []string{"MYSQL_PWD=nope"}, "access denied for user \"weak\"",
 			"backup", "--socket", src.Socket, "--user", "weak", "--target-dir", filepath.Join(tmp, "a2"))
+		if _, err := os.Stat(filepath.Join(tmp, "a")); !os.IsNotExist(err) {
+			t.Error("a backup refused at connect time must not create its target directory")
+		}
 	})
 	t.Run("server unreachable", func(t *testing.T) {
 		wantFail(t, nil, "cannot connect to the server at socket /nonexistent.sock",

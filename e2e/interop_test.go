@@ -65,7 +65,12 @@ func TestInteropWithMariabackup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mariadb-backup --prepare rejected a ferry backup: %v\n%s", err, tail(string(out), 20))
 		}
-		s := testdb.Start(t, testdb.Options{Datadir: dir, ServerID: 3})
+		datadir := filepath.Join(tmp, "from-mb-prepared")
+		r := mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
+		if !strings.Contains(r.stderr, "prepared by another tool") {
+			t.Errorf("restore of a ferry backup prepared by mariadb-backup should warn that checksums cannot be checked")
+		}
+		s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 3})
 		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))
 	})
 

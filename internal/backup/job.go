@@ -59,7 +59,7 @@ type Result struct {
 // FERRY_BACKUP_INCOMPLETE marker and has no manifest, so nothing will restore it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = withDefaults(cfg)
-	if err := prepareTarget(cfg.TargetDir); err != nil {
+	if err := checkTarget(cfg.TargetDir); err != nil {
 		return nil, err
 	}
 	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}}
@@ -87,8 +87,8 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// prepareTarget creates the target directory; an existing non-empty one is refused.
-func prepareTarget(dir string) error {
+// checkTarget refuses a target directory that exists and is not empty.
+func checkTarget(dir string) error {
 	if dir == "" {
 		return errors.New("--target-dir is required")
 	}
@@ -98,6 +98,15 @@ func prepareTarget(dir string) error {
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("target directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// createTarget creates the target directory (once the server checks passed) and marks
+// it incomplete until the manifest is written.
+func createTarget(dir string) error {
+	if err := checkTarget(dir); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("create target directory %s: %w", dir, filecopy.WrapWriteErr(err))
@@ -112,6 +121,9 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
+	if err := createTarget(j.cfg.TargetDir); err != nil {
+		return nil, err
+	}
 	if j.cfg.MaxRate > 0 {
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
 	}

@@ -22,7 +22,7 @@ import (
 // datadirFiles lists the files that go into the datadir: the manifest's for ferry
 // backups (with the checksums to verify), a directory walk for mariadb-backup ones.
 func (b *Backup) datadirFiles() ([]manifest.File, error) {
-	if b.Manifest != nil {
+	if b.Manifest != nil && !b.ForeignPrepared {
 		var out []manifest.File
 		for _, f := range b.Manifest.Files {
 			if !skipFile(f.Path) {

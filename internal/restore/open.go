@@ -25,6 +25,9 @@ type Backup struct {
 	ServerVersion string // e.g. 10.11.19-MariaDB-log
 	Settings      map[string]string
 	Prepared      bool
+	// ForeignPrepared: a ferry backup prepared by another tool (mariadb-backup --prepare):
+	// its files no longer match the manifest's checksums.
+	ForeignPrepared bool
 }
 
 // Tool names the program that made the backup.
@@ -60,7 +63,11 @@ func Open(dir string) (*Backup, error) {
 		return nil, fmt.Errorf("%s is not a complete backup (no %s or %s): if a backup was being written there it was interrupted; take a new one", dir, manifest.FileName, xtrabackup.CheckpointsFile)
 	}
 	b.Checkpoints = cp
-	return b, b.fromXtrabackup()
+	if err := b.fromXtrabackup(); err != nil {
+		return nil, err
+	}
+	b.ForeignPrepared = b.Manifest != nil && b.Manifest.Prepared == nil && b.Prepared
+	return b, nil
 }
 
 // fromXtrabackup fills what a mariadb-backup backup records in its own files.

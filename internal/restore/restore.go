@@ -80,6 +80,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+	if b.ForeignPrepared {
+		cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "dir", b.Dir)
+	}
 	files, err := b.datadirFiles()
 	if err != nil {
 		return nil, err
