@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -44,8 +45,13 @@ func skipFile(rel string) bool {
 	return strings.HasSuffix(rel, ".qp") || strings.HasSuffix(rel, ".tmp")
 }
 
-// scanFiles lists and checksums every file of dir (for a prepared backup's manifest).
-func scanFiles(dir string) ([]manifest.File, error) {
+// scanFiles lists every file of dir for a prepared backup's manifest: files unchanged
+// since (same size, older mtime) keep the checksum recorded in old, the rest are read.
+func scanFiles(dir string, old []manifest.File, since time.Time) ([]manifest.File, error) {
+	known := map[string]manifest.File{}
+	for _, f := range old {
+		known[f.Path] = f
+	}
 	var out []manifest.File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -59,6 +65,10 @@ func scanFiles(dir string) ([]manifest.File, error) {
 		fi, err := d.Info()
 		if err != nil {
 			return err
+		}
+		if k, ok := known[rel]; ok && k.Size == fi.Size() && fi.ModTime().Before(since) {
+			out = append(out, k)
+			return nil
 		}
 		_, crc, err := filecopy.FileCRC(p)
 		if err != nil {

@@ -111,7 +111,7 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 func (b *Backup) serverArgs(bufferPool string) []string {
 	args := []string{"--innodb-buffer-pool-size=" + bufferPool}
 	for k, v := range b.Settings {
-		if k == "innodb_undo_directory" || k == "innodb_data_home_dir" || k == "innodb_log_group_home_dir" {
+		if k == "innodb_undo_directory" || k == "innodb_data_home_dir" || k == "innodb_log_group_home_dir" || k == "innodb_log_file_size" {
 			continue
 		}
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)

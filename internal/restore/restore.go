@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -99,6 +100,9 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 		}
 	}
 	if err := owner.apply(staging); err != nil {
+		return nil, err
+	}
+	if err := filecopy.SyncFS(staging); err != nil {
 		return nil, err
 	}
 	aside, err := swapIn(staging, datadir, cfg.Replace)
