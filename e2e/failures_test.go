@@ -193,3 +193,29 @@ func waitFile(t testing.TB, path string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestCorruptSourcePageFailsBackup damages one page of a tablespace on disk (server
+// stopped, so it is not cached): the backup must re-read it, then fail naming the file
+// and page, and never report success.
+func TestCorruptSourcePageFailsBackup(t *testing.T) {
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	loadMixed(t, src)
+	src.Stop(t)
+	f, err := os.OpenFile(filepath.Join(src.Datadir, "shop", "orders.ibd"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("this page was damaged on disk"), 5*16384+2000); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	src.Restart(t)
+	dir := filepath.Join(shortTemp(t), "bk")
+	r := wantFail(t, nil, "shop/orders.ibd: page 5 is corrupt", backupArgs(src, dir)...)
+	if strings.Contains(r.stderr, "completed OK") {
+		t.Fatal("backup reported success over a corrupt page")
+	}
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
+		t.Fatal("failed backup is not marked incomplete")
+	}
+}
