@@ -1,0 +1,86 @@
+package xbstream
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Extract unpacks a stream into dir, like `mbstream -x -C dir`: each payload is written
+// at its offset, and every file must be closed by its EOF chunk. It returns the
+// relative paths written. Paths that would leave dir are refused.
+func Extract(r io.Reader, dir string) ([]string, error) {
+	x := NewReader(r)
+	open := map[string]*os.File{}
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	var done []string
+	for {
+		c, err := x.Next()
+		if err == io.EOF {
+			return done, finished(open, len(done))
+		}
+		if err != nil {
+			return done, err
+		}
+		f, err := fileFor(open, dir, c.Path)
+		if err != nil {
+			return done, err
+		}
+		if c.Type == TypeEOF {
+			delete(open, c.Path)
+			if err := f.Close(); err != nil {
+				return done, fmt.Errorf("xbstream: close %s: %w", c.Path, err)
+			}
+			done = append(done, c.Path)
+			continue
+		}
+		if _, err := f.WriteAt(c.Payload, int64(c.Offset)); err != nil {
+			return done, fmt.Errorf("xbstream: write %s: %w", c.Path, err)
+		}
+	}
+}
+
+// finished checks the stream closed every file it opened and was not empty.
+func finished(open map[string]*os.File, n int) error {
+	if len(open) > 0 {
+		var names []string
+		for p := range open {
+			names = append(names, p)
+		}
+		return fmt.Errorf("%w: stream ended before the end of %s (truncated)", ErrCorrupt, strings.Join(names, ", "))
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: empty stream", ErrCorrupt)
+	}
+	return nil
+}
+
+func fileFor(open map[string]*os.File, dir, rel string) (*os.File, error) {
+	if f, ok := open[rel]; ok {
+		return f, nil
+	}
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%w: path %q leaves the target directory", ErrCorrupt, rel)
+	}
+	p := filepath.Join(dir, clean)
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		return nil, fmt.Errorf("xbstream: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("%w: %s appears twice in the stream (or the target is not empty)", ErrCorrupt, rel)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("xbstream: %w", err)
+	}
+	open[rel] = f
+	return f, nil
+}
