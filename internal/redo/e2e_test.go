@@ -57,15 +57,7 @@ func TestTailLiveServer(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, stop, err := s.LSNs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.exec(t, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS")
-	tl.StopAt(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop := stopAtCurrent(ctx, t, s, tl, done)
 	a, end := tl.Start().LSN, tl.EndLSN()
 	t.Logf("copied %d..%d (%.1f laps of %d), stop %d", a, end, float64(end-a)/float64(capacity), capacity, stop)
 	if end < stop || end-a < 3*capacity {

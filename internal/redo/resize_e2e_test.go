@@ -43,15 +43,7 @@ func TestTailOnlineResize(t *testing.T) {
 	if inode(t, s.logPath()) == ino {
 		t.Fatalf("ib_logfile0 was not replaced by the resize:\n%s", s.logTail())
 	}
-	_, stop, err := s.LSNs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.exec(t, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS")
-	tl.StopAt(stop)
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop := stopAtCurrent(ctx, t, s, tl, done)
 	if got := tl.log.ring.capacity; got != 6291456-StartOffset {
 		t.Errorf("capacity after the resize = %d, want %d", got, 6291456-StartOffset)
 	}

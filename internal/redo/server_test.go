@@ -40,3 +40,19 @@ func (s *testServer) logTail() string { return "see " + s.ErrorLog }
 func (s *testServer) LSNs(ctx context.Context) (flushed, current uint64, err error) {
 	return mariadb.LSNSource{DB: s.db}.LSNs(ctx)
 }
+
+// stopAtCurrent stops the tailer at the server's current LSN (made durable first) and
+// waits for Run, whose result arrives on done; it returns the stop LSN.
+func stopAtCurrent(ctx context.Context, t *testing.T, s *testServer, tl *Tailer, done <-chan error) uint64 {
+	t.Helper()
+	_, stop, err := s.LSNs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.exec(t, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS")
+	tl.StopAt(stop)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return stop
+}
