@@ -66,11 +66,10 @@ func fileFor(open map[string]*os.File, dir, rel string) (*os.File, error) {
 	if f, ok := open[rel]; ok {
 		return f, nil
 	}
-	clean := filepath.Clean(filepath.FromSlash(rel))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return nil, fmt.Errorf("%w: path %q leaves the target directory", ErrCorrupt, rel)
+	p, err := SafePath(dir, rel)
+	if err != nil {
+		return nil, err
 	}
-	p := filepath.Join(dir, clean)
 	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
 		return nil, fmt.Errorf("xbstream: %w", err)
 	}
@@ -83,4 +82,13 @@ func fileFor(open map[string]*os.File, dir, rel string) (*os.File, error) {
 	}
 	open[rel] = f
 	return f, nil
+}
+
+// SafePath joins a stream path to dir, refusing paths that would leave dir.
+func SafePath(dir, rel string) (string, error) {
+	clean := filepath.Clean(filepath.FromSlash(rel))
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: path %q leaves the target directory", ErrCorrupt, rel)
+	}
+	return filepath.Join(dir, clean), nil
 }

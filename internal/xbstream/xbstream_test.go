@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // files returns test content: a multi-chunk file and a small one.
@@ -132,13 +134,4 @@ func TestNextAtCleanEnd(t *testing.T) {
 	}
 }
 
-func lookMbstream(t *testing.T) string {
-	p, err := exec.LookPath("mbstream")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("mbstream not installed: .ci/run must install mariadb-backup")
-		}
-		t.Skip("mbstream (mariadb-backup) not installed")
-	}
-	return p
-}
+func lookMbstream(t *testing.T) string { return testdb.Tool(t, "mbstream", "mariadb-backup") }

@@ -1,0 +1,120 @@
+package codec
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// DefaultLevel is the zstd level used unless --compress-level says otherwise: the
+// fastest, since a backup is usually limited by how fast it can be made.
+const DefaultLevel = 1
+
+// Compressor turns independent blocks into complete frames; frames concatenate into a
+// valid stream. It is safe for concurrent use.
+type Compressor interface {
+	// Compress appends the frame of src to dst[:0] and returns it.
+	Compress(dst, src []byte) ([]byte, error)
+}
+
+// NewCompressor returns the compressor of c at level (0: the default level); nil for
+// None.
+func NewCompressor(c Compression, level, concurrency int) (Compressor, error) {
+	switch c {
+	case None:
+		return nil, nil
+	case Zstd:
+		if level == 0 {
+			level = DefaultLevel
+		}
+		if level < 1 || level > 22 {
+			return nil, fmt.Errorf("zstd --compress-level %d: use 1 (fastest) to 22", level)
+		}
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+			zstd.WithEncoderConcurrency(max(concurrency, 1)), zstd.WithEncoderCRC(true))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zstdCompressor{enc}, nil
+	case LZ4:
+		return newLZ4Compressor(level)
+	}
+	return nil, fmt.Errorf("unknown compression %q", c)
+}
+
+type zstdCompressor struct{ enc *zstd.Encoder }
+
+func (z zstdCompressor) Compress(dst, src []byte) ([]byte, error) {
+	return z.enc.EncodeAll(src, dst[:0]), nil
+}
+
+// lz4Compressor keeps a pool of frame writers (each writes one frame per block).
+type lz4Compressor struct {
+	pool sync.Pool
+	opts []lz4.Option
+}
+
+func newLZ4Compressor(level int) (*lz4Compressor, error) {
+	lvl := lz4.Fast
+	if level > 1 {
+		if level > 9 {
+			return nil, fmt.Errorf("lz4 --compress-level %d: use 1 (fastest) to 9", level)
+		}
+		lvl = lz4.CompressionLevel(1 << (8 + level))
+	}
+	c := &lz4Compressor{opts: []lz4.Option{lz4.BlockSizeOption(lz4.Block4Mb), lz4.ChecksumOption(true),
+		lz4.CompressionLevelOption(lvl), lz4.ConcurrencyOption(1)}}
+	return c, nil
+}
+
+type lz4Frame struct {
+	w   *lz4.Writer
+	buf bytes.Buffer
+}
+
+func (c *lz4Compressor) Compress(dst, src []byte) ([]byte, error) {
+	f, _ := c.pool.Get().(*lz4Frame)
+	if f == nil {
+		f = &lz4Frame{w: lz4.NewWriter(nil)}
+		if err := f.w.Apply(c.opts...); err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+	}
+	defer c.pool.Put(f)
+	f.buf = *bytes.NewBuffer(dst[:0])
+	f.w.Reset(&f.buf)
+	if _, err := f.w.Write(src); err != nil {
+		return nil, fmt.Errorf("lz4: %w", err)
+	}
+	if err := f.w.Close(); err != nil {
+		return nil, fmt.Errorf("lz4: %w", err)
+	}
+	out := f.buf.Bytes()
+	f.buf = bytes.Buffer{}
+	return out, nil
+}
+
+// NewReader decodes a stream of concatenated frames of c read from r.
+func NewReader(c Compression, r io.Reader) (io.ReadCloser, error) {
+	switch c {
+	case None:
+		return io.NopCloser(r), nil
+	case Zstd:
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zstdReader{d}, nil
+	case LZ4:
+		return io.NopCloser(lz4.NewReader(r)), nil
+	}
+	return nil, fmt.Errorf("unknown compression %q", c)
+}
+
+type zstdReader struct{ *zstd.Decoder }
+
+func (z zstdReader) Close() error { z.Decoder.Close(); return nil }

@@ -1,0 +1,182 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/xbstream"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+)
+
+// UnpackOptions configures Unpack.
+type UnpackOptions struct {
+	Identities []age.Identity // for encrypted files
+	MaxMemory  int64          // bytes of stream data buffered between reader and files
+	Progress   func(n int64)  // called with decoded bytes written
+}
+
+// FileSum is what was written for one file.
+type FileSum struct {
+	Size   int64
+	CRC    uint32 // CRC-32C of the decoded bytes
+	Stored string // name in the stream
+}
+
+// Unpacked is the result of Unpack.
+type Unpacked struct {
+	Files map[string]FileSum // by decoded path
+}
+
+// Unpack reads an xbstream (ferry's or mariadb-backup's) from r and writes every file,
+// decrypted and decompressed, under dir, each file by its own goroutine as its chunks
+// arrive. Every chunk's CRC-32 is checked; a truncated, damaged or out-of-order stream,
+// a wrong key or a bad frame is an error naming the file (and offset where known).
+func Unpack(ctx context.Context, r io.Reader, dir string, o UnpackOptions) (*Unpacked, error) {
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = 256 << 20
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g, gctx := errgroup.WithContext(ctx)
+	u := &unpacker{dir: dir, o: o, ctx: gctx, g: g, mem: semaphore.NewWeighted(o.MaxMemory),
+		open: map[string]*inFile{}, seen: map[string]bool{}, res: &Unpacked{Files: map[string]FileSum{}}}
+	err := u.dispatch(xbstream.NewReader(r))
+	if err != nil {
+		cancel(err)
+	}
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u.res, nil
+}
+
+type unpacker struct {
+	dir  string
+	o    UnpackOptions
+	ctx  context.Context
+	g    *errgroup.Group
+	mem  *semaphore.Weighted
+	open map[string]*inFile
+	seen map[string]bool
+	n    int
+
+	mu  sync.Mutex
+	res *Unpacked
+}
+
+// inFile is a file whose chunks are arriving.
+type inFile struct {
+	ch   chan []byte
+	next uint64 // offset the next payload must have
+}
+
+// dispatch reads chunks and hands each payload to its file's goroutine.
+func (u *unpacker) dispatch(x *xbstream.Reader) error {
+	for {
+		if err := u.ctx.Err(); err != nil {
+			return nil // a file failed: g.Wait returns its error
+		}
+		c, err := x.Next()
+		if err == io.EOF {
+			return u.atEnd()
+		}
+		if err != nil {
+			return fmt.Errorf("read stream: %w", err)
+		}
+		f, err := u.file(c.Path)
+		if err != nil {
+			return err
+		}
+		if c.Type == xbstream.TypeEOF {
+			close(f.ch)
+			delete(u.open, c.Path)
+			continue
+		}
+		if c.Offset != f.next {
+			return fmt.Errorf("%w: %s: chunk at offset %d, expected %d (out of order or missing data)", xbstream.ErrCorrupt, c.Path, c.Offset, f.next)
+		}
+		f.next += uint64(len(c.Payload))
+		if err := u.send(f, c.Payload); err != nil {
+			return nil
+		}
+	}
+}
+
+// send copies a payload into the budget and queues it for its file.
+func (u *unpacker) send(f *inFile, p []byte) error {
+	n := min(int64(len(p)), u.o.MaxMemory)
+	if err := u.mem.Acquire(u.ctx, n); err != nil {
+		return err
+	}
+	b := append([]byte(nil), p...)
+	select {
+	case f.ch <- b:
+		return nil
+	case <-u.ctx.Done():
+		u.mem.Release(n)
+		return u.ctx.Err()
+	}
+}
+
+// file returns the open file of a stream path, starting its writer on first sight.
+func (u *unpacker) file(name string) (*inFile, error) {
+	if f, ok := u.open[name]; ok {
+		return f, nil
+	}
+	if u.seen[name] {
+		return nil, fmt.Errorf("%w: %s appears twice in the stream", xbstream.ErrCorrupt, name)
+	}
+	path, comp, enc := codec.ParseStoredName(name)
+	dst, err := xbstream.SafePath(u.dir, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, done := u.res.Files[path]; done || u.pathOpen(path) {
+		return nil, fmt.Errorf("%w: %s appears twice in the stream", xbstream.ErrCorrupt, path)
+	}
+	u.seen[name] = true
+	u.n++
+	f := &inFile{ch: make(chan []byte, 4)}
+	u.open[name] = f
+	u.g.Go(func() error {
+		sum, err := u.write(f, dst, path, comp, enc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		sum.Stored = name
+		u.mu.Lock()
+		u.res.Files[path] = sum
+		u.mu.Unlock()
+		return nil
+	})
+	return f, nil
+}
+
+func (u *unpacker) pathOpen(path string) bool {
+	for name := range u.open {
+		if p, _, _ := codec.ParseStoredName(name); p == path {
+			return true
+		}
+	}
+	return false
+}
+
+// atEnd checks the stream closed every file it opened and was not empty.
+func (u *unpacker) atEnd() error {
+	for name := range u.open {
+		return fmt.Errorf("%w: the stream ends before the end of %s (truncated: the backup was interrupted or the connection dropped)", xbstream.ErrCorrupt, name)
+	}
+	if u.n == 0 {
+		return errors.New("the stream is empty: nothing to restore (did the backup command fail?)")
+	}
+	return nil
+}
