@@ -29,6 +29,9 @@ type globals struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed pipe on stdout (backup --stream) becomes an EPIPE error to explain, not a
+	// silent death by signal.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
 		os.Exit(1)
@@ -51,7 +54,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
-	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g))
+	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newKeygenCmd())
 	return root
 }
 

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ferry-backup/ferry/internal/codec"
+	"golang.org/x/term"
 
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
@@ -11,15 +15,24 @@ import (
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var cfg restore.Config
+	var from, identity string
+	cfg.MaxMemory = 256 << 20
 	cmd := &cobra.Command{
-		Use:   "restore --target-dir DIR --datadir DATADIR",
-		Short: "Restore a backup into a datadir (copy-back, or --move), preparing it if needed",
+		Use:   "restore (--target-dir DIR | --from FILE|-) --datadir DATADIR",
+		Short: "Restore a backup directory or stream into a datadir (copy-back, or --move), preparing it if needed",
 		Example: `  ferry restore --target-dir /backups/full-1 --datadir /var/lib/mysql-new
+  ssh db1 ferry backup --stream | ferry restore --from - --datadir /var/lib/mysql-new
+  mariadb-backup --backup --stream=xbstream | ferry restore --from - --datadir /var/lib/mysql-new
   The datadir must be new or empty (or pass --replace to move the old one aside); files are
   verified against the manifest, assembled in a staging directory and renamed into place.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			done, err := openSource(&cfg, from, identity)
+			if err != nil {
+				return err
+			}
+			defer done()
 			res, err := restore.Restore(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -33,7 +46,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.BackupDir, "target-dir", "", "backup directory to restore from (required)")
+	f.StringVar(&cfg.BackupDir, "target-dir", "", "backup directory to restore from")
+	f.StringVar(&from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
+	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file for an encrypted stream")
+	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for stream data waiting to be written")
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
 	f.BoolVar(&cfg.Move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
@@ -41,7 +57,6 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
-	cmd.MarkFlagRequired("target-dir")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
 }
@@ -60,4 +75,39 @@ func printReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", gtid)
 	fmt.Fprintln(w, "  CHANGE MASTER TO MASTER_HOST='<source host>', MASTER_PORT=3306, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;")
 	fmt.Fprintln(w, "  START SLAVE;")
+}
+
+// openSource checks --target-dir/--from and opens the stream; done closes it.
+func openSource(cfg *restore.Config, from, identity string) (func(), error) {
+	none := func() {}
+	switch {
+	case from != "" && cfg.BackupDir != "":
+		return none, errors.New("give either --target-dir or --from, not both")
+	case from == "" && cfg.BackupDir == "":
+		return none, errors.New("--target-dir DIR or --from FILE|- is required")
+	case from == "" && identity != "":
+		return none, errors.New("--identity-file applies to --from (encrypted streams)")
+	case from == "":
+		return none, nil
+	}
+	if identity != "" {
+		ids, err := codec.Identities(identity)
+		if err != nil {
+			return none, err
+		}
+		cfg.Identities = ids
+	}
+	if from == "-" {
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			return none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
+		}
+		cfg.Stream, cfg.StreamName = os.Stdin, "stdin"
+		return none, nil
+	}
+	f, err := os.Open(from)
+	if err != nil {
+		return none, fmt.Errorf("--from: %w", err)
+	}
+	cfg.Stream, cfg.StreamName = f, from
+	return func() { f.Close() }, nil
 }

@@ -4,8 +4,13 @@ import (
 	"io"
 	"log/slog"
 
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
+
+// DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
+const DefaultMaxMemory = 256 << 20
 
 // DefaultChunkSize is the read/write size for data files. Measured with bench/backup.sh
 // on a 3.5 GB sysbench set (2 cores, virtio disk): 8 MiB chunks copied an idle server in
@@ -16,15 +21,22 @@ const DefaultChunkSize = 256 << 10
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
 	Conn      mariadb.ConnConfig
-	TargetDir string
-	Parallel  int   // copy workers; default number of cores
-	ChunkSize int   // bytes per read and write; default DefaultChunkSize
-	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
-	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
-	Log       *slog.Logger
-	Progress  io.Writer // where progress is drawn (stderr)
-	Terminal  bool      // Progress is a terminal
-	Version   string    // ferry version, recorded in metadata
-	Command   string    // command line without secrets, recorded in xtrabackup_info
+	TargetDir string    // the backup directory, unless Stream is set
+	Stream    io.Writer // set: write an xbstream here (stdout) instead of a directory
+	// Compression, Level and Recipients (age public keys: encrypted if any) apply to
+	// streams; MaxMemory bounds the stream pipeline's buffers.
+	Compression codec.Compression
+	Level       int
+	Recipients  []age.Recipient
+	MaxMemory   int64
+	Parallel    int   // copy workers; default number of cores
+	ChunkSize   int   // bytes per read and write; default DefaultChunkSize
+	Segment     int64 // large files are split into segments copied in parallel; default 256 MiB
+	MaxRate     int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
+	Log         *slog.Logger
+	Progress    io.Writer // where progress is drawn (stderr)
+	Terminal    bool      // Progress is a terminal
+	Version     string    // ferry version, recorded in metadata
+	Command     string    // command line without secrets, recorded in xtrabackup_info
 
 }

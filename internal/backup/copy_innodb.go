@@ -1,18 +1,21 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -26,6 +29,7 @@ const (
 // copiedFile records one file stored in the backup.
 type copiedFile struct {
 	Rel     string
+	Stored  string // name in the backup when not Rel (a stream's <name>.new re-copy)
 	Size    int64
 	CRC     uint32
 	Sparse  bool
@@ -37,7 +41,11 @@ type copiedFile struct {
 // innoJob is an InnoDB file prepared for a segmented copy.
 type innoJob struct {
 	src     srcFile
-	dst     string
+	out     storeFile
+	stored  string // name in the backup when not src.Rel
+	once    sync.Once
+	outErr  error
+	pending atomic.Int32 // segments not yet copied
 	sparse  bool
 	checker *innodb.Checker // nil when page 0 is not yet written
 	page    int             // physical page size
@@ -53,9 +61,11 @@ type segment struct {
 }
 
 // copyInnoDBFiles copies files with cfg.Parallel workers, splitting large files into
-// segments, and returns what was stored. Files that vanish (dropped or renamed by DDL
-// while the backup runs) are skipped: the DDL reconciliation under BLOCK_DDL handles them.
-func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) ([]copiedFile, error) {
+// segments, and records what was stored. A file is created when its first segment
+// starts and finished by its last one, so a stream holds only the files being copied.
+// Files that vanish (dropped or renamed by DDL while the backup runs) are skipped: the
+// DDL reconciliation under BLOCK_DDL handles them.
+func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 	var jobs []*innoJob
 	for _, f := range files {
 		ij, err := j.prepareInnoJob(f)
@@ -64,33 +74,38 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) ([]copiedFil
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		jobs = append(jobs, ij)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(j.cfg.Parallel)
 	for _, ij := range jobs {
+		ij.pending.Store(int32(len(ij.segs)))
 		for i := range ij.segs {
-			g.Go(func() error { return j.copySegment(gctx, ij, &ij.segs[i]) })
+			g.Go(func() error {
+				if err := j.copySegment(gctx, ij, &ij.segs[i]); err != nil {
+					return err
+				}
+				if ij.pending.Add(-1) > 0 {
+					return nil
+				}
+				return j.finishInnoJob(ij)
+			})
 		}
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	out := make([]copiedFile, 0, len(jobs))
-	for _, ij := range jobs {
-		if ij.vanished() {
-			os.Remove(ij.dst)
-			continue
+	return g.Wait()
+}
+
+// openOut creates the file's copy once, for whichever segment starts first.
+func (j *job) openOut(ij *innoJob) error {
+	ij.once.Do(func() {
+		if ij.stored = j.storedName(ij.src.Rel); ij.stored == ij.src.Rel {
+			ij.stored = ""
 		}
-		cf, err := finishInnoJob(ij)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cf)
-	}
-	return out, nil
+		ij.out, ij.outErr = j.store.create(cmp.Or(ij.stored, ij.src.Rel), ij.sparse)
+	})
+	return ij.outErr
 }
 
 // prepareInnoJob reads page 0, creates the target and plans the segments.
@@ -108,15 +123,10 @@ func (j *job) prepareInnoJob(f srcFile) (*innoJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	ij := &innoJob{src: f, dst: filepath.Join(j.cfg.TargetDir, f.Rel), sparse: filecopy.IsSparse(fi), page: j.info.PageSize}
+	ij := &innoJob{src: f, sparse: filecopy.IsSparse(fi), page: j.info.PageSize}
 	if err := j.readHeader(in, ij); err != nil {
 		return nil, err
 	}
-	t, err := filecopy.Create(ij.dst, ij.sparse)
-	if err != nil {
-		return nil, err
-	}
-	t.Close()
 	ij.segs = planSegments(size, j.cfg.Segment, int64(ij.page))
 	j.prog.AddTotal(size - f.Size)
 	return ij, nil
@@ -164,23 +174,40 @@ func planSegments(size, seg, page int64) []segment {
 	return append(out, segment{off: last, len: -1})
 }
 
-func finishInnoJob(ij *innoJob) (copiedFile, error) {
+// finishInnoJob ends the copy of a file after its last segment and records it.
+func (j *job) finishInnoJob(ij *innoJob) error {
+	if ij.vanished() {
+		return j.dropVanished(ij)
+	}
 	var size int64
 	var crc uint32
 	for _, s := range ij.segs {
 		crc = checksum.Combine(crc, s.crc, s.size)
 		size += s.size
 	}
-	t, err := filecopy.Open(ij.dst, ij.sparse, false)
-	if err != nil {
-		return copiedFile{}, err
+	if err := ij.out.Close(size); err != nil {
+		return fmt.Errorf("%s: %w", ij.src.Rel, err)
 	}
-	defer t.Close()
-	if err := t.Truncate(size); err != nil {
-		return copiedFile{}, err
+	j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Size: size, CRC: crc, Sparse: ij.sparse,
+		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB})
+	return nil
+}
+
+// dropVanished ends the copy of a file that disappeared (dropped or renamed by DDL)
+// and removes it where the backup allows; in a stream it stays and the DDL
+// reconciliation sends a .del marker for it.
+func (j *job) dropVanished(ij *innoJob) error {
+	if ij.out == nil {
+		return nil
 	}
-	return copiedFile{Rel: ij.src.Rel, Size: size, CRC: crc, Sparse: ij.sparse,
-		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: "innodb"}, nil
+	if err := ij.out.Close(0); err != nil {
+		return err
+	}
+	if !j.store.rewritable() {
+		j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Kind: manifest.KindInnoDB})
+		return nil
+	}
+	return j.store.remove(ij.src.Rel)
 }
 
 func (ij *innoJob) vanished() bool {

@@ -63,6 +63,9 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 	j.mu.Lock()
 	e := summarize(j.ops)
 	j.mu.Unlock()
+	if !j.store.rewritable() {
+		return j.reconcileStream(ctx, current, e)
+	}
 	if err := j.applyDropsAndRenames(e); err != nil {
 		return err
 	}
@@ -158,19 +161,12 @@ func (j *job) dropStale(current []srcFile) error {
 
 func (j *job) removeCopy(rel string) error {
 	delete(j.files, rel)
-	if err := os.Remove(filepath.Join(j.cfg.TargetDir, rel)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale copy %s: %w", rel, err)
-	}
-	return nil
+	return j.store.remove(rel)
 }
 
 func (j *job) moveCopy(from, to string) error {
-	dst := filepath.Join(j.cfg.TargetDir, to)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+	if err := j.store.rename(from, to); err != nil {
 		return err
-	}
-	if err := os.Rename(filepath.Join(j.cfg.TargetDir, from), dst); err != nil {
-		return fmt.Errorf("rename copy %s to %s: %w", from, to, err)
 	}
 	f := j.files[from]
 	delete(j.files, from)

@@ -3,55 +3,63 @@ package backup
 import (
 	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
-// finish writes the mariabackup-compatible metadata, syncs everything, and writes the
-// manifest last; only then is the incomplete marker removed.
+// finish writes the mariabackup-compatible metadata, then the manifest last: only a
+// backup with a manifest is ever prepared or restored.
 func (j *job) finish(res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
 	m.ID, m.Type, m.Engine = newID(), "full", "innodb-redo-copy/1"
 	m.EndTime = time.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, Settings: j.prepareSettings()}
-	dir := j.cfg.TargetDir
-	steps := []func() error{
-		func() error { return xtrabackup.WriteMyCnf(dir, m.Server.Settings) },
-		func() error { return j.writeBinlogInfo() },
-		func() error { return xtrabackup.WriteInfo(dir, j.infoEntries(res)) },
-		func() error {
-			return xtrabackup.WriteCheckpoints(dir, xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN})
-		},
+	m.Storage = j.storage()
+	meta := []struct {
+		name string
+		data []byte
+	}{
+		{xtrabackup.MyCnfFile, xtrabackup.MyCnfBytes(m.Server.Settings)},
+		{xtrabackup.BinlogInfoFile, j.binlogInfo()},
+		{xtrabackup.InfoFile, xtrabackup.InfoBytes(j.infoEntries(res))},
+		{xtrabackup.CheckpointsFile, xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN}.Bytes()},
 	}
-	for _, step := range steps {
-		if err := step(); err != nil {
+	m.Files = j.manifestFiles()
+	for _, f := range meta {
+		if f.data == nil {
+			continue
+		}
+		mf, err := writeWhole(j.store, f.name, f.data, manifest.KindMeta)
+		if err != nil {
 			return filecopy.WrapWriteErr(err)
 		}
+		m.Files = append(m.Files, mf)
 	}
-	files, err := j.manifestFiles()
-	if err != nil {
-		return err
+	sort.Slice(m.Files, func(a, b int) bool { return m.Files[a].Path < m.Files[b].Path })
+	return j.store.commit(m)
+}
+
+// storage records how the files are stored.
+func (j *job) storage() manifest.Storage {
+	if j.cfg.Stream == nil {
+		return manifest.Storage{Format: "dir"}
 	}
-	m.Files = files
-	if err := filecopy.SyncFS(dir); err != nil {
-		return err
+	s := manifest.Storage{Format: "xbstream"}
+	if j.cfg.Compression != codec.None {
+		s.Compression, s.Level = string(j.cfg.Compression), j.cfg.Level
 	}
-	if err := manifest.Write(dir, m); err != nil {
-		return filecopy.WrapWriteErr(err)
+	if len(j.cfg.Recipients) > 0 {
+		s.Encryption = "age"
 	}
-	if err := os.Remove(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
-		return fmt.Errorf("remove incomplete marker: %w", err)
-	}
-	return manifest.SyncDir(dir)
+	return s
 }
 
 // prepareSettings are the server settings prepare must reproduce (backup-my.cnf).
@@ -69,12 +77,13 @@ func (j *job) prepareSettings() map[string]string {
 	return s
 }
 
-func (j *job) writeBinlogInfo() error {
+// binlogInfo is xtrabackup_binlog_info, nil without a binary log.
+func (j *job) binlogInfo() []byte {
 	c := j.m.Coordinates
 	if c.BinlogFile == "" {
 		return nil
 	}
-	return xtrabackup.WriteBinlogInfo(j.cfg.TargetDir, c.BinlogFile, c.BinlogPos, c.GTIDBinlogPos)
+	return xtrabackup.BinlogInfoBytes(c.BinlogFile, c.BinlogPos, c.GTIDBinlogPos)
 }
 
 func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
@@ -98,30 +107,18 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.EndLSN)},
 		{Key: "partial", Value: "N"},
 		{Key: "incremental", Value: "N"},
-		{Key: "format", Value: "file"},
-		{Key: "compressed", Value: "N"},
+		{Key: "format", Value: map[bool]string{true: "xbstream", false: "file"}[j.cfg.Stream != nil]},
+		{Key: "compressed", Value: map[bool]string{true: string(j.cfg.Compression), false: "N"}[j.cfg.Compression != codec.None && j.cfg.Compression != ""]},
 	}
 }
 
-// manifestFiles lists every stored file: copies with the checksum taken while copying,
-// metadata files checksummed now.
-func (j *job) manifestFiles() ([]manifest.File, error) {
+// manifestFiles lists every copied file with the checksum taken while copying.
+func (j *job) manifestFiles() []manifest.File {
 	var out []manifest.File
-	for _, f := range j.files {
-		out = append(out, manifest.File{Path: f.Rel, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse})
+	for name, f := range j.files {
+		out = append(out, manifest.File{Path: name, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse})
 	}
-	for _, name := range []string{xtrabackup.MyCnfFile, xtrabackup.BinlogInfoFile, xtrabackup.InfoFile, xtrabackup.CheckpointsFile} {
-		size, crc, err := filecopy.FileCRC(filepath.Join(j.cfg.TargetDir, name))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, manifest.File{Path: name, Size: size, CRC32C: checksum.Hex(crc), Kind: manifest.KindMeta})
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
-	return out, nil
+	return out
 }
 
 // newID returns a backup id: UTC time plus random suffix, sortable.

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,11 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -20,6 +24,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/stream"
 	"golang.org/x/time/rate"
 )
 
@@ -31,6 +36,7 @@ type job struct {
 	info    mariadb.Info
 	lock    *mariadb.BackupLock
 	prog    *progress.Reporter
+	store   store
 	bufs    chan []byte
 	tail    *tailer
 	limiter *rate.Limiter // nil without --max-rate
@@ -41,6 +47,7 @@ type job struct {
 	mu    sync.Mutex
 	files map[string]copiedFile // by backup-relative path
 	ops   []redo.FileOp
+	aria  map[string]*openCopy // Aria logs whose end is copied under BLOCK_COMMIT
 
 	stats struct{ rereads atomic.Int64 }
 	m     manifest.Manifest
@@ -59,10 +66,12 @@ type Result struct {
 // FERRY_BACKUP_INCOMPLETE marker and has no manifest, so nothing will restore it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = withDefaults(cfg)
-	if err := checkTarget(cfg.TargetDir); err != nil {
-		return nil, err
+	if cfg.Stream == nil {
+		if err := checkTarget(cfg.TargetDir); err != nil {
+			return nil, err
+		}
 	}
-	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}}
+	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}, aria: map[string]*openCopy{}}
 	res, err := j.run(ctx)
 	if err != nil {
 		return nil, j.explain(err)
@@ -80,6 +89,15 @@ func withDefaults(cfg Config) Config {
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
 	if cfg.Segment <= 0 {
 		cfg.Segment = 256 << 20
+	}
+	if cfg.Stream != nil {
+		cfg.Segment = math.MaxInt64 // a stream takes each file in order: one reader per file
+	}
+	if cfg.Compression == "" {
+		cfg.Compression = codec.None
+	}
+	if cfg.MaxMemory <= 0 {
+		cfg.MaxMemory = DefaultMaxMemory
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -121,7 +139,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
-	if err := createTarget(j.cfg.TargetDir); err != nil {
+	if err := j.openStore(); err != nil {
 		return nil, err
 	}
 	if j.cfg.MaxRate > 0 {
@@ -131,8 +149,9 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	for range 2 * j.cfg.Parallel {
 		j.bufs <- directio.AlignedBuffer(j.cfg.ChunkSize)
 	}
-	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.cfg.TargetDir,
-		"parallel", j.cfg.Parallel, "memory_budget_mib", 2*j.cfg.Parallel*j.cfg.ChunkSize>>20)
+	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.target(),
+		"compression", j.cfg.Compression, "encrypted", len(j.cfg.Recipients) > 0,
+		"parallel", j.cfg.Parallel, "memory_budget_mib", j.memoryBudget()>>20)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lock, err := mariadb.NewBackupLock(ctx, j.db)
@@ -147,6 +166,39 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	}
 	res.Manifest.StartTime = start
 	return res, j.finish(res)
+}
+
+// openStore creates the target directory or starts the stream.
+func (j *job) openStore() error {
+	if j.cfg.Stream == nil {
+		j.store = dirStore{dir: j.cfg.TargetDir}
+		return createTarget(j.cfg.TargetDir)
+	}
+	s, err := newStreamStore(j.cfg.Stream, j.streamOptions())
+	j.store = s
+	return err
+}
+
+func (j *job) streamOptions() stream.Options {
+	return stream.Options{Compression: j.cfg.Compression, Level: j.cfg.Level, Recipients: j.cfg.Recipients,
+		Workers: runtime.NumCPU(), MaxMemory: j.cfg.MaxMemory, OpenFiles: j.cfg.Parallel + 8}
+}
+
+// memoryBudget is what the copy buffers and, for a stream, the pipeline may hold.
+func (j *job) memoryBudget() int64 {
+	n := int64(2 * j.cfg.Parallel * j.cfg.ChunkSize)
+	if j.cfg.Stream != nil {
+		n += j.cfg.MaxMemory
+	}
+	return n
+}
+
+// target names where the backup goes, for messages.
+func (j *job) target() string {
+	if j.cfg.Stream != nil {
+		return "stream"
+	}
+	return j.cfg.TargetDir
 }
 
 // connect opens the connection, probes the server and checks privileges and access
@@ -180,20 +232,26 @@ func (j *job) redoPath() string {
 
 // explain turns low-level failures into messages that say what to do.
 func (j *job) explain(err error) error {
+	partial := fmt.Sprintf("the partial backup in %s is marked incomplete", j.cfg.TargetDir)
+	if j.cfg.Stream != nil {
+		partial = "the partial stream has no manifest, so restore will refuse it"
+	}
 	switch {
 	case errors.Is(err, filecopy.ErrDiskFull):
-		return fmt.Errorf("target filesystem is full (%v): free space or choose another --target-dir; the partial backup in %s is marked incomplete", err, j.cfg.TargetDir)
+		return fmt.Errorf("target filesystem is full (%v): free space or choose another --target-dir; %s", err, partial)
+	case errors.Is(err, syscall.EPIPE):
+		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("backup interrupted; the partial backup in %s is marked incomplete", j.cfg.TargetDir)
+		return fmt.Errorf("backup interrupted; %s", partial)
 	case mariadb.IsConnLost(err):
-		return fmt.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; the partial backup in %s is marked incomplete, take a new one", err, j.cfg.TargetDir)
+		return fmt.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
 	}
 	return err
 }
 
-// record stores the result of a copy.
+// record stores the result of a copy, by its name in the backup.
 func (j *job) record(f copiedFile) {
 	j.mu.Lock()
-	j.files[f.Rel] = f
+	j.files[cmp.Or(f.Stored, f.Rel)] = f
 	j.mu.Unlock()
 }

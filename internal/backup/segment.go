@@ -10,7 +10,6 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/directio"
-	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
 )
 
@@ -27,12 +26,10 @@ func (j *job) copySegment(ctx context.Context, ij *innoJob, s *segment) error {
 		return fmt.Errorf("open %s: %w", ij.src.Abs, err)
 	}
 	defer in.Close()
-	out, err := filecopy.Open(ij.dst, ij.sparse, true)
-	if err != nil {
+	if err := j.openOut(ij); err != nil {
 		return err
 	}
-	defer out.Close()
-	w := j.startWriter(out)
+	w := j.startWriter(ij.out)
 	rerr := j.readSegment(ctx, in, ij, s, w.chunks)
 	close(w.chunks)
 	if werr := <-w.done; rerr == nil {
@@ -55,7 +52,7 @@ type chunkWriter struct {
 
 // startWriter writes chunks in order and returns their buffers to the pool. The channel
 // is unbuffered, so a worker holds at most two buffers: one being read, one being written.
-func (j *job) startWriter(out *filecopy.Target) chunkWriter {
+func (j *job) startWriter(out storeFile) chunkWriter {
 	w := chunkWriter{chunks: make(chan chunk), done: make(chan error, 1)}
 	go func() {
 		var err error

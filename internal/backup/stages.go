@@ -74,14 +74,7 @@ func (p plan) size() int64 {
 }
 
 func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
-	copied, err := j.copyInnoDBFiles(ctx, files)
-	if err != nil {
-		return err
-	}
-	for _, f := range copied {
-		j.record(f)
-	}
-	return nil
+	return j.copyInnoDBFiles(ctx, files)
 }
 
 // underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
@@ -105,7 +98,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err := j.copyOthers(ctx, p.DDLStable); err != nil {
 		return 0, err
 	}
-	if err := j.copyOthers(ctx, p.AriaLogs); err != nil {
+	if err := j.copyAriaHeads(ctx, p.AriaLogs); err != nil {
 		return 0, err
 	}
 	j.log.Info("copied under BLOCK_DDL", "wait", wait.Round(time.Millisecond), "held", time.Since(t0).Round(time.Millisecond))

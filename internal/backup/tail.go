@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -13,10 +11,10 @@ import (
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
-// tailer runs the redo copy into <target>/ib_logfile0 in the background.
+// tailer runs the redo copy into the backup's ib_logfile0 in the background.
 type tailer struct {
 	t    *redo.Tailer
-	f    *os.File
+	f    storeFile
 	w    *bufio.Writer
 	sum  *sumWriter
 	done chan error
@@ -42,11 +40,11 @@ func (s *sumWriter) Write(p []byte) (int, error) {
 // startTail opens the server's redo log at its current checkpoint and starts copying;
 // a tailer failure (e.g. lapped by the server) cancels the whole job through fail.
 func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error {
-	f, err := os.OpenFile(filepath.Join(j.cfg.TargetDir, "ib_logfile0"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	f, err := j.store.create("ib_logfile0", false)
 	if err != nil {
 		return fmt.Errorf("create backup redo log: %w", err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	w := bufio.NewWriterSize(&appender{f: f}, 1<<20)
 	sum := &sumWriter{w: w}
 	t, err := redo.Open(redo.Config{
 		Path:     j.redoPath(),
@@ -56,7 +54,7 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 		OnFileOp: j.addOp,
 	})
 	if err != nil {
-		f.Close()
+		f.Close(0)
 		return err
 	}
 	j.tail = &tailer{t: t, f: f, w: w, sum: sum, done: make(chan error, 1)}
@@ -83,16 +81,30 @@ func (j *job) addOp(op redo.FileOp) {
 func (j *job) finishTail(end uint64) (uint64, error) {
 	j.tail.t.StopAt(end)
 	if err := <-j.tail.done; err != nil {
-		j.tail.f.Close()
+		j.tail.f.Close(j.tail.sum.n)
 		return 0, err
 	}
 	if err := j.tail.w.Flush(); err != nil {
-		j.tail.f.Close()
+		j.tail.f.Close(j.tail.sum.n)
 		return 0, fmt.Errorf("write backup redo log: %w", filecopy.WrapWriteErr(err))
 	}
-	if err := j.tail.f.Close(); err != nil {
+	if err := j.tail.f.Close(j.tail.sum.n); err != nil {
 		return 0, fmt.Errorf("write backup redo log: %w", filecopy.WrapWriteErr(err))
 	}
 	j.record(copiedFile{Rel: "ib_logfile0", Size: j.tail.sum.n, CRC: j.tail.sum.crc, Kind: "redo"})
 	return j.tail.t.EndLSN(), nil
+}
+
+// appender writes a storeFile sequentially.
+type appender struct {
+	f   storeFile
+	off int64
+}
+
+func (a *appender) Write(p []byte) (int, error) {
+	if err := a.f.WriteAt(p, a.off); err != nil {
+		return 0, err
+	}
+	a.off += int64(len(p))
+	return len(p), nil
 }

@@ -33,6 +33,7 @@ const (
 	KindRedo   = "redo"   // ib_logfile0 holding the redo copied from StartLSN to LastLSN
 	KindOther  = "other"  // non-InnoDB table or log file
 	KindMeta   = "meta"   // metadata written by ferry (xtrabackup_* files, backup-my.cnf)
+	KindDDL    = "ddl"    // mariadb-backup DDL marker (<name>.del) applied before recovery
 )
 
 // File is one file of the backup.
@@ -42,6 +43,19 @@ type File struct {
 	CRC32C string `json:"crc32c"`
 	Kind   string `json:"kind"`
 	Sparse bool   `json:"sparse,omitempty"`
+	// Stored is the file's name in a stream when it differs from Path (compressed:
+	// .zst/.lz4, encrypted: .age), StoredSize its encoded size. Size and CRC32C are
+	// always those of the decoded bytes.
+	Stored     string `json:"stored,omitempty"`
+	StoredSize int64  `json:"stored_size,omitempty"`
+}
+
+// Storage says how a backup's files were stored.
+type Storage struct {
+	Format      string `json:"format"`                // "dir" or "xbstream"
+	Compression string `json:"compression,omitempty"` // zstd, lz4 (none if empty)
+	Level       int    `json:"level,omitempty"`
+	Encryption  string `json:"encryption,omitempty"` // "age" (to public-key recipients)
 }
 
 // Server describes the backed-up server, as prepare needs it.
@@ -74,6 +88,7 @@ type Manifest struct {
 	LastLSN     uint64              `json:"last_lsn"`
 	Coordinates mariadb.Coordinates `json:"coordinates"`
 	LockTimesMS map[string]int64    `json:"lock_times_ms"`
+	Storage     Storage             `json:"storage"`
 	Files       []File              `json:"files"`
 	Prepared    *Prepared           `json:"prepared,omitempty"`
 }

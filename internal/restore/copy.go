@@ -25,6 +25,9 @@ func (b *Backup) datadirFiles() ([]manifest.File, error) {
 	if b.Manifest != nil && !b.ForeignPrepared {
 		var out []manifest.File
 		for _, f := range b.Manifest.Files {
+			if f.Stored != "" {
+				return nil, fmt.Errorf("%s holds the compressed or encrypted files of a ferry stream (%s): restore from the stream itself with --from", b.Dir, f.Stored)
+			}
 			if !skipFile(f.Path) {
 				out = append(out, f)
 			}
@@ -132,6 +135,14 @@ func verify(f manifest.File, size int64, crc uint32) error {
 }
 
 // readBinlogInfo reads a mariadb-backup backup's xtrabackup_binlog_info.
+// coordinates returns the binlog/GTID position the backup holds.
+func (b *Backup) coordinates() mariadb.Coordinates {
+	if b.Manifest != nil {
+		return b.Manifest.Coordinates
+	}
+	return readBinlogInfo(b.Dir)
+}
+
 func readBinlogInfo(dir string) mariadb.Coordinates {
 	b, err := os.ReadFile(filepath.Join(dir, xtrabackup.BinlogInfoFile))
 	if err != nil {

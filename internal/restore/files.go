@@ -1,8 +1,10 @@
 package restore
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -10,29 +12,77 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/xbstream"
 )
 
-// applyDDLMarkers refuses mariadb-backup's DDL markers (.new/.ren/.del), which only
-// mariadb-backup --prepare knows how to apply.
+// applyDDLMarkers applies the DDL markers of mariadb-backup's layout (also in ferry's
+// streams) as mariadb-backup --prepare does, in its order: every <base>.del removes
+// <base>.ibd, every <old>.ren renames <old>.ibd to the name it holds, every <base>.new
+// replaces <base>.ibd. The markers are consumed.
 func applyDDLMarkers(dir string) error {
-	var found string
+	marks := map[string][]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || found != "" {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		switch filepath.Ext(p) {
-		case ".new", ".ren", ".del":
-			found = p
+		switch ext := filepath.Ext(p); ext {
+		case ".del", ".ren", ".new":
+			marks[ext] = append(marks[ext], p)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("scan %s: %w", dir, err)
 	}
-	if found != "" {
-		return fmt.Errorf("backup holds mariadb-backup DDL marker %s: prepare it with mariadb-backup --prepare first, then restore it with ferry", found)
+	for _, p := range marks[".del"] {
+		if err := removeIfExists(ibdOf(p)); err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("apply %s: %w", p, err)
+		}
+	}
+	for _, p := range marks[".ren"] {
+		if err := applyRename(dir, p); err != nil {
+			return err
+		}
+	}
+	for _, p := range marks[".new"] {
+		if err := os.Rename(p, ibdOf(p)); err != nil {
+			return fmt.Errorf("apply DDL marker %s: %w", p, err)
+		}
 	}
 	return nil
+}
+
+func ibdOf(marker string) string { return strings.TrimSuffix(marker, filepath.Ext(marker)) + ".ibd" }
+
+func removeIfExists(p string) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("apply DDL marker: remove %s: %w", p, err)
+	}
+	return nil
+}
+
+// applyRename renames <old>.ibd to the path held in <old>.ren ("db/new", with or
+// without "./" and ".ibd"), refusing paths that leave dir.
+func applyRename(dir, marker string) error {
+	b, err := os.ReadFile(marker)
+	if err != nil {
+		return fmt.Errorf("apply DDL marker: %w", err)
+	}
+	name := strings.TrimPrefix(strings.TrimSpace(string(b)), "./")
+	if !strings.HasSuffix(name, ".ibd") {
+		name += ".ibd"
+	}
+	dst, err := xbstream.SafePath(dir, name)
+	if err != nil || name == ".ibd" {
+		return fmt.Errorf("DDL marker %s names %q: not a table in the backup", marker, name)
+	}
+	if err := os.Rename(ibdOf(marker), dst); err != nil {
+		return fmt.Errorf("apply DDL marker %s: %w", marker, err)
+	}
+	return os.Remove(marker)
 }
 
 // skipFile says which backup files are not part of a datadir. xtrabackup_info stays,

@@ -20,6 +20,7 @@ import (
 // Backup is a backup directory made by ferry or by mariadb-backup.
 type Backup struct {
 	Dir           string
+	Source        string             // where it came from, if not Dir (a stream)
 	Manifest      *manifest.Manifest // nil for a mariadb-backup backup
 	Checkpoints   xtrabackup.Checkpoints
 	ServerVersion string // e.g. 10.11.19-MariaDB-log

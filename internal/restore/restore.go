@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"time"
 
+	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -20,16 +21,22 @@ import (
 // Config configures ferry restore.
 type Config struct {
 	BackupDir string
-	Datadir   string
-	Move      bool   // move files out of the backup instead of copying (consumes the backup)
-	Replace   bool   // move a non-empty datadir aside (never deleted) and restore in its place
-	Owner     string // user[:group] for the restored files; default the datadir's (or its parent's) owner
-	Parallel  int
-	Mariadbd  string
-	UseMemory string
-	Log       *slog.Logger
-	Progress  io.Writer
-	Terminal  bool
+	// Stream, when set, is read instead of BackupDir: an xbstream made by ferry backup
+	// --stream or mariadb-backup --stream=xbstream. StreamName names it in messages.
+	Stream     io.Reader
+	StreamName string
+	Identities []age.Identity // for encrypted streams
+	MaxMemory  int64          // stream data buffered between the reader and the writers
+	Datadir    string
+	Move       bool   // move files out of the backup instead of copying (consumes the backup)
+	Replace    bool   // move a non-empty datadir aside (never deleted) and restore in its place
+	Owner      string // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	Parallel   int
+	Mariadbd   string
+	UseMemory  string
+	Log        *slog.Logger
+	Progress   io.Writer
+	Terminal   bool
 }
 
 // Result tells what a restore did.
@@ -47,15 +54,18 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = runtime.NumCPU()
 	}
-	b, err := Open(cfg.BackupDir)
-	if err != nil {
-		return nil, err
-	}
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
 	}
 	if err := checkDatadir(datadir, cfg.Replace); err != nil {
+		return nil, err
+	}
+	if cfg.Stream != nil {
+		return restoreStream(ctx, cfg, datadir)
+	}
+	b, err := Open(cfg.BackupDir)
+	if err != nil {
 		return nil, err
 	}
 	bin := ""
@@ -109,13 +119,7 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Backup: b, Datadir: datadir, MovedAside: aside}
-	if b.Manifest != nil {
-		res.Coordinates = b.Manifest.Coordinates
-	} else {
-		res.Coordinates = readBinlogInfo(b.Dir)
-	}
-	return res, nil
+	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: b.coordinates()}, nil
 }
 
 // checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a

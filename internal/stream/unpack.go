@@ -140,7 +140,10 @@ func (u *unpacker) file(name string) (*inFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, done := u.res.Files[path]; done || u.pathOpen(path) {
+	u.mu.Lock()
+	_, done := u.res.Files[path]
+	u.mu.Unlock()
+	if done || u.pathOpen(path) {
 		return nil, fmt.Errorf("%w: %s appears twice in the stream", xbstream.ErrCorrupt, path)
 	}
 	u.seen[name] = true

@@ -1,0 +1,92 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// DDL markers of mariadb-backup's layout, applied before recovery by ferry restore and
+// mariadb-backup --prepare: <base>.del removes <base>.ibd, <base>.new replaces it.
+const (
+	delMarker = ".del"
+	newCopy   = ".new"
+)
+
+// reconcileStream is reconcileDDL for a stream, where nothing sent can be changed: a
+// copy that is no longer the tablespace at its path gets a .del marker, and the
+// tablespace now there (created, re-created or renamed during the copy) is copied again,
+// as <base>.new if its name was already used in the stream.
+func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffects) error {
+	keep := map[string]bool{}
+	var recopy []srcFile
+	for _, f := range current {
+		if f.System {
+			keep[f.Rel] = true
+			continue
+		}
+		id, known, err := spaceID(f.Abs, j.info.PageSize)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		c, ok := j.files[f.Rel]
+		if ok && known && c.Known && c.SpaceID == id && !e.created[id] {
+			keep[f.Rel] = true
+			continue
+		}
+		recopy = append(recopy, f)
+	}
+	if err := j.sendDeletes(keep); err != nil {
+		return err
+	}
+	if len(recopy) > 0 {
+		j.log.Info("copying tablespaces changed by DDL during the backup", "files", len(recopy))
+	}
+	return j.copyInnoDB(ctx, recopy)
+}
+
+// sendDeletes sends a .del marker for every tablespace copy in the stream that is not
+// kept, so that restore drops it.
+func (j *job) sendDeletes(keep map[string]bool) error {
+	s := j.store.(*streamStore)
+	var dels []string
+	s.mu.Lock()
+	for rel := range s.sent {
+		if strings.HasSuffix(rel, innodbExt) && !keep[rel] {
+			dels = append(dels, rel)
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(dels)
+	for _, rel := range dels {
+		f, err := writeWhole(j.store, strings.TrimSuffix(rel, innodbExt)+delMarker, nil, manifest.KindDDL)
+		if err != nil {
+			return err
+		}
+		j.record(copiedFile{Rel: f.Path, Kind: f.Kind})
+	}
+	return nil
+}
+
+// storedName is the name for a new copy of rel: rel itself, or in a stream that already
+// carries rel, <base>.new.
+func (j *job) storedName(rel string) string {
+	s, ok := j.store.(*streamStore)
+	if !ok {
+		return rel
+	}
+	s.mu.Lock()
+	sent := s.sent[rel]
+	s.mu.Unlock()
+	if !sent {
+		return rel
+	}
+	return strings.TrimSuffix(rel, innodbExt) + newCopy
+}
