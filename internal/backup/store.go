@@ -15,6 +15,8 @@ import (
 type store interface {
 	// create starts a new file of the backup.
 	create(rel string, sparse bool) (storeFile, error)
+	// createSmall starts a small metadata file (never compressed).
+	createSmall(rel string) (storeFile, error)
 	// rewritable: copies can be written at any offset (by parallel segments), removed
 	// and renamed. A stream is written once, in order.
 	rewritable() bool
@@ -33,7 +35,7 @@ type storeFile interface {
 
 // writeWhole stores a small file in one piece and returns its manifest entry.
 func writeWhole(s store, rel string, data []byte, kind string) (manifest.File, error) {
-	f, err := s.create(rel, false)
+	f, err := s.createSmall(rel)
 	if err != nil {
 		return manifest.File{}, err
 	}
@@ -51,6 +53,8 @@ func writeWhole(s store, rel string, data []byte, kind string) (manifest.File, e
 type dirStore struct{ dir string }
 
 func (d dirStore) rewritable() bool { return true }
+
+func (d dirStore) createSmall(rel string) (storeFile, error) { return d.create(rel, false) }
 
 func (d dirStore) create(rel string, sparse bool) (storeFile, error) {
 	path := filepath.Join(d.dir, rel)

@@ -30,12 +30,20 @@ func newStreamStore(out io.Writer, o stream.Options) (*streamStore, error) {
 func (s *streamStore) rewritable() bool { return false }
 
 func (s *streamStore) create(rel string, _ bool) (storeFile, error) {
+	return s.start(rel, s.w.Create)
+}
+
+func (s *streamStore) createSmall(rel string) (storeFile, error) {
+	return s.start(rel, s.w.CreateUncompressed)
+}
+
+func (s *streamStore) start(rel string, create func(string) (*stream.File, error)) (storeFile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sent[rel] {
 		return nil, fmt.Errorf("stream: %s would be sent twice (internal error)", rel)
 	}
-	f, err := s.w.Create(rel)
+	f, err := create(rel)
 	if err != nil {
 		return nil, err
 	}

@@ -17,18 +17,31 @@ type File struct {
 	queue chan *block // blocks in file order, waiting for their worker
 	done  chan error  // result of the emitter
 	out   *chunker
+	raw   bool // bytes go into the stream as they are
+	// compress: blocks go through the workers' compressor (else they only keep the
+	// file's order on their way to the encryption).
+	compress bool
 }
 
 // Create starts a file of the backup at path (relative, '/'-separated).
-func (x *Writer) Create(path string) (*File, error) {
+func (x *Writer) Create(path string) (*File, error) { return x.create(path, x.opts.Compression) }
+
+// CreateUncompressed starts a file that is not compressed (encrypted if the stream
+// is): small metadata a DBA may want to read after mbstream -x.
+func (x *Writer) CreateUncompressed(path string) (*File, error) { return x.create(path, codec.None) }
+
+func (x *Writer) create(path string, comp codec.Compression) (*File, error) {
 	if err := x.Err(); err != nil {
 		return nil, err
 	}
-	name := codec.StoredName(path, x.opts.Compression, len(x.opts.Recipients) > 0)
+	encrypted := len(x.opts.Recipients) > 0
+	name := codec.StoredName(path, comp, encrypted)
 	f := &File{x: x, path: path, name: name, out: &chunker{xb: x.xb, name: name, max: x.opts.BlockSize}}
-	if x.opts.raw() {
+	f.raw = comp == codec.None && !encrypted
+	if f.raw {
 		return f, nil
 	}
+	f.compress = comp != codec.None
 	f.queue = make(chan *block, 2*x.opts.Workers)
 	f.done = make(chan error, 1)
 	var sink io.Writer = f.out
@@ -49,7 +62,7 @@ func (f *File) Path() string { return f.path }
 
 // Write appends p to the file.
 func (f *File) Write(p []byte) (int, error) {
-	if f.x.opts.raw() {
+	if f.raw {
 		return f.writeRaw(p)
 	}
 	n := 0
@@ -106,6 +119,7 @@ func (f *File) submit() error {
 		f.x.putBlock(b)
 		return err
 	}
+	b.compress = f.compress
 	f.queue <- b
 	f.x.jobs <- b
 	return nil
@@ -142,7 +156,7 @@ func (f *File) emit(sink io.Writer, enc io.WriteCloser) {
 // Close writes what is left of the file and its end-of-file chunk.
 func (f *File) Close() error {
 	var err error
-	if !f.x.opts.raw() {
+	if !f.raw {
 		if f.cur != nil && f.cur.n > 0 {
 			err = f.submit()
 		} else if f.cur != nil {

@@ -53,8 +53,9 @@ type Writer struct {
 
 // block is one unit of a file on its way through the pipeline.
 type block struct {
-	in, out []byte
-	n       int
+	in, out  []byte
+	n        int
+	compress bool
 	ready   chan struct{}
 	err     error
 }
@@ -70,9 +71,6 @@ func (o Options) blockSize() int {
 	}
 	return o.BlockSize
 }
-
-// raw says the bytes go into the stream as they are.
-func (o Options) raw() bool { return o.Compression == codec.None && len(o.Recipients) == 0 }
 
 // NewWriter starts the workers of a stream written to w.
 func NewWriter(w io.Writer, o Options) (*Writer, error) {
@@ -104,7 +102,7 @@ func NewWriter(w io.Writer, o Options) (*Writer, error) {
 func (x *Writer) work() {
 	defer x.wg.Done()
 	for b := range x.jobs {
-		if x.comp == nil {
+		if !b.compress {
 			b.out = b.in[:b.n]
 		} else {
 			b.out, b.err = x.comp.Compress(b.out, b.in[:b.n])
@@ -125,7 +123,7 @@ func (x *Writer) getBlock() *block {
 }
 
 func (x *Writer) putBlock(b *block) {
-	if x.comp == nil {
+	if !b.compress {
 		b.out = nil // it aliased b.in
 	}
 	x.pool <- b
