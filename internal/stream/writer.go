@@ -56,8 +56,8 @@ type block struct {
 	in, out  []byte
 	n        int
 	compress bool
-	ready   chan struct{}
-	err     error
+	ready    chan struct{}
+	err      error
 }
 
 // MinMemory is the smallest budget that lets o's open files and workers progress.
