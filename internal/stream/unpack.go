@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"filippo.io/age"
@@ -134,6 +135,9 @@ func (u *unpacker) file(name string) (*inFile, error) {
 	}
 	if u.seen[name] {
 		return nil, fmt.Errorf("%w: %s appears twice in the stream", xbstream.ErrCorrupt, name)
+	}
+	if strings.HasSuffix(name, ".qp") || strings.HasSuffix(name, ".xbcrypt") {
+		return nil, fmt.Errorf("%s is compressed or encrypted by mariadb-backup/xtrabackup (qpress, xbcrypt), which ferry does not read: unpack with mbstream -x and mariadb-backup --decompress, then restore the directory", name)
 	}
 	path, comp, enc := codec.ParseStoredName(name)
 	dst, err := xbstream.SafePath(u.dir, path)
