@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	filippo.io/age v1.3.2
+	github.com/DataDog/zstd v1.5.7
+	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.33

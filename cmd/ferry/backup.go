@@ -24,7 +24,7 @@ type backupFlags struct {
 
 func newBackupCmd(g *globals) *cobra.Command {
 	var cfg backup.Config
-	fl := backupFlags{chunk: backup.DefaultChunkSize}
+	var fl backupFlags
 	cfg.MaxMemory = backup.DefaultMaxMemory
 	cmd := &cobra.Command{
 		Use:   "backup (--target-dir DIR | --stream) [connection options]",
@@ -65,7 +65,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line; repeatable)")
 	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream pipeline's buffers")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
-	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K): smaller keeps more of a busy server's write throughput, larger copies an idle one slightly faster")
+	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	return cmd
 }

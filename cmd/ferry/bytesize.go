@@ -13,6 +13,14 @@ func (b byteSize) String() string {
 	if b.v == nil || *b.v == 0 {
 		return "0"
 	}
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if *b.v%u.size == 0 {
+			return strconv.FormatInt(*b.v/u.size, 10) + u.suffix
+		}
+	}
 	return strconv.FormatInt(*b.v, 10)
 }
 

@@ -18,6 +18,10 @@ const DefaultMaxMemory = 256 << 20
 // about 43% (mariadb-backup: 12-13.5 s, about 19%).
 const DefaultChunkSize = 256 << 10
 
+// DefaultStreamChunkSize is the read size for a stream: nothing is written to the
+// server's disk, and 1 MiB reads matched an O_DIRECT dd (256 KiB: 1.1x its time).
+const DefaultStreamChunkSize = 1 << 20
+
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
 	Conn      mariadb.ConnConfig
@@ -30,7 +34,7 @@ type Config struct {
 	Recipients  []age.Recipient
 	MaxMemory   int64
 	Parallel    int   // copy workers; default number of cores
-	ChunkSize   int   // bytes per read and write; default DefaultChunkSize
+	ChunkSize   int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
 	Segment     int64 // large files are split into segments copied in parallel; default 256 MiB
 	MaxRate     int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
 	Log         *slog.Logger

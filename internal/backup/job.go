@@ -85,6 +85,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
+		if cfg.Stream != nil {
+			cfg.ChunkSize = DefaultStreamChunkSize
+		}
 	}
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
 	if cfg.Segment <= 0 {

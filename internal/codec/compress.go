@@ -34,22 +34,11 @@ func NewCompressor(c Compression, level, concurrency int) (Compressor, error) {
 		if level < 1 || level > 22 {
 			return nil, fmt.Errorf("zstd --compress-level %d: use 1 (fastest) to 22", level)
 		}
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
-			zstd.WithEncoderConcurrency(max(concurrency, 1)), zstd.WithEncoderCRC(true))
-		if err != nil {
-			return nil, fmt.Errorf("zstd: %w", err)
-		}
-		return zstdCompressor{enc}, nil
+		return newZstd(level, concurrency)
 	case LZ4:
 		return newLZ4Compressor(level)
 	}
 	return nil, fmt.Errorf("unknown compression %q", c)
-}
-
-type zstdCompressor struct{ enc *zstd.Encoder }
-
-func (z zstdCompressor) Compress(dst, src []byte) ([]byte, error) {
-	return z.enc.EncodeAll(src, dst[:0]), nil
 }
 
 // lz4Compressor keeps a pool of frame writers (each writes one frame per block).

@@ -42,9 +42,13 @@ type Writer struct {
 	out  *bufio.Writer
 	xb   *xbstream.Writer
 	comp codec.Compressor
-	pool chan *block
-	jobs chan *block
-	wg   sync.WaitGroup
+	// tokens bound the blocks in use (the memory budget); free keeps released blocks,
+	// most recent first, so a light load reuses a few warm buffers instead of touching
+	// the whole budget.
+	tokens chan struct{}
+	free   []*block
+	jobs   chan *block
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	err    error
@@ -86,9 +90,9 @@ func NewWriter(w io.Writer, o Options) (*Writer, error) {
 	out := bufio.NewWriterSize(w, 1<<20)
 	x := &Writer{opts: o, out: out, xb: xbstream.NewWriter(out), comp: comp, stored: map[string]Stored{}}
 	n := int(o.MaxMemory / int64(2*o.BlockSize))
-	x.pool = make(chan *block, n)
+	x.tokens = make(chan struct{}, n)
 	for range n {
-		x.pool <- &block{}
+		x.tokens <- struct{}{}
 	}
 	x.jobs = make(chan *block, n)
 	for range o.Workers {
@@ -111,9 +115,15 @@ func (x *Writer) work() {
 	}
 }
 
-// getBlock takes a block from the pool (waiting while the budget is used up).
+// getBlock takes a block (waiting while the budget is used up).
 func (x *Writer) getBlock() *block {
-	b := <-x.pool
+	<-x.tokens
+	x.mu.Lock()
+	b := &block{}
+	if k := len(x.free); k > 0 {
+		b, x.free = x.free[k-1], x.free[:k-1]
+	}
+	x.mu.Unlock()
 	if cap(b.in) < x.opts.BlockSize {
 		b.in = make([]byte, x.opts.BlockSize)
 	}
@@ -126,7 +136,10 @@ func (x *Writer) putBlock(b *block) {
 	if !b.compress {
 		b.out = nil // it aliased b.in
 	}
-	x.pool <- b
+	x.mu.Lock()
+	x.free = append(x.free, b)
+	x.mu.Unlock()
+	x.tokens <- struct{}{}
 }
 
 // fail records the first error of the stream.
