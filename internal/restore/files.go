@@ -42,10 +42,8 @@ func applyDDLMarkers(dir string) error {
 			return fmt.Errorf("apply %s: %w", p, err)
 		}
 	}
-	for _, p := range marks[".ren"] {
-		if err := applyRename(dir, p); err != nil {
-			return err
-		}
+	if err := applyRenames(dir, marks[".ren"]); err != nil {
+		return err
 	}
 	for _, p := range marks[".new"] {
 		if err := os.Rename(p, ibdOf(p)); err != nil {
@@ -64,12 +62,36 @@ func removeIfExists(p string) error {
 	return nil
 }
 
-// applyRename renames <old>.ibd to the path held in <old>.ren ("db/new", with or
-// without "./" and ".ibd"), refusing paths that leave dir.
-func applyRename(dir, marker string) error {
+// applyRenames renames each <old>.ibd to the path held in <old>.ren ("db/new", with or
+// without "./" and ".ibd"), through temporary names so that swaps work, refusing paths
+// that leave dir.
+func applyRenames(dir string, markers []string) error {
+	dsts := make([]string, len(markers))
+	for i, m := range markers {
+		dst, err := renameTarget(dir, m)
+		if err != nil {
+			return err
+		}
+		dsts[i] = dst
+		if err := os.Rename(ibdOf(m), ibdOf(m)+".ferry-ren"); err != nil {
+			return fmt.Errorf("apply DDL marker %s: %w", m, err)
+		}
+	}
+	for i, m := range markers {
+		if err := os.Rename(ibdOf(m)+".ferry-ren", dsts[i]); err != nil {
+			return fmt.Errorf("apply DDL marker %s: %w", m, err)
+		}
+		if err := os.Remove(m); err != nil {
+			return fmt.Errorf("apply DDL marker %s: %w", m, err)
+		}
+	}
+	return nil
+}
+
+func renameTarget(dir, marker string) (string, error) {
 	b, err := os.ReadFile(marker)
 	if err != nil {
-		return fmt.Errorf("apply DDL marker: %w", err)
+		return "", fmt.Errorf("apply DDL marker: %w", err)
 	}
 	name := strings.TrimPrefix(strings.TrimSpace(string(b)), "./")
 	if !strings.HasSuffix(name, ".ibd") {
@@ -77,12 +99,9 @@ func applyRename(dir, marker string) error {
 	}
 	dst, err := xbstream.SafePath(dir, name)
 	if err != nil || name == ".ibd" {
-		return fmt.Errorf("DDL marker %s names %q: not a table in the backup", marker, name)
+		return "", fmt.Errorf("DDL marker %s names %q: not a table in the backup", marker, name)
 	}
-	if err := os.Rename(ibdOf(marker), dst); err != nil {
-		return fmt.Errorf("apply DDL marker %s: %w", marker, err)
-	}
-	return os.Remove(marker)
+	return dst, nil
 }
 
 // skipFile says which backup files are not part of a datadir. xtrabackup_info stays,
