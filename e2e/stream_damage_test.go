@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,28 @@ func TestDamagedStreamsAreRefused(t *testing.T) {
 			noDatadir(t, datadir)
 		})
 	}
+
+	t.Run("reader of the stream goes away", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		bk := exec.CommandContext(ctx, ferryBin, streamArgs(src, "--compress", "none")...)
+		var errb bytes.Buffer
+		bk.Stderr = &errb
+		out, err := bk.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bk.Start(); err != nil {
+			t.Fatal(err)
+		}
+		io.ReadFull(out, make([]byte, 1<<20))
+		out.Close()
+		werr := bk.Wait()
+		if werr == nil || !strings.Contains(lastLine(errb.String()), "broken pipe") {
+			t.Fatalf("backup whose reader went away: %v, %q", werr, lastLine(errb.String()))
+		}
+		t.Logf("backup: %s", lastLine(errb.String()))
+	})
 
 	t.Run("backup killed mid-pipe", func(t *testing.T) {
 		datadir := filepath.Join(tmp, "never", "killed")
