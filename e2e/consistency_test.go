@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +18,7 @@ import (
 func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{LogFileSize: "4M", ServerID: 1})
 	db := src.DB(t)
-	bank := testdb.NewBank(t, db, testdb.BankOptions{Accounts: 200, Domain: 7})
-	mix := testdb.NewMix(t, db)
-	ddl := testdb.NewDDL(t, db)
+	load := testdb.NewWorkload(t, db, 7, 4)
 	testdb.CreateReplicationUser(t, src, "repl", "replpw")
 	// ~60 MB of static rows, so that the rate-limited copy lasts long enough (~15 s) for
 	// the workload's redo to wrap the 4 MiB log several times, however small the rest is.
@@ -30,29 +26,12 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	src.Exec(t, "CREATE TABLE filler.t (id INT PRIMARY KEY, pad CHAR(240)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO filler.t SELECT seq, REPEAT('f', 240) FROM filler.seq_1_to_200000")
 
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for _, run := range []func(context.Context) error{
-		func(c context.Context) error { return bank.Run(c, 4) },
-		func(c context.Context) error { return mix.Run(c) },
-		func(c context.Context) error { return ddl.Run(c) },
-	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- run(ctx) }()
-	}
+	load.Start()
 	time.Sleep(time.Second) // the workload is running before the backup starts
 	target := filepath.Join(shortTemp(t), "bk")
 	mustFerry(t, backupArgs(src, target, "--max-rate", "5M", "--parallel", "2")...)
 	time.Sleep(500 * time.Millisecond)
-	stop()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("workload: %v", err)
-		}
-	}
+	load.Stop(t)
 
 	m := readManifest(t, target)
 	capacity := uint64(4<<20 - 12288)
@@ -74,9 +53,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 
 	rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
 	rdb := rep.DB(t)
-	bank.Check(t, rdb, testdb.GTIDForDomain(m.Coordinates.GTIDBinlogPos, 7))
-	mix.Check(t, rdb)
-	ddl.Check(t, rdb)
+	load.Check(t, rdb, m.Coordinates.GTIDBinlogPos)
 
 	testdb.StartReplica(t, rep, src, m.Coordinates.GTIDBinlogPos, "repl", "replpw")
 	testdb.WaitCaughtUp(t, rep, src, 2*time.Minute)

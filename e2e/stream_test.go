@@ -91,9 +91,7 @@ func pipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool) piped {
 func TestStreamRoundTripUnderLoad(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{LogFileSize: "8M", ServerID: 1})
 	db := src.DB(t)
-	bank := testdb.NewBank(t, db, testdb.BankOptions{Accounts: 200, Domain: 7})
-	mix := testdb.NewMix(t, db)
-	ddl := testdb.NewDDL(t, db)
+	load := testdb.NewWorkload(t, db, 7, 3)
 	testdb.CreateReplicationUser(t, src, "repl", "replpw")
 	src.Exec(t, "CREATE DATABASE secret")
 	src.Exec(t, "CREATE TABLE secret.t (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB")
@@ -101,17 +99,7 @@ func TestStreamRoundTripUnderLoad(t *testing.T) {
 	src.Exec(t, "CREATE TABLE secret.filler (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO secret.filler SELECT seq, REPEAT(MD5(seq), 6) FROM secret.seq_1_to_60000")
 
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for _, run := range []func(context.Context) error{
-		func(c context.Context) error { return bank.Run(c, 3) },
-		func(c context.Context) error { return mix.Run(c) },
-		func(c context.Context) error { return ddl.Run(c) },
-	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs <- run(ctx) }()
-	}
+	load.Start()
 	time.Sleep(time.Second)
 
 	keyFile := filepath.Join(shortTemp(t), "key.txt")
@@ -146,14 +134,7 @@ func TestStreamRoundTripUnderLoad(t *testing.T) {
 			restored[m.name], gtids[m.name] = datadir, restoredGTID(t, p.restore.stdout)
 		})
 	}
-	stop()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("workload: %v", err)
-		}
-	}
+	load.Stop(t)
 	want := testdb.Checksums(t, db)
 	for _, m := range modes {
 		t.Run(m.name+"/check", func(t *testing.T) {
@@ -163,9 +144,7 @@ func TestStreamRoundTripUnderLoad(t *testing.T) {
 			}
 			rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
 			rdb := rep.DB(t)
-			bank.Check(t, rdb, testdb.GTIDForDomain(gtid, 7))
-			mix.Check(t, rdb)
-			ddl.Check(t, rdb)
+			load.Check(t, rdb, gtid)
 			testdb.StartReplica(t, rep, src, gtid, "repl", "replpw")
 			testdb.WaitCaughtUp(t, rep, src, 2*time.Minute)
 			compareChecksums(t, want, testdb.Checksums(t, rdb))

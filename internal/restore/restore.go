@@ -109,17 +109,22 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 			return nil, err
 		}
 	}
+	return finishStaging(b, b.coordinates(), staging, datadir, owner, cfg.Replace)
+}
+
+// finishStaging sets ownership, makes the staging dir durable and renames it in.
+func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, owner ownerIDs, replace bool) (*Result, error) {
 	if err := owner.apply(staging); err != nil {
 		return nil, err
 	}
 	if err := filecopy.SyncFS(staging); err != nil {
 		return nil, err
 	}
-	aside, err := swapIn(staging, datadir, cfg.Replace)
+	aside, err := swapIn(staging, datadir, replace)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: b.coordinates()}, nil
+	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c}, nil
 }
 
 // checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a

@@ -9,7 +9,6 @@ import (
 	"sort"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
-	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -74,17 +73,7 @@ func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, own
 	if err := removeBackupOnlyFiles(staging); err != nil {
 		return nil, err
 	}
-	if err := owner.apply(staging); err != nil {
-		return nil, err
-	}
-	if err := filecopy.SyncFS(staging); err != nil {
-		return nil, err
-	}
-	aside, err := swapIn(staging, datadir, cfg.Replace)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: coords}, nil
+	return finishStaging(b, coords, staging, datadir, owner, cfg.Replace)
 }
 
 // verifyStream checks a ferry stream against its manifest (every file present with its
