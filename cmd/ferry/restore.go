@@ -54,7 +54,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.BoolVar(&cfg.Move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
-	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers for a directory (a stream is decoded by one goroutine per file, as many as it interleaves)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
 	cmd.MarkFlagRequired("datadir")

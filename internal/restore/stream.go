@@ -42,6 +42,7 @@ func restoreStream(ctx context.Context, cfg Config, datadir string) (*Result, er
 }
 
 func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+	cfg.Log.Info("restoring from a stream", "from", cfg.StreamName, "staging", staging, "memory_budget_mib", cfg.MaxMemory>>20)
 	prog := progress.New(progress.Options{Label: "restore", Total: -1, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
 	got, err := stream.Unpack(ctx, cfg.Stream, staging, stream.UnpackOptions{Identities: cfg.Identities, MaxMemory: cfg.MaxMemory, Progress: prog.Add})
 	prog.Finish()
