@@ -11,6 +11,7 @@
 #      CHECKSUM TABLE of every sbtest table with the (idle) source;
 #   4. each tool once under a sysbench oltp_write_only load, and the write TPS kept meanwhile.
 # Prints a markdown report and writes it to $BENCH_DIR/results.md. Needs root (drop_caches).
+# Settings, servers, dataset, quiesce and timing helpers shared with stream.sh: bench/lib.sh.
 #
 #   bench/backup.sh                    # 14 tables x 1M rows (~4 GB datadir), 3 runs each
 #   SMALL=1 bench/backup.sh            # 4 x 100k rows: checks the script in a few minutes

@@ -1,0 +1,298 @@
+# bench/lib.sh: shared by bench/backup.sh and bench/stream.sh (sourced, not run).
+#
+# Common settings (environment, defaults in brackets; each script documents its own extras):
+#   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), outputs, logs
+#   SMALL [0]                         1: TABLES=4 TABLE_SIZE=100000 unless those are set
+#   TABLES [14] TABLE_SIZE [1000000]  sysbench dataset; each size gets its own datadir
+#   RUNS [3]                          timed runs of each command
+#   PARALLEL [2]                      --parallel for both tools
+#   PORT [3310]                       TCP port of the private server (bound to 127.0.0.1)
+#   QUIET_MAX [120]                   max seconds to wait for 0 dirty pages before a run
+#   TOOL_TIMEOUT [1800]               seconds before a single timed command is killed
+#   FERRY                             use this ferry binary instead of building ./cmd/ferry
+#   SKIP_FERRY=1 SKIP_CHECK=1         leave out ferry / the restore check
+#   KEEP_SERVER=1                     leave the private server running at the end
+#
+# Usage in a script (after `set -euo pipefail`):
+#   source lib.sh; LOGS=...; CLEAN_PATHS=(...)   # optional overrides
+#   bench_init; need ...; build_ferry; load_dataset; ... timed ...; check_restored DIR
+# The EXIT trap stops every server and background job this library started, by pid.
+
+# --- settings ------------------------------------------------------------------------------
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH_DIR=${BENCH_DIR:-/var/tmp/ferry-bench}
+if [[ ${SMALL:-0} == 1 ]]; then
+  TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-100000}
+else
+  TABLES=${TABLES:-14}; TABLE_SIZE=${TABLE_SIZE:-1000000}
+fi
+RUNS=${RUNS:-3}
+PARALLEL=${PARALLEL:-2}
+PORT=${PORT:-3310}
+QUIET_MAX=${QUIET_MAX:-120}
+TOOL_TIMEOUT=${TOOL_TIMEOUT:-1800}
+SKIP_FERRY=${SKIP_FERRY:-0}
+SKIP_CHECK=${SKIP_CHECK:-0}
+KEEP_SERVER=${KEEP_SERVER:-0}
+
+DATA="$BENCH_DIR/data-${TABLES}x${TABLE_SIZE}"   # source datadir, one per dataset size
+LOADED="$DATA.loaded"                             # marker: sysbench prepare finished
+SOCK="$BENCH_DIR/src.sock"
+PIDF="$BENCH_DIR/src.pid"
+RSOCK="$BENCH_DIR/restored.sock"                  # server of the restore check
+RPIDF="$BENCH_DIR/restored.pid"
+LOGS="$BENCH_DIR/logs"                            # per-command logs of the last invocation
+MARIADBD=/usr/sbin/mariadbd
+SB_OPTS=(--db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root --mysql-db=sbtest
+         --tables="$TABLES" --table-size="$TABLE_SIZE")
+CLEAN_PATHS=()                                    # removed on exit (scripts add theirs)
+
+log() { echo "bench: $*" >&2; }
+die() { echo "bench: FAILED: $*" >&2; exit 1; }
+sql() { mariadb --no-defaults -S "$SOCK" -uroot -N -B "$@"; }
+q() { printf '%q' "$1"; }
+
+# bench_init: checks, installs the tools every script needs, resets $LOGS (set LOGS before).
+bench_init() {
+  [[ $EUID == 0 ]] || die "run as root (drop_caches, mariadbd --user=root)"
+  [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
+  [[ $PARALLEL =~ ^[1-9][0-9]*$ ]] || die "PARALLEL must be a positive integer"
+  need "$MARIADBD" mariadb-server
+  need mariadb-install-db mariadb-server
+  need mariadb mariadb-client
+  need mariadb-backup mariadb-backup
+  need sysbench sysbench
+  need /usr/bin/time time
+  need timeout coreutils
+  need gawk gawk
+  mkdir -p "$BENCH_DIR"
+  RAW="$LOGS/raw.tsv"                             # one line per timed command
+  rm -rf "$LOGS"; mkdir -p "$LOGS"; : >"$RAW"
+}
+
+# --- tools (installed with apt-get only when missing) ---------------------------------------
+apt_updated=0
+need() {  # need COMMAND-OR-PATH DEBIAN-PACKAGE
+  command -v "$1" >/dev/null 2>&1 && return 0
+  log "installing $2"
+  if [[ $apt_updated == 0 ]]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  command -v "$1" >/dev/null 2>&1 || die "$1 still missing after apt-get install $2"
+}
+
+# --- ferry binary -----------------------------------------------------------------------------
+# build_ferry: sets FERRY to $FERRY, a fresh build of ./cmd/ferry, or "" with SKIP_FERRY=1.
+build_ferry() {
+  local go
+  if [[ $SKIP_FERRY == 1 ]]; then
+    log "SKIP_FERRY=1: ferry is left out (no ferry rows, ratios or restore check)"
+    FERRY=""
+  elif [[ -n ${FERRY:-} ]]; then
+    [[ -x $FERRY ]] || die "FERRY=$FERRY is not an executable"
+  else
+    go=$(command -v go || echo /usr/local/go/bin/go)
+    [[ -x $go ]] || die "go not found (install Go, set FERRY=/path/to/ferry, or SKIP_FERRY=1)"
+    FERRY="$BENCH_DIR/bin/ferry"
+    log "building ferry: go build -o $FERRY ./cmd/ferry"
+    (cd "$REPO" && "$go" build -o "$FERRY" ./cmd/ferry) >"$LOGS/go-build.log" 2>&1 || {
+      tail -n 20 "$LOGS/go-build.log" >&2
+      die "go build ./cmd/ferry failed (full log: $LOGS/go-build.log); rerun with SKIP_FERRY=1 to benchmark the rest"
+    }
+  fi
+}
+
+# --- private servers --------------------------------------------------------------------------
+SRC_PID=""; REST_PID=""; SB_PID=""
+
+# start_server VAR DATADIR SOCKET PIDFILE ERRLOG EXTRA-ARGS...: starts mariadbd in the background,
+# waits until it answers, and stores its pid in the variable named VAR.
+start_server() {
+  local var=$1 dir=$2 sock=$3 pidf=$4 err=$5 pid i; shift 5
+  "$MARIADBD" --no-defaults --user=root --datadir="$dir" --socket="$sock" --pid-file="$pidf" \
+    --log-error="$err" --innodb-buffer-pool-size=1G --innodb-log-file-size=512M "$@" \
+    </dev/null >/dev/null 2>&1 &
+  pid=$!
+  printf -v "$var" %s "$pid"
+  for ((i = 0; i < 1200; i++)); do            # up to 10 min (crash recovery of a big datadir)
+    mariadb --no-defaults -S "$sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 15 "$err" >&2; die "mariadbd on $dir exited; log: $err"; }
+    sleep 0.5
+  done
+  die "mariadbd on $dir did not answer within 10 min; log: $err"
+}
+
+# stop_pid PID: SIGTERM, wait up to 5 min for a clean shutdown, then SIGKILL.
+stop_pid() {
+  local pid=$1 i
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 600; i++)); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.5; done
+  log "mariadbd $pid did not stop in 5 min; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# stop_stale PIDFILE DATADIR: stops a server left over by an interrupted earlier invocation, but
+# only if that pid really is a mariadbd on DATADIR (never an unrelated process).
+stop_stale() {
+  local pid
+  pid=$(cat "$1" 2>/dev/null) || return 0
+  if [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--datadir=$2 "; then
+    log "stopping the server left running on $2 (pid $pid)"
+    stop_pid "$pid"
+  fi
+  rm -f "$1"
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  [[ -n $SB_PID ]] && kill -TERM "$SB_PID" 2>/dev/null && wait "$SB_PID" 2>/dev/null
+  [[ -n $REST_PID ]] && stop_pid "$REST_PID"
+  ((${#CLEAN_PATHS[@]})) && rm -rf "${CLEAN_PATHS[@]}"
+  if [[ -n $SRC_PID ]]; then
+    if [[ $KEEP_SERVER == 1 ]]; then log "KEEP_SERVER=1: source server left running (pid $SRC_PID, socket $SOCK)"
+    else stop_pid "$SRC_PID"; fi
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_source() {
+  start_server SRC_PID "$DATA" "$SOCK" "$PIDF" "$BENCH_DIR/src.err" \
+    --port="$PORT" --bind-address=127.0.0.1 --log-bin=binlog --server-id=1
+}
+
+# --- dataset (built once per size, then reused) -----------------------------------------------
+# load_dataset: stops a stale source server, creates the dataset unless DATADIR.loaded exists,
+# starts the source server on it and drops the binlogs (RESET MASTER).
+load_dataset() {
+  stop_stale "$PIDF" "$DATA"
+  [[ -f $DATA/.loaded ]] && mv "$DATA/.loaded" "$LOADED"   # marker of an older version of backup.sh
+  if [[ ! -f $LOADED ]]; then
+    log "creating the dataset: sysbench ${TABLES} x ${TABLE_SIZE} rows (about 6 min for 14 x 1M)"
+    rm -rf "$DATA"
+    mariadb-install-db --no-defaults --user=root --datadir="$DATA" \
+      --auth-root-authentication-method=normal >"$LOGS/install-db.log" 2>&1 ||
+      { tail -n 15 "$LOGS/install-db.log" >&2; die "mariadb-install-db failed"; }
+    start_source
+    sql -e "CREATE DATABASE sbtest"
+    /usr/bin/time -o "$LOGS/prepare.time" -f '%e' \
+      sysbench oltp_read_write "${SB_OPTS[@]}" --threads=2 prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
+      { tail -n 15 "$LOGS/sysbench-prepare.log" >&2; die "sysbench prepare failed"; }
+    log "dataset loaded in $(tail -n1 "$LOGS/prepare.time") s"
+    touch "$LOADED"
+  else
+    log "reusing the dataset in $DATA"
+    start_source
+  fi
+  # The load wrote GBs of binlog (and earlier load phases more); neither tool copies binlogs, so
+  # drop them (a private server without replicas): the datadir then holds what the baseline's did,
+  # and dd reads what the tools read.
+  sql -e "RESET MASTER"
+}
+
+# data_sizes: sets DATA_BYTES (du -sb of the datadir) and DD_BYTES (what dd reads).
+data_sizes() {
+  DATA_BYTES=$(du -sb "$DATA" | cut -f1)
+  DD_BYTES=$(find "$DATA" -type f ! -name ib_logfile0 -printf '%s\n' | gawk '{ s += $1 } END { print s + 0 }')
+}
+
+# --- measuring helpers ------------------------------------------------------------------------
+# quiesce: wait (at most QUIET_MAX s) until InnoDB has no dirty pages, then drop the page cache.
+quiesce() {
+  local old dirty=1 i
+  old=$(sql -e "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+  sql -e "SET GLOBAL innodb_max_dirty_pages_pct=0"
+  for ((i = 0; i <= QUIET_MAX * 2; i++)); do
+    dirty=$(sql -e "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'" | cut -f2)
+    [[ $dirty == 0 ]] && break
+    sleep 0.5
+  done
+  sql -e "SET GLOBAL innodb_max_dirty_pages_pct=$old"
+  [[ $dirty == 0 ]] || log "warning: still $dirty dirty pages after ${QUIET_MAX} s; measuring anyway"
+  drop_caches
+}
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# The raw read limit: the files the tools read, with O_DIRECT as both tools read them.
+DD_CMD="find $(q "$DATA") -type f ! -name ib_logfile0 -print0 | xargs -0 -I{} dd if={} of=/dev/null bs=1M iflag=direct status=none"
+
+# timed LABEL RUN SIZE COMMAND: runs COMMAND (a bash string, with pipefail) under /usr/bin/time
+# (and timeout), output to $LOGS/LABEL-RUN.log; appends "label run wall user sys maxrss_kib bytes
+# loadavg1" to $RAW. SIZE is a directory (bytes = its du -sb afterwards), @FILE (bytes = the
+# number FILE holds afterwards, e.g. from `| wc -c >FILE`) or a byte count.
+# COMMAND may time its own steps with "$(step_time LABEL) CMD": each such line of $LOGS/steps.time
+# is appended to $RAW too, as LABEL with bytes 0.
+timed() {
+  local label=$1 run=$2 size=$3 cmd=$4 out="$LOGS/$1-$2.log" la wall user sys rss bytes slabel
+  la=$(cut -d' ' -f1 /proc/loadavg)
+  : >"$LOGS/steps.time"
+  if ! /usr/bin/time -o "$LOGS/time.out" -f '%e %U %S %M' \
+       timeout -k 10 "$TOOL_TIMEOUT" bash -o pipefail -c "$cmd" >"$out" 2>&1; then
+    tail -n 15 "$out" >&2
+    die "$label (run $run) failed: $cmd   (log: $out)"
+  fi
+  read -r wall user sys rss < <(tail -n1 "$LOGS/time.out")
+  if [[ -d $size ]]; then bytes=$(du -sb "$size" | cut -f1)
+  elif [[ $size == @* ]]; then read -r bytes <"${size#@}" || bytes=0
+  else bytes=$size; fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$run" "$wall" "$user" "$sys" "$rss" "$bytes" "$la" >>"$RAW"
+  log "$(printf '%-20s run %s: wall %6.2f s  user %6.2f  sys %6.2f  rss %5d MiB  %s bytes' \
+    "$label" "$run" "$wall" "$user" "$sys" $((rss / 1024)) "$bytes")"
+  while read -r slabel wall user sys rss; do
+    [[ -n $slabel ]] || continue
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t0\t%s\n' "$slabel" "$run" "$wall" "$user" "$sys" "$rss" "$la" >>"$RAW"
+    log "$(printf '  %-18s run %s: wall %6.2f s  user %6.2f  sys %6.2f  rss %5d MiB' \
+      "$slabel" "$run" "$wall" "$user" "$sys" $((rss / 1024)))"
+  done <"$LOGS/steps.time"
+}
+# step_time LABEL: a /usr/bin/time prefix for one step inside a timed COMMAND (see timed).
+step_time() { printf "/usr/bin/time -a -o %s -f '%s %%e %%U %%S %%M'" "$(q "$LOGS/steps.time")" "$1"; }
+
+# check_restored DATADIR: starts a server (socket only) on a restored DATADIR and compares
+# CHECKSUM TABLE of every sbtest table with the source's; sets CHECK to OK or MISMATCH.
+check_restored() {
+  local tables
+  tables=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
+  log "restore check: CHECKSUM TABLE on the source and on $1"
+  sql -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-source.txt"
+  stop_stale "$RPIDF" "$1"
+  start_server REST_PID "$1" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking
+  mariadb --no-defaults -S "$RSOCK" -uroot -N -B -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-restored.txt"
+  stop_pid "$REST_PID"; REST_PID=""
+  if cmp -s "$LOGS/checksum-source.txt" "$LOGS/checksum-restored.txt"; then CHECK="OK ($TABLES/$TABLES tables)"
+  else CHECK="MISMATCH (see $LOGS/checksum-*.txt)"; fi
+  log "restore check: $CHECK"
+}
+
+# --- report helpers ---------------------------------------------------------------------------
+ver() { "$@" 2>&1 | gawk 'NR == 1 { sub(/[ \t]+$/, ""); print }'; }
+
+# describe_env: sets MACHINE and VERSIONS (mariadbd, mariadb-backup, sysbench, ferry).
+describe_env() {
+  MACHINE="$(nproc) vCPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), \
+$(gawk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo), kernel $(uname -r), \
+$(df -T "$BENCH_DIR" | gawk 'NR == 2 { print $1 " " $2 }') for $BENCH_DIR"
+  VERSIONS="$(ver "$MARIADBD" --version | sed 's/ for debian.*//;s/^.*Ver/mariadbd/'); \
+$(ver mariadb-backup --version | sed 's/^.*based on/mariadb-backup of/;s/ (x86_64)//'); $(ver sysbench --version)"
+  if [[ -n ${FERRY:-} ]]; then VERSIONS+="; ferry $(ver "$FERRY" --version | gawk '{ print $NF }')"; fi
+}
+
+# AWK_LIB: prepended to a report's awk program run on $RAW (-F'\t'). Reads every row into
+# W (wall), U (user), S (sys), C (user+sys), R (max RSS KiB), B (bytes), indexed [label, n], and
+# cnt[label]; defines agg(A, label, "med"|"min"|"max"), f(x, fmt), ratio(a, b), met(r, limit).
+AWK_LIB='
+    { n = ++cnt[$1]; W[$1, n] = $3 + 0; U[$1, n] = $4 + 0; S[$1, n] = $5 + 0
+      C[$1, n] = $4 + $5; R[$1, n] = $6 + 0; B[$1, n] = $7 + 0 }
+    # median (mode "med"), minimum ("min") or maximum ("max") of array A over the runs of label
+    function agg(A, label, mode,   k, i, j, t, v) {
+      k = cnt[label]; if (!k) return ""
+      for (i = 1; i <= k; i++) v[i] = A[label, i]
+      for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+      if (mode == "min") return v[1]; if (mode == "max") return v[k]
+      return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
+    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+    function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f", a / b) }
+    function met(r, lim) { return r == "–" ? "–" : (r + 0 <= lim ? "yes" : "**no**") }
+'
