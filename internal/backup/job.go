@@ -72,6 +72,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}, aria: map[string]*openCopy{}}
+	if err := j.streamOptions().Check(); cfg.Stream != nil && err != nil {
+		return nil, err
+	}
 	res, err := j.run(ctx)
 	if err != nil {
 		return nil, j.explain(err)

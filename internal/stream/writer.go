@@ -69,6 +69,14 @@ func (o Options) MinMemory() int64 {
 	return int64(o.OpenFiles+2*o.Workers+4) * 2 * int64(o.blockSize())
 }
 
+// Check refuses a memory budget too small for the options.
+func (o Options) Check() error {
+	if o.MaxMemory < o.MinMemory() {
+		return fmt.Errorf("--max-memory %d MiB is too small for %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.OpenFiles, (o.MinMemory()+(1<<20)-1)>>20)
+	}
+	return nil
+}
+
 func (o Options) blockSize() int {
 	if o.BlockSize <= 0 {
 		return DefaultBlockSize
@@ -80,8 +88,8 @@ func (o Options) blockSize() int {
 func NewWriter(w io.Writer, o Options) (*Writer, error) {
 	o.Workers = max(o.Workers, 1)
 	o.BlockSize = o.blockSize()
-	if o.MaxMemory < o.MinMemory() {
-		return nil, fmt.Errorf("--max-memory %d MiB is too small for %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.OpenFiles, (o.MinMemory()+(1<<20)-1)>>20)
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
 	comp, err := codec.NewCompressor(o.Compression, o.Level, o.Workers)
 	if err != nil {
