@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/directio"
 	"golang.org/x/sys/unix"
 )
 
@@ -135,7 +136,8 @@ func WrapWriteErr(err error) error {
 }
 
 // CopyPlain copies src to a new file dst with a 1 MiB buffer, returning size and CRC-32C.
-// onBytes, if set, is called with each chunk's length.
+// Whole aligned chunks are written with O_DIRECT (the page cache is left alone and
+// nothing is left to flush). onBytes, if set, is called with each chunk's length.
 func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64, uint32, error) {
 	in, err := os.Open(src)
 	if err != nil {
@@ -150,8 +152,12 @@ func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64
 	if err != nil {
 		return 0, 0, err
 	}
+	out.Close()
+	if out, err = Open(dst, IsSparse(fi), true); err != nil {
+		return 0, 0, err
+	}
 	defer out.Close()
-	buf := make([]byte, 1<<20)
+	buf := directio.AlignedBuffer(1 << 20)
 	var off int64
 	var crc uint32
 	for {
