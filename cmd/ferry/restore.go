@@ -87,6 +87,8 @@ func openSource(cfg *restore.Config, from, identity string) (func(), error) {
 		return none, errors.New("--target-dir DIR or --from FILE|- is required")
 	case from == "" && identity != "":
 		return none, errors.New("--identity-file applies to --from (encrypted streams)")
+	case from != "" && cfg.Move:
+		return none, errors.New("--move applies to --target-dir: a stream is always written straight into the datadir")
 	case from == "":
 		return none, nil
 	}
