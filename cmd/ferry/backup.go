@@ -62,7 +62,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream, none for a directory)")
 	f.IntVar(&cfg.Level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
 	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream to this age public key (age1...; repeatable)")
-	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line; repeatable)")
+	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line), or to the public key of an identity file such as ferry keygen writes (repeatable)")
 	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream pipeline's buffers")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")

@@ -147,7 +147,24 @@ func TestEncryptDecrypt(t *testing.T) {
 	if _, err := Decrypt(bytes.NewReader(ct.Bytes()), nil); err != ErrNoIdentity {
 		t.Fatalf("no identity: %v", err)
 	}
+	// Key-file mode: the identity file itself gives the recipient.
+	os.WriteFile(keyFile, []byte("# public key: "+public+"\n"+secret+"\n"), 0o600)
+	fromFile, err := Recipients(nil, []string{keyFile})
+	if err != nil || len(fromFile) != 1 {
+		t.Fatalf("recipients from an identity file: %v", err)
+	}
+	ct.Reset()
+	w, _ = Encrypt(&ct, fromFile)
+	w.Write(plain)
+	w.Close()
+	ids, _ = Identities(keyFile)
+	if _, err := Decrypt(bytes.NewReader(ct.Bytes()), ids); err != nil {
+		t.Fatalf("decrypt what was encrypted to an identity file's key: %v", err)
+	}
 	os.WriteFile(keyFile, []byte("AGE-SECRET-KEY-1NOTAKEY\n"), 0o600)
+	if _, err := Recipients(nil, []string{keyFile}); err == nil || strings.Contains(err.Error(), "NOTAKEY") {
+		t.Fatalf("bad key file as recipients: %v", err)
+	}
 	if _, err := Identities(keyFile); err == nil || strings.Contains(err.Error(), "NOTAKEY") {
 		t.Fatalf("bad identity file: %v", err)
 	}

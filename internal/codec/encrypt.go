@@ -12,7 +12,9 @@ import (
 )
 
 // Recipients collects the age public keys a backup is encrypted to: keys given inline
-// ("age1...") and recipients files (one key per line, '#' comments), as age -r / -R.
+// ("age1...") and files holding public keys (one per line, '#' comments, as age -R) or
+// identities (the key-file mode of simple setups: the same file, e.g. from ferry keygen,
+// on both sides; only its public keys are used to encrypt).
 func Recipients(keys []string, files []string) ([]age.Recipient, error) {
 	var out []age.Recipient
 	for _, k := range keys {
@@ -27,11 +29,31 @@ func Recipients(keys []string, files []string) ([]age.Recipient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--encrypt-to-file: %w", err)
 		}
-		rs, err := age.ParseRecipients(bytes.NewReader(b))
+		rs, err := recipientsIn(b)
 		if err != nil {
-			return nil, fmt.Errorf("--encrypt-to-file %s: %w", f, err)
+			return nil, fmt.Errorf("--encrypt-to-file %s holds neither age public keys (age1...) nor identities (AGE-SECRET-KEY-1...)", f)
 		}
 		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// recipientsIn parses a recipients file, or an identity file for its public keys.
+func recipientsIn(b []byte) ([]age.Recipient, error) {
+	if rs, err := age.ParseRecipients(bytes.NewReader(b)); err == nil {
+		return rs, nil
+	}
+	ids, err := age.ParseIdentities(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	var out []age.Recipient
+	for _, id := range ids {
+		x, ok := id.(*age.X25519Identity)
+		if !ok {
+			return nil, errors.New("not an X25519 identity")
+		}
+		out = append(out, x.Recipient())
 	}
 	return out, nil
 }
