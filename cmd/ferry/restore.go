@@ -37,7 +37,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g.log.Info("restore completed OK", "datadir", res.Datadir, "from", res.Backup.Dir, "made_by", res.Backup.Tool())
+			g.log.Info("restore completed OK", "datadir", res.Datadir, "from", res.Backup.Origin(), "made_by", res.Backup.Tool())
 			if res.MovedAside != "" {
 				g.log.Info("the previous datadir was kept", "path", res.MovedAside)
 			}

@@ -31,6 +31,14 @@ type Backup struct {
 	ForeignPrepared bool
 }
 
+// Origin is where the backup was read from: its directory, or the stream.
+func (b *Backup) Origin() string {
+	if b.Source != "" {
+		return b.Source
+	}
+	return b.Dir
+}
+
 // Tool names the program that made the backup.
 func (b *Backup) Tool() string {
 	if b.Manifest != nil {
