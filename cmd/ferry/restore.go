@@ -7,10 +7,9 @@ import (
 	"os"
 
 	"github.com/ferry-backup/ferry/internal/codec"
-	"golang.org/x/term"
-
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 func newRestoreCmd(g *globals) *cobra.Command {
