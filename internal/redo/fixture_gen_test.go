@@ -17,11 +17,14 @@ const (
 	fixtureMax  = 24 << 10
 )
 
-// TestGenerateFixture writes the fixture; it runs only with
-// FERRY_REDO_GEN_FIXTURE=1.
+// TestGenerateFixture captures a fixture from a live server: the checkpoint must parse
+// and whole mini-transactions must follow it. With FERRY_REDO_GEN_FIXTURE=1
+// (testdata/gen.sh) it replaces the files in testdata; otherwise it writes to a temp
+// dir, so every run checks the capture against today's server.
 func TestGenerateFixture(t *testing.T) {
-	if os.Getenv("FERRY_REDO_GEN_FIXTURE") != "1" {
-		t.Skip("set FERRY_REDO_GEN_FIXTURE=1 (testdata/gen.sh) to regenerate the fixture")
+	out := t.TempDir()
+	if os.Getenv("FERRY_REDO_GEN_FIXTURE") == "1" {
+		out = "."
 	}
 	s := startServer(t, "4M")
 	s.exec(t, "CREATE DATABASE fx")
@@ -49,9 +52,9 @@ func TestGenerateFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := wholeMtrs(t, data, cp.LSN, l.ring)
-	write(t, fixtureHead, l.head)
-	write(t, fixtureMtrs, data[:end])
-	write(t, fixtureMeta, []byte(fmt.Sprintf("size=%d\n", l.size)))
+	write(t, filepath.Join(out, fixtureHead), l.head)
+	write(t, filepath.Join(out, fixtureMtrs), data[:end])
+	write(t, filepath.Join(out, fixtureMeta), []byte(fmt.Sprintf("size=%d\n", l.size)))
 	t.Logf("fixture: checkpoint %+v, %d bytes of mtrs (flushed %d)", cp, end, flushed)
 }
 

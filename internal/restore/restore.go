@@ -74,6 +74,14 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	return inStaging(cfg, datadir, func(staging string, owner ownerIDs) (*Result, error) {
+		return restoreInto(ctx, cfg, b, staging, bin, owner, datadir)
+	})
+}
+
+// inStaging creates a staging directory beside datadir and runs fill in it; on failure
+// the staging directory is removed, so the datadir is never left half-restored.
+func inStaging(cfg Config, datadir string, fill func(staging string, owner ownerIDs) (*Result, error)) (*Result, error) {
 	owner, err := resolveOwner(cfg.Owner, datadir)
 	if err != nil {
 		return nil, err
@@ -82,7 +90,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := restoreInto(ctx, cfg, b, staging, bin, owner, datadir)
+	res, err := fill(staging, owner)
 	if err != nil {
 		os.RemoveAll(staging)
 		return nil, err

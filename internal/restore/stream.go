@@ -25,20 +25,9 @@ func restoreStream(ctx context.Context, cfg Config, datadir string) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	owner, err := resolveOwner(cfg.Owner, datadir)
-	if err != nil {
-		return nil, err
-	}
-	staging, err := makeStaging(datadir)
-	if err != nil {
-		return nil, err
-	}
-	res, err := restoreStreamInto(ctx, cfg, staging, bin, owner, datadir)
-	if err != nil {
-		os.RemoveAll(staging)
-		return nil, err
-	}
-	return res, nil
+	return inStaging(cfg, datadir, func(staging string, owner ownerIDs) (*Result, error) {
+		return restoreStreamInto(ctx, cfg, staging, bin, owner, datadir)
+	})
 }
 
 func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
