@@ -1,7 +1,8 @@
 // Package stream writes a backup as one xbstream (mbstream-compatible) and unpacks such
-// a stream into a directory. Files are compressed in independent blocks by a pool of
-// workers, so one large file does not serialize the stream, and encrypted per file;
-// a fixed pool of block buffers bounds the memory. docs/xbstream.md has the layout.
+// a stream into a directory. Each file of the stream is one pipeline unit: compressed in
+// independent blocks by a pool of workers, so one large file does not serialize the
+// stream, and encrypted per file; a fixed pool of block buffers bounds the memory.
+// docs/xbstream.md has the layout.
 package stream
 
 import (
@@ -10,24 +11,16 @@ import (
 	"io"
 	"sync"
 
-	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/pipeline"
 	"github.com/ferry-backup/ferry/internal/xbstream"
 )
 
 // DefaultBlockSize is the unit of compression: one standard frame per block.
-const DefaultBlockSize = 1 << 20
+const DefaultBlockSize = pipeline.DefaultBlockSize
 
-// Options configures a Writer.
-type Options struct {
-	Compression codec.Compression
-	Level       int             // 0: the codec's default
-	Recipients  []age.Recipient // empty: not encrypted
-	Workers     int             // compression workers; default 1
-	MaxMemory   int64           // bytes for block buffers (each block costs two buffers)
-	BlockSize   int             // default DefaultBlockSize
-	OpenFiles   int             // files written at once (each may hold a partial block)
-}
+// Options configures a Writer: the encoding pipeline's options.
+type Options = pipeline.Options
 
 // Stored describes how one file went into the stream.
 type Stored struct {
@@ -38,134 +31,26 @@ type Stored struct {
 // Writer writes files into an xbstream on an io.Writer. Create, the Files' methods and
 // Close may be called from several goroutines.
 type Writer struct {
-	opts Options
-	out  *bufio.Writer
-	xb   *xbstream.Writer
-	comp codec.Compressor
-	// tokens bound the blocks in use (the memory budget); free keeps released blocks,
-	// most recent first, so a light load reuses a few warm buffers instead of touching
-	// the whole budget.
-	tokens chan struct{}
-	free   []*block
-	jobs   chan *block
-	wg     sync.WaitGroup
+	enc *pipeline.Encoder
+	out *bufio.Writer
+	xb  *xbstream.Writer
 
 	mu     sync.Mutex
-	err    error
 	stored map[string]Stored
-}
-
-// block is one unit of a file on its way through the pipeline.
-type block struct {
-	in, out  []byte
-	n        int
-	compress bool
-	ready    chan struct{}
-	err      error
-}
-
-// MinMemory is the smallest budget that lets o's open files and workers progress.
-func (o Options) MinMemory() int64 {
-	return int64(o.OpenFiles+2*o.Workers+4) * 2 * int64(o.blockSize())
-}
-
-// Check refuses a memory budget too small for the options.
-func (o Options) Check() error {
-	if o.MaxMemory < o.MinMemory() {
-		return fmt.Errorf("--max-memory %d MiB is too small for %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.OpenFiles, (o.MinMemory()+(1<<20)-1)>>20)
-	}
-	return nil
-}
-
-func (o Options) blockSize() int {
-	if o.BlockSize <= 0 {
-		return DefaultBlockSize
-	}
-	return o.BlockSize
 }
 
 // NewWriter starts the workers of a stream written to w.
 func NewWriter(w io.Writer, o Options) (*Writer, error) {
-	o.Workers = max(o.Workers, 1)
-	o.BlockSize = o.blockSize()
-	if err := o.Check(); err != nil {
-		return nil, err
-	}
-	comp, err := codec.NewCompressor(o.Compression, o.Level, o.Workers)
+	enc, err := pipeline.NewEncoder(o)
 	if err != nil {
 		return nil, err
 	}
 	out := bufio.NewWriterSize(w, 1<<20)
-	x := &Writer{opts: o, out: out, xb: xbstream.NewWriter(out), comp: comp, stored: map[string]Stored{}}
-	n := int(o.MaxMemory / int64(2*o.BlockSize))
-	x.tokens = make(chan struct{}, n)
-	for range n {
-		x.tokens <- struct{}{}
-	}
-	x.jobs = make(chan *block, n)
-	for range o.Workers {
-		x.wg.Add(1)
-		go x.work()
-	}
-	return x, nil
-}
-
-// work compresses blocks until the job queue is closed.
-func (x *Writer) work() {
-	defer x.wg.Done()
-	for b := range x.jobs {
-		if !b.compress {
-			b.out = b.in[:b.n]
-		} else {
-			b.out, b.err = x.comp.Compress(b.out, b.in[:b.n])
-		}
-		close(b.ready)
-	}
-}
-
-// getBlock takes a block (waiting while the budget is used up).
-func (x *Writer) getBlock() *block {
-	<-x.tokens
-	x.mu.Lock()
-	b := &block{}
-	if k := len(x.free); k > 0 {
-		b, x.free = x.free[k-1], x.free[:k-1]
-	}
-	x.mu.Unlock()
-	if cap(b.in) < x.opts.BlockSize {
-		b.in = make([]byte, x.opts.BlockSize)
-	}
-	b.in, b.n, b.err = b.in[:x.opts.BlockSize], 0, nil
-	b.ready = make(chan struct{})
-	return b
-}
-
-func (x *Writer) putBlock(b *block) {
-	if !b.compress {
-		b.out = nil // it aliased b.in
-	}
-	x.mu.Lock()
-	x.free = append(x.free, b)
-	x.mu.Unlock()
-	x.tokens <- struct{}{}
-}
-
-// fail records the first error of the stream.
-func (x *Writer) fail(err error) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.err == nil {
-		x.err = err
-	}
-	return x.err
+	return &Writer{enc: enc, out: out, xb: xbstream.NewWriter(out), stored: map[string]Stored{}}, nil
 }
 
 // Err returns the first error met by any file.
-func (x *Writer) Err() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.err
-}
+func (x *Writer) Err() error { return x.enc.Err() }
 
 // Stored returns how each closed file was stored, by path.
 func (x *Writer) Stored() map[string]Stored {
@@ -180,15 +65,117 @@ func (x *Writer) Stored() map[string]Stored {
 
 // Close waits for the workers and flushes the stream. Files must be closed first.
 func (x *Writer) Close() error {
-	close(x.jobs)
-	x.wg.Wait()
-	if err := x.Err(); err != nil {
+	if err := x.enc.Close(); err != nil {
 		return err
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	if err := x.out.Flush(); err != nil {
 		return fmt.Errorf("write stream: %w", err)
 	}
+	return nil
+}
+
+// File is one file being written into the stream, strictly in order.
+type File struct {
+	x    *Writer
+	path string
+	name string
+	u    *pipeline.Unit
+	out  *chunker
+}
+
+// Create starts a file of the backup at path (relative, '/'-separated).
+func (x *Writer) Create(path string) (*File, error) { return x.create(path, true) }
+
+// CreateUncompressed starts a file that is not compressed (encrypted if the stream
+// is): small metadata a DBA may want to read after mbstream -x.
+func (x *Writer) CreateUncompressed(path string) (*File, error) { return x.create(path, false) }
+
+func (x *Writer) create(path string, compress bool) (*File, error) {
+	o := x.enc.Options()
+	comp := codec.None
+	if compress {
+		comp = o.Compression
+	}
+	name := codec.StoredName(path, comp, o.Encrypted())
+	f := &File{x: x, path: path, name: name, out: &chunker{xb: x.xb, name: name, max: o.BlockSize}}
+	u, err := x.enc.Start("stream "+path, f.out, compress)
+	if err != nil {
+		return nil, err
+	}
+	f.u = u
+	return f, nil
+}
+
+// Path is the file's path in the backup.
+func (f *File) Path() string { return f.path }
+
+// Write appends p to the file.
+func (f *File) Write(p []byte) (int, error) { return f.u.Write(p) }
+
+// WriteAt appends p, which must start where the file ends (streams are sequential).
+func (f *File) WriteAt(p []byte, off int64) error {
+	if off != f.u.Size() {
+		return fmt.Errorf("stream %s: write at %d but the file ends at %d (internal error: streams are written in order)", f.path, off, f.u.Size())
+	}
+	_, err := f.u.Write(p)
+	return err
+}
+
+// Close writes what is left of the file and its end-of-file chunk.
+func (f *File) Close() error {
+	err := f.u.Close()
+	if err == nil {
+		err = f.out.flush()
+	}
+	if err == nil {
+		err = f.x.xb.WriteEOF(f.name)
+	}
+	if err != nil {
+		return f.x.enc.Fail(fmt.Errorf("stream %s: %w", f.path, err))
+	}
+	f.x.mu.Lock()
+	f.x.stored[f.path] = Stored{Name: f.name, Size: f.out.off}
+	f.x.mu.Unlock()
+	return nil
+}
+
+// chunker turns the stored bytes of one file into payload chunks of up to max bytes.
+// Encrypted output arrives in small pieces and is gathered first; compressed frames
+// are written as they come.
+type chunker struct {
+	xb interface {
+		WritePayload(string, uint64, []byte) error
+	}
+	name string
+	max  int
+	off  int64
+	buf  []byte
+}
+
+func (c *chunker) Write(p []byte) (int, error) {
+	if len(c.buf) == 0 && len(p) >= c.max/2 {
+		return len(p), c.chunk(p)
+	}
+	c.buf = append(c.buf, p...)
+	if len(c.buf) >= c.max {
+		return len(p), c.flush()
+	}
+	return len(p), nil
+}
+
+func (c *chunker) flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	err := c.chunk(c.buf)
+	c.buf = c.buf[:0]
+	return err
+}
+
+func (c *chunker) chunk(p []byte) error {
+	if err := c.xb.WritePayload(c.name, uint64(c.off), p); err != nil {
+		return err
+	}
+	c.off += int64(len(p))
 	return nil
 }
