@@ -1,0 +1,78 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+)
+
+// Config is how to reach a repository's storage.
+type Config struct {
+	URL   string // s3://bucket/prefix, file:///dir or a directory path
+	S3    S3Options
+	Retry RetryOptions
+	Log   *slog.Logger
+}
+
+// Open returns the storage a repository URL names, wrapped with retries. A local
+// directory must exist (create it, e.g. an NFS mount point, first); an S3 bucket is
+// checked with one request, so a wrong endpoint, wrong keys or a missing bucket fail
+// here with a message saying what to fix.
+func Open(ctx context.Context, c Config) (Storage, error) {
+	s, err := openBackend(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.Retry.Log = c.Log
+	return WithRetry(s, c.Retry), nil
+}
+
+func openBackend(ctx context.Context, c Config) (Storage, error) {
+	if c.URL == "" {
+		return nil, errors.New("--repo is required: s3://bucket/prefix or a directory")
+	}
+	switch {
+	case strings.HasPrefix(c.URL, "s3://"):
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("--repo %q: %w", c.URL, err)
+		}
+		t, err := resolveS3(u, c.S3)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newS3(t)
+		if err != nil {
+			return nil, err
+		}
+		return s, s.probe(ctx)
+	case strings.HasPrefix(c.URL, "file://"):
+		u, err := url.Parse(c.URL)
+		if err != nil || u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("--repo %q: use file:///absolute/path", c.URL)
+		}
+		return NewFS(u.Path)
+	case strings.Contains(c.URL, "://"):
+		return nil, fmt.Errorf("--repo %q: unsupported scheme; use s3://bucket/prefix, file:///dir or a directory path", c.URL)
+	}
+	return NewFS(c.URL)
+}
+
+// probe checks the bucket is there and the credentials are accepted, retrying a busy
+// or briefly unreachable server a few times only, so a wrong endpoint fails quickly.
+func (s *S3) probe(ctx context.Context) error {
+	r := WithRetry(s, RetryOptions{Attempts: 3})
+	err := r.do(ctx, "probe", s.t.bucket, func() error {
+		// A listing (not HEAD, which has no error body) tells a missing bucket from
+		// refused credentials; ferry needs s3:ListBucket anyway.
+		_, err := s.core.ListObjectsV2(s.t.bucket, s.key(""), "", "", "/", 1)
+		return s.wrap("list", s.t.bucket, err)
+	})
+	if IsTransient(err) {
+		return fmt.Errorf("S3 endpoint %s does not answer (%v): check --s3-endpoint / AWS_ENDPOINT_URL and that the server is up", s.t.endpoint.Redacted(), err)
+	}
+	return err
+}

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryOptions bound the retries of transient errors.
+type RetryOptions struct {
+	Attempts   int           // tries per operation, the first included; default 10
+	Base       time.Duration // first backoff; default 250 ms
+	Max        time.Duration // longest backoff; default 15 s
+	MaxElapsed time.Duration // give up after this long in one operation; default 3 min
+	Log        *slog.Logger  // each retry is logged at warn level
+	// Sleep waits d or until ctx ends; tests replace it. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (o RetryOptions) withDefaults() RetryOptions {
+	if o.Attempts <= 0 {
+		o.Attempts = 10
+	}
+	if o.Base <= 0 {
+		o.Base = 250 * time.Millisecond
+	}
+	if o.Max <= 0 {
+		o.Max = 15 * time.Second
+	}
+	if o.MaxElapsed <= 0 {
+		o.MaxElapsed = 3 * time.Minute
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	return o
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Retrying is a Storage that repeats operations failing with a transient error
+// (IsTransient), with exponential backoff and jitter, within the bounds of its options.
+// Permanent errors (bad credentials, missing bucket, missing object) return at once.
+type Retrying struct {
+	Storage
+	o RetryOptions
+}
+
+// WithRetry wraps s so that transient errors are retried.
+func WithRetry(s Storage, o RetryOptions) *Retrying {
+	return &Retrying{Storage: s, o: o.withDefaults()}
+}
+
+// backoff is the wait before retry number n (1 for the first retry): half of an
+// exponentially growing step, plus a random part of the other half.
+func (r *Retrying) backoff(n int) time.Duration {
+	d := r.o.Base << min(n-1, 20)
+	if d <= 0 || d > r.o.Max {
+		d = r.o.Max
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// do runs op until it succeeds, fails permanently, or the bounds are reached.
+func (r *Retrying) do(ctx context.Context, what, key string, op func() error) error {
+	start := time.Now()
+	for n := 1; ; n++ {
+		err := op()
+		if err == nil || !IsTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		if n >= r.o.Attempts || time.Since(start) > r.o.MaxElapsed {
+			r.o.Log.Warn("storage: giving up", "op", what, "key", key, "attempts", n, "err", err)
+			return err
+		}
+		d := r.backoff(n)
+		r.o.Log.Warn("storage: retrying", "op", what, "key", key, "attempt", n, "wait", d.Round(time.Millisecond), "err", err)
+		if err := r.o.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// Put implements Storage.
+func (r *Retrying) Put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32) error {
+	return r.do(ctx, "put", key, func() error { return r.Storage.Put(ctx, key, data, size, crc) })
+}
+
+// Get implements Storage; fn is called again for each attempt.
+func (r *Retrying) Get(ctx context.Context, key string, off, n int64, fn func(io.Reader) error) error {
+	return r.do(ctx, "get", key, func() error { return r.Storage.Get(ctx, key, off, n, fn) })
+}
+
+// Stat implements Storage.
+func (r *Retrying) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	var oi ObjectInfo
+	err := r.do(ctx, "stat", key, func() (err error) {
+		oi, err = r.Storage.Stat(ctx, key)
+		return err
+	})
+	return oi, err
+}
+
+// List implements Storage. A listing interrupted by a transient error starts again
+// after the last key already passed to fn, so fn sees each key once.
+func (r *Retrying) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	last := ""
+	return r.do(ctx, "list", prefix, func() error {
+		return r.Storage.List(ctx, prefix, func(oi ObjectInfo) error {
+			if oi.Key <= last {
+				return nil
+			}
+			last = oi.Key
+			return fn(oi)
+		})
+	})
+}
+
+// Delete implements Storage.
+func (r *Retrying) Delete(ctx context.Context, key string) error {
+	return r.do(ctx, "delete", key, func() error { return r.Storage.Delete(ctx, key) })
+}
