@@ -91,6 +91,9 @@ func Encrypt(w io.Writer, recipients []age.Recipient) (io.WriteCloser, error) {
 	return ew, nil
 }
 
+// ErrWrongKey means no identity given matches the recipients a file was encrypted to.
+var ErrWrongKey = errors.New("wrong key: the --identity-file does not match any recipient the backup was encrypted to")
+
 // ErrNoIdentity means an encrypted file was met and no identity was given.
 var ErrNoIdentity = errors.New("the backup is encrypted: pass --identity-file with the age identity (secret key) it was encrypted to")
 
@@ -103,7 +106,7 @@ func Decrypt(r io.Reader, ids []age.Identity) (io.Reader, error) {
 	d, err := age.Decrypt(r, ids...)
 	var noMatch *age.NoIdentityMatchError
 	if errors.As(err, &noMatch) {
-		return nil, errors.New("wrong key: the --identity-file does not match any recipient the backup was encrypted to")
+		return nil, ErrWrongKey
 	}
 	if err != nil {
 		return nil, fmt.Errorf("decrypt: %w", err)

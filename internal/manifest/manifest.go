@@ -48,14 +48,50 @@ type File struct {
 	// always those of the decoded bytes.
 	Stored     string `json:"stored,omitempty"`
 	StoredSize int64  `json:"stored_size,omitempty"`
+	// Space describes an InnoDB tablespace whose page 0 was read while copying, so a
+	// verifier can check every page of the stored copy.
+	Space *Space `json:"space,omitempty"`
+	// Blobs say where a repository stores the file: each covers a range of its bytes.
+	// Ranges are in order and do not overlap; bytes no blob covers are zeros.
+	Blobs []Blob `json:"blobs,omitempty"`
+}
+
+// Space is what page validation needs of a tablespace (innodb.SpaceHeader).
+type Space struct {
+	ID        uint32 `json:"id"`
+	Flags     uint32 `json:"flags"`
+	Crypt     bool   `json:"crypt,omitempty"`      // page 0 carries encryption metadata
+	System    bool   `json:"system,omitempty"`     // part of the system tablespace (ibdata*)
+	FirstPage uint32 `json:"first_page,omitempty"` // page number of the file's first page (ibdata2...)
+}
+
+// Blob is one independently encoded range of a file in a repository: RawSize bytes
+// from RawOffset, compressed and encrypted as the backup's storage says, stored as
+// StoredSize bytes at Offset in Object (a key relative to the backup's prefix).
+type Blob struct {
+	Object       string `json:"object"`
+	Offset       int64  `json:"offset"`
+	StoredSize   int64  `json:"stored_size"`
+	StoredCRC32C string `json:"stored_crc32c"`
+	RawOffset    int64  `json:"raw_offset"`
+	RawSize      int64  `json:"raw_size"`
+	CRC32C       string `json:"crc32c"` // of the raw bytes
+}
+
+// Object is one object a repository backup wrote.
+type Object struct {
+	Key    string `json:"key"` // relative to the backup's prefix
+	Size   int64  `json:"size"`
+	CRC32C string `json:"crc32c"`
 }
 
 // Storage says how a backup's files were stored.
 type Storage struct {
-	Format      string `json:"format"`                // "dir" or "xbstream"
+	Format      string `json:"format"`                // "dir", "xbstream" or "repository"
 	Compression string `json:"compression,omitempty"` // zstd, lz4 (none if empty)
 	Level       int    `json:"level,omitempty"`
 	Encryption  string `json:"encryption,omitempty"` // "age" (to public-key recipients)
+	PartSize    int64  `json:"part_size,omitempty"`  // repository: raw bytes per part
 }
 
 // Server describes the backed-up server, as prepare needs it.
@@ -90,7 +126,17 @@ type Manifest struct {
 	LockTimesMS map[string]int64    `json:"lock_times_ms"`
 	Storage     Storage             `json:"storage"`
 	Files       []File              `json:"files"`
+	Objects     []Object            `json:"objects,omitempty"` // repository backups
 	Prepared    *Prepared           `json:"prepared,omitempty"`
+}
+
+// StoredSize is the sum of the sizes of a repository backup's objects.
+func (m *Manifest) StoredSize() int64 {
+	var n int64
+	for _, o := range m.Objects {
+		n += o.Size
+	}
+	return n
 }
 
 // TotalSize is the sum of file sizes.

@@ -181,6 +181,31 @@ func (s *FS) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	return nil
 }
 
+// Prefixes implements Storage.
+func (s *FS) Prefixes(_ context.Context, prefix string) ([]string, error) {
+	dir, err := s.path(strings.TrimSuffix(prefix, "/"))
+	if prefix == "" {
+		dir, err = s.root, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // Delete implements Storage; directories left empty are removed up to the root.
 func (s *FS) Delete(_ context.Context, key string) error {
 	p, err := s.path(key)

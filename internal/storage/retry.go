@@ -130,6 +130,16 @@ func (r *Retrying) List(ctx context.Context, prefix string, fn func(ObjectInfo) 
 	})
 }
 
+// Prefixes implements Storage.
+func (r *Retrying) Prefixes(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	err := r.do(ctx, "list", prefix, func() (err error) {
+		out, err = r.Storage.Prefixes(ctx, prefix)
+		return err
+	})
+	return out, err
+}
+
 // Delete implements Storage.
 func (r *Retrying) Delete(ctx context.Context, key string) error {
 	return r.do(ctx, "delete", key, func() error { return r.Storage.Delete(ctx, key) })

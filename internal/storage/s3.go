@@ -202,6 +202,23 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(ObjectInfo) error)
 	return ctx.Err()
 }
 
+// Prefixes implements Storage.
+func (s *S3) Prefixes(ctx context.Context, prefix string) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	full := s.key(prefix)
+	var out []string
+	for oi := range s.c.ListObjects(ctx, s.t.bucket, minio.ListObjectsOptions{Prefix: full, Recursive: false}) {
+		if oi.Err != nil {
+			return nil, s.wrap("list", prefix, oi.Err)
+		}
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(oi.Key, full), "/"); ok && name != "" {
+			out = append(out, name)
+		}
+	}
+	return out, ctx.Err()
+}
+
 // Delete implements Storage.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)

@@ -30,6 +30,9 @@ type Storage interface {
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
 	// List calls fn for every object whose key starts with prefix, in key order.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// Prefixes returns, in order, the names one level below prefix (which ends in '/')
+	// that hold objects: for "backups/", the "ID" of every "backups/ID/...".
+	Prefixes(ctx context.Context, prefix string) ([]string, error)
 	// Delete removes an object; a missing one is not an error.
 	Delete(ctx context.Context, key string) error
 }

@@ -126,6 +126,12 @@ func testList(t *testing.T, s storage.Storage) {
 			t.Errorf("list %q: %v, want %v", prefix, got, want)
 		}
 	}
+	for prefix, want := range map[string][]string{"": {"a", "ab", "b"}, "a/": {"b"}, "b/": nil, "none/": nil} {
+		got, err := s.Prefixes(context.Background(), prefix)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("prefixes %q: %v (%v), want %v", prefix, got, err, want)
+		}
+	}
 	stop := errors.New("stop")
 	n := 0
 	err := s.List(context.Background(), "", func(storage.ObjectInfo) error { n++; return stop })

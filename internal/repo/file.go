@@ -1,0 +1,224 @@
+package repo
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/pipeline"
+)
+
+// File is one file of the backup being written. Several goroutines may write it at
+// once, each its own range in order (the copy engine's segments): each range goes into
+// its own parts.
+type File struct {
+	w   *Writer
+	rel string
+
+	mu     sync.Mutex
+	open   map[int64]*part // open parts by the offset their next byte goes to
+	starts map[int64]bool  // offsets where a part begins
+	blobs  []manifest.Blob
+	closed bool
+}
+
+// part is a range of a file being encoded into one buffer.
+type part struct {
+	f          *File
+	start, raw int64
+	crc        uint32 // of the raw bytes
+	unit       *pipeline.Unit
+	buf        *buffer
+	reserved   int64
+}
+
+// Create starts a file of the backup, stored with the backup's compression and
+// encryption (metadata too: objects are read through ferry, not by hand). A path
+// already present is an error.
+func (w *Writer) Create(rel string) (*File, error) {
+	if err := w.Err(); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.files[rel]; ok {
+		return nil, fmt.Errorf("repository backup: %s created twice (internal error)", rel)
+	}
+	f := &File{w: w, rel: rel, open: map[int64]*part{}, starts: map[int64]bool{}}
+	w.files[rel] = f
+	return f, nil
+}
+
+// newPart starts a part of f at raw offset off.
+func (f *File) newPart(off int64) (*part, error) {
+	buf := &buffer{pool: &f.w.pool}
+	u, err := f.w.enc.Start("repository "+f.rel, buf, true)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.starts[off] = true
+	f.mu.Unlock()
+	return &part{f: f, start: off, unit: u, buf: buf}, nil
+}
+
+// need is the budget a write of n more raw bytes may take once encoded: the worst
+// case of the compressors (incompressible data grows by under 1%), the frame headers,
+// and the age header and tags.
+func (p *part) need(n int) int64 {
+	k := int64(n) + int64(n)/128 + 256
+	if p.raw == 0 {
+		k += 4096 + 512*int64(len(p.f.w.o.Pipeline.Recipients))
+	}
+	return k
+}
+
+// WriteAt writes p at off: the continuation of a range already being written, or the
+// start of a new one.
+func (f *File) WriteAt(p []byte, off int64) error {
+	if len(p) == 0 {
+		return nil
+	}
+	pt, err := f.take(off)
+	if err != nil {
+		return err
+	}
+	for len(p) > 0 {
+		if pt.raw == f.w.o.PartSize {
+			if err := pt.seal(); err != nil {
+				return err
+			}
+			if pt, err = f.newPart(off); err != nil {
+				return err
+			}
+		}
+		k := int(min(int64(len(p)), f.w.o.PartSize-pt.raw))
+		if pt, err = f.reserve(pt, k, off); err != nil {
+			return err
+		}
+		if _, err := pt.unit.Write(p[:k]); err != nil {
+			return f.w.fail(err)
+		}
+		pt.crc = checksum.Update(pt.crc, p[:k])
+		pt.raw += int64(k)
+		p, off = p[k:], off+int64(k)
+	}
+	return f.putBack(pt, off)
+}
+
+// take claims the open part that ends at off, or starts one there.
+func (f *File) take(off int64) (*part, error) {
+	f.mu.Lock()
+	pt, ok := f.open[off]
+	delete(f.open, off)
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("repository backup: write to %s after close (internal error)", f.rel)
+	}
+	if ok {
+		return pt, nil
+	}
+	return f.newPart(off)
+}
+
+// putBack keeps pt open for the next write at off, unless another range already starts
+// there: then pt can never grow (its writer finished a segment) and is sealed now, so
+// idle parts never pin memory.
+func (f *File) putBack(pt *part, off int64) error {
+	f.mu.Lock()
+	if !f.starts[off] {
+		f.open[off] = pt
+		f.mu.Unlock()
+		return nil
+	}
+	f.mu.Unlock()
+	return pt.seal()
+}
+
+// reserve takes budget for k raw bytes of pt. If memory is short with nothing
+// uploading, pt is cut short (sealed and replaced by a new part at off), or the pack
+// is flushed; the part to write to is returned.
+func (f *File) reserve(pt *part, k int, off int64) (*part, error) {
+	var cutErr error
+	relieve := func() bool {
+		if pt.raw == 0 {
+			return f.w.flushPack()
+		}
+		if cutErr = pt.seal(); cutErr != nil {
+			return false
+		}
+		pt, cutErr = f.newPart(off)
+		return cutErr == nil
+	}
+	n, err := f.w.mem.reserve(f.w.ctx, func() int64 { return pt.need(k) }, relieve)
+	if cutErr != nil {
+		return nil, cutErr
+	}
+	if err != nil {
+		return nil, f.w.fail(err)
+	}
+	pt.reserved += n
+	return pt, nil
+}
+
+// seal finishes the part's encoding and stores it: as its own object, or in a pack if
+// small. Its blob is recorded in the file.
+func (p *part) seal() error {
+	w := p.f.w
+	if err := p.unit.Close(); err != nil {
+		p.buf.release()
+		w.mem.release(p.reserved)
+		return w.fail(err)
+	}
+	if p.raw == 0 {
+		p.buf.release()
+		w.mem.release(p.reserved)
+		return nil
+	}
+	b := manifest.Blob{RawOffset: p.start, RawSize: p.raw, CRC32C: checksum.Hex(p.crc),
+		StoredSize: p.buf.n, StoredCRC32C: checksum.Hex(p.buf.crc)}
+	if p.buf.n < w.o.packThreshold() {
+		w.mem.release(p.reserved - p.buf.n) // the pack holds the rest
+		w.addToPack(&b, p.buf)
+		p.buf.release()
+	} else {
+		b.Object = w.newObject()
+		w.mem.seal(p.reserved, p.buf.n)
+		w.enqueue(b.Object, p.buf)
+	}
+	p.f.mu.Lock()
+	p.f.blobs = append(p.f.blobs, b)
+	p.f.mu.Unlock()
+	return nil
+}
+
+// Close seals the file's open parts. size is the file's size: 0 drops what was
+// written (a file that vanished while being copied); otherwise every blob must lie
+// within it (bytes no blob covers are zeros, as in a sparse copy).
+func (f *File) Close(size int64) error {
+	f.mu.Lock()
+	parts := make([]*part, 0, len(f.open))
+	for _, pt := range f.open {
+		parts = append(parts, pt)
+	}
+	f.open, f.closed = map[int64]*part{}, true
+	f.mu.Unlock()
+	for _, pt := range parts {
+		if err := pt.seal(); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if size == 0 {
+		f.blobs = nil
+	}
+	sort.Slice(f.blobs, func(a, b int) bool { return f.blobs[a].RawOffset < f.blobs[b].RawOffset })
+	if k := len(f.blobs); k > 0 && f.blobs[k-1].RawOffset+f.blobs[k-1].RawSize > size {
+		return fmt.Errorf("repository backup: %s has data past its size %d (internal error)", f.rel, size)
+	}
+	return nil
+}

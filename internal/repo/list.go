@@ -1,0 +1,122 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/storage"
+	"golang.org/x/sync/errgroup"
+)
+
+// Status of a backup in a repository.
+const (
+	StatusComplete   = "complete"   // its manifest is there: restorable
+	StatusRunning    = "running"    // no manifest yet and its ferry is still at work
+	StatusIncomplete = "incomplete" // no manifest and nothing is writing it: debris
+)
+
+// StaleAfter is how long an incomplete backup of another host must have written
+// nothing before it is taken for dead (its ferry cannot be asked directly).
+const StaleAfter = time.Hour
+
+// Entry is one backup of a repository.
+type Entry struct {
+	ID       string
+	Status   string
+	Manifest *manifest.Manifest // complete backups
+	Marker   *Marker            // unfinished backups, if the marker is there
+	// Objects, StoredSize and LastWrite are counted by listing an unfinished backup's
+	// objects; a complete one has them in its manifest.
+	Objects    int
+	StoredSize int64
+	LastWrite  time.Time
+}
+
+// List returns every backup of the repository, oldest first (ids sort by start time).
+func (r *Repo) List(ctx context.Context) ([]Entry, error) {
+	ids, err := r.st.Prefixes(ctx, backupsDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, id := range ids {
+		g.Go(func() error {
+			e, err := r.entry(gctx, id)
+			out[i] = e
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// entry describes one backup.
+func (r *Repo) entry(ctx context.Context, id string) (Entry, error) {
+	e := Entry{ID: id}
+	m, err := r.Manifest(ctx, id)
+	if err == nil {
+		e.Status, e.Manifest = StatusComplete, m
+		e.Objects, e.StoredSize, e.LastWrite = len(m.Objects), m.StoredSize(), m.EndTime
+		return e, nil
+	}
+	if !errors.Is(err, ErrNoBackup) {
+		return e, err
+	}
+	err = r.st.List(ctx, backupPrefix(id), func(oi storage.ObjectInfo) error {
+		e.Objects++
+		e.StoredSize += oi.Size
+		if oi.Modified.After(e.LastWrite) {
+			e.LastWrite = oi.Modified
+		}
+		return nil
+	})
+	if err != nil {
+		return e, err
+	}
+	var mk Marker
+	if err := getJSON(ctx, r.st, backupPrefix(id)+markerName, &mk); err == nil {
+		e.Marker = &mk
+	} else if !errors.Is(err, storage.ErrNotExist) {
+		return e, err
+	}
+	e.Status = StatusIncomplete
+	if e.Marker != nil && stillRunning(*e.Marker, e.LastWrite) {
+		e.Status = StatusRunning
+	}
+	return e, nil
+}
+
+// stillRunning tells whether the ferry that started a backup may still be writing it:
+// on this host, whether its process lives; elsewhere, whether it wrote recently.
+func stillRunning(mk Marker, lastWrite time.Time) bool {
+	host, _ := os.Hostname()
+	if mk.Host == host {
+		return processIsFerry(mk.PID)
+	}
+	return time.Since(lastWrite) < StaleAfter
+}
+
+// processIsFerry reports whether pid is a live ferry process.
+func processIsFerry(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := bytes.Cut(b, []byte{0})
+	return bytes.Contains(argv0, []byte("ferry"))
+}
+
+// Describe is one line about an entry, for logs.
+func (e Entry) Describe() string {
+	return fmt.Sprintf("%s (%s, %d objects, %d bytes)", e.ID, e.Status, e.Objects, e.StoredSize)
+}

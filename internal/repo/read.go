@@ -1,0 +1,253 @@
+package repo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"sort"
+
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"golang.org/x/sync/errgroup"
+)
+
+// ErrDamaged marks data that failed a check: a stored object whose bytes do not match
+// the manifest, or a blob that does not decrypt or decompress.
+var ErrDamaged = errors.New("damaged")
+
+// ReadOptions configures ReadBackup.
+type ReadOptions struct {
+	Identities []age.Identity // for an encrypted backup
+	Parallel   int            // objects read at once; default 8
+	// Skip, if set, names objects not to read (already restored).
+	Skip func(object string) bool
+	// Done, if set, is called after every blob of an object was read and checked.
+	Done func(object string) error
+}
+
+// BlobFunc receives the decoded bytes of one blob of file f. It must read r to its
+// end and be idempotent: a read that breaks off is retried from the blob's start.
+type BlobFunc func(f *manifest.File, b *manifest.Blob, r io.Reader) error
+
+// objectRead is one object to read, with its blobs in offset order.
+type objectRead struct {
+	obj   manifest.Object
+	blobs []blobRef
+}
+
+type blobRef struct {
+	f *manifest.File
+	b *manifest.Blob
+}
+
+// ReadBackup reads every object of backup m once, in parallel, and passes each blob's
+// decoded bytes to fn. Every byte is checked: each object's size and CRC-32C, each
+// blob's stored and decoded CRC-32C and size, the age authentication and the frame
+// checksums. A check failing is an ErrDamaged error naming the object.
+func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptions, fn BlobFunc) error {
+	if m.Storage.Encryption != "" && len(o.Identities) == 0 {
+		return codec.ErrNoIdentity
+	}
+	reads, err := plan(m)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(o.Parallel, 8))
+	for _, rd := range reads {
+		if o.Skip != nil && o.Skip(rd.obj.Key) {
+			continue
+		}
+		g.Go(func() error {
+			if err := r.readObject(gctx, m, rd, o.Identities, fn); err != nil {
+				return err
+			}
+			if o.Done != nil {
+				return o.Done(rd.obj.Key)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// plan groups the manifest's blobs by object.
+func plan(m *manifest.Manifest) ([]*objectRead, error) {
+	byKey := map[string]*objectRead{}
+	var out []*objectRead
+	for _, obj := range m.Objects {
+		rd := &objectRead{obj: obj}
+		byKey[obj.Key] = rd
+		out = append(out, rd)
+	}
+	for i := range m.Files {
+		f := &m.Files[i]
+		for j := range f.Blobs {
+			rd, ok := byKey[f.Blobs[j].Object]
+			if !ok {
+				return nil, fmt.Errorf("%w: the manifest of %s stores %s in object %s, which it does not list", ErrDamaged, m.ID, f.Path, f.Blobs[j].Object)
+			}
+			rd.blobs = append(rd.blobs, blobRef{f, &f.Blobs[j]})
+		}
+	}
+	for _, rd := range out {
+		sort.Slice(rd.blobs, func(a, b int) bool { return rd.blobs[a].b.Offset < rd.blobs[b].b.Offset })
+	}
+	return out, nil
+}
+
+// readObject reads one object and its blobs. A damaged read is tried once more before
+// it is reported: the bytes may have been damaged on their way.
+func (r *Repo) readObject(ctx context.Context, m *manifest.Manifest, rd *objectRead, ids []age.Identity, fn BlobFunc) error {
+	key := ObjectKey(m.ID, rd.obj.Key)
+	var err error
+	for try := 0; try < 2; try++ {
+		err = r.st.Get(ctx, key, 0, -1, func(body io.Reader) error {
+			return readBlobs(body, m, rd, ids, fn)
+		})
+		if !errors.Is(err, ErrDamaged) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("object %s: %w", key, err)
+	}
+	return nil
+}
+
+// readBlobs walks the object's bytes: each blob in order, then the rest, checking the
+// object's CRC-32C and size at the end.
+func readBlobs(body io.Reader, m *manifest.Manifest, rd *objectRead, ids []age.Identity, fn BlobFunc) error {
+	h := crc32.New(checksum.Table)
+	in := &countReader{r: io.TeeReader(body, h)}
+	for _, br := range rd.blobs {
+		gap := br.b.Offset - in.n
+		if gap < 0 {
+			return fmt.Errorf("%w: blobs of the manifest overlap at offset %d", ErrDamaged, br.b.Offset)
+		}
+		if _, err := io.CopyN(io.Discard, in, gap); err != nil {
+			return short(err, rd.obj)
+		}
+		if err := readBlob(in, m, br, ids, fn); err != nil {
+			return err
+		}
+	}
+	if _, err := io.Copy(io.Discard, in); err != nil {
+		return err
+	}
+	if in.err != nil {
+		return in.err
+	}
+	if in.n != rd.obj.Size || checksum.Hex(h.Sum32()) != rd.obj.CRC32C {
+		return fmt.Errorf("%w: %d bytes with CRC-32C %s, the manifest says %d bytes with %s", ErrDamaged, in.n, checksum.Hex(h.Sum32()), rd.obj.Size, rd.obj.CRC32C)
+	}
+	return nil
+}
+
+// short explains an object that ended early.
+func short(err error, obj manifest.Object) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: shorter than the %d bytes the manifest says (truncated)", ErrDamaged, obj.Size)
+	}
+	return err
+}
+
+// readBlob decodes one blob (decrypt, decompress) into fn, checking its stored bytes
+// and its decoded bytes against the manifest.
+func readBlob(in *countReader, m *manifest.Manifest, br blobRef, ids []age.Identity, fn BlobFunc) error {
+	b := br.b
+	stored := &checkReader{r: io.LimitReader(in, b.StoredSize), h: crc32.New(checksum.Table)}
+	var src io.Reader = stored
+	if m.Storage.Encryption != "" {
+		d, err := codec.Decrypt(stored, ids)
+		if err != nil {
+			return classify(err, in, stored, br)
+		}
+		src = d
+	}
+	comp := codec.Compression(m.Storage.Compression)
+	if comp == "" {
+		comp = codec.None
+	}
+	dec, err := codec.NewReader(comp, src)
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	raw := &checkReader{r: dec, h: crc32.New(checksum.Table)}
+	if err := fn(br.f, b, raw); err != nil {
+		return classify(err, in, raw, br)
+	}
+	if _, err := io.Copy(io.Discard, raw); err != nil {
+		return classify(err, in, raw, br)
+	}
+	if _, err := io.Copy(io.Discard, stored); err != nil {
+		return classify(err, in, stored, br)
+	}
+	switch {
+	case stored.n != b.StoredSize || checksum.Hex(stored.h.Sum32()) != b.StoredCRC32C:
+		return fmt.Errorf("%w: bytes %d to %d (%s from byte %d) have CRC-32C %s, the manifest says %s", ErrDamaged,
+			b.Offset, b.Offset+b.StoredSize, br.f.Path, b.RawOffset, checksum.Hex(stored.h.Sum32()), b.StoredCRC32C)
+	case raw.n != b.RawSize || checksum.Hex(raw.h.Sum32()) != b.CRC32C:
+		return fmt.Errorf("%w: %s from byte %d decodes to %d bytes with CRC-32C %s, the manifest says %d bytes with %s", ErrDamaged,
+			br.f.Path, b.RawOffset, raw.n, checksum.Hex(raw.h.Sum32()), b.RawSize, b.CRC32C)
+	}
+	return nil
+}
+
+// classify tells what failed while a blob was read through r: the connection (its
+// error, transient, so the read is retried), the decoding of bytes that did arrive
+// (damage, or a wrong key), or the caller's own work (e.g. a full disk), as it is.
+func classify(err error, in *countReader, r *checkReader, br blobRef) error {
+	switch {
+	case in.err != nil:
+		return in.err
+	case errors.Is(err, codec.ErrWrongKey), errors.Is(err, codec.ErrNoIdentity):
+		return err
+	case r.err != nil && !errors.Is(r.err, io.EOF):
+		return fmt.Errorf("%w: %s from byte %d does not decode: %v", ErrDamaged, br.f.Path, br.b.RawOffset, r.err)
+	case r.err != nil || errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: %s from byte %d ends early: %v", ErrDamaged, br.f.Path, br.b.RawOffset, err)
+	}
+	return err
+}
+
+// countReader counts the object's bytes and keeps its first read error.
+type countReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// checkReader counts and checksums what passes through and keeps its read error.
+type checkReader struct {
+	r   io.Reader
+	h   hash.Hash32
+	n   int64
+	err error
+}
+
+func (c *checkReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}

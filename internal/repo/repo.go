@@ -1,0 +1,158 @@
+// Package repo is ferry's repository of backups in object storage (or a directory):
+// large files split into parts, small ones packed together, every part compressed and
+// encrypted on its own, and a manifest per backup written last. docs/repository.md
+// specifies the format.
+package repo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/storage"
+)
+
+// FormatVersion is the repository format this ferry writes and the newest it reads.
+const FormatVersion = 1
+
+// Keys of a repository, relative to its root.
+const (
+	ConfigKey    = "ferry-repository.json"
+	backupsDir   = "backups/"
+	manifestName = "manifest.json"
+	markerName   = "in-progress.json"
+	objectsDir   = "objects/"
+)
+
+// ErrNoRepository means the location holds no ferry repository.
+var ErrNoRepository = errors.New("no ferry repository")
+
+// ErrNoBackup means the repository has no complete backup of that id.
+var ErrNoBackup = errors.New("no such backup")
+
+// Config is the repository's own description, written once by the first backup.
+type Config struct {
+	Format      int       `json:"format"`
+	Tool        string    `json:"tool"`
+	ToolVersion string    `json:"tool_version"`
+	Created     time.Time `json:"created"`
+}
+
+// Repo is a repository of backups in a Storage.
+type Repo struct {
+	st  storage.Storage
+	cfg Config
+}
+
+// Open reads the repository at st; ErrNoRepository if there is none, an error saying to
+// upgrade ferry if it is of a newer format.
+func Open(ctx context.Context, st storage.Storage) (*Repo, error) {
+	var cfg Config
+	err := getJSON(ctx, st, ConfigKey, &cfg)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s (no %s): check --repo; the first ferry backup to it creates one", ErrNoRepository, st.Location(), ConfigKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Format > FormatVersion || cfg.Format < 1 {
+		return nil, fmt.Errorf("repository %s has format %d, this ferry reads format %d: upgrade ferry", st.Location(), cfg.Format, FormatVersion)
+	}
+	return &Repo{st: st, cfg: cfg}, nil
+}
+
+// Init opens the repository at st, creating it if the location holds none.
+func Init(ctx context.Context, st storage.Storage, version string) (*Repo, error) {
+	r, err := Open(ctx, st)
+	if !errors.Is(err, ErrNoRepository) {
+		return r, err
+	}
+	cfg := Config{Format: FormatVersion, Tool: "ferry", ToolVersion: version, Created: time.Now().UTC()}
+	if err := putJSON(ctx, st, ConfigKey, cfg); err != nil {
+		return nil, fmt.Errorf("create repository at %s: %w", st.Location(), err)
+	}
+	return &Repo{st: st, cfg: cfg}, nil
+}
+
+// Location names the repository for messages.
+func (r *Repo) Location() string { return r.st.Location() }
+
+// Storage is where the repository's objects are.
+func (r *Repo) Storage() storage.Storage { return r.st }
+
+func backupPrefix(id string) string { return backupsDir + id + "/" }
+
+// ObjectKey is the key of one of a backup's objects (name relative to the backup).
+func ObjectKey(id, name string) string { return path.Join(backupsDir, id, name) }
+
+// Manifest reads the manifest of backup id; ErrNoBackup if it has none (never made, or
+// incomplete).
+func (r *Repo) Manifest(ctx context.Context, id string) (*manifest.Manifest, error) {
+	if id == "" || path.Base(id) != id || id == "." || id == ".." {
+		return nil, fmt.Errorf("%q is not a backup id", id)
+	}
+	var m manifest.Manifest
+	err := getJSON(ctx, r.st, backupPrefix(id)+manifestName, &m)
+	if errors.Is(err, storage.ErrNotExist) {
+		return nil, fmt.Errorf("%w %q in %s: ferry list shows the backups", ErrNoBackup, id, r.Location())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Format > manifest.FormatVersion {
+		return nil, fmt.Errorf("backup %s has manifest format %d, newer than this ferry reads (%d): upgrade ferry", id, m.Format, manifest.FormatVersion)
+	}
+	if m.ID != id || m.Storage.Format != "repository" {
+		return nil, fmt.Errorf("the manifest of backup %s in %s is not a repository backup's (id %q, format %q): the repository is damaged", id, r.Location(), m.ID, m.Storage.Format)
+	}
+	return &m, nil
+}
+
+// Resolve reads the manifest of backup id, or of the newest complete backup for
+// "latest".
+func (r *Repo) Resolve(ctx context.Context, id string) (*manifest.Manifest, error) {
+	if id != "latest" {
+		return r.Manifest(ctx, id)
+	}
+	list, err := r.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].Manifest != nil {
+			return list[i].Manifest, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, r.Location())
+}
+
+// getJSON reads and decodes a small object.
+func getJSON(ctx context.Context, st storage.Storage, key string, v any) error {
+	return st.Get(ctx, key, 0, -1, func(rd io.Reader) error {
+		b, err := io.ReadAll(rd)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%s in %s is not valid JSON (damaged?): %w", key, st.Location(), err)
+		}
+		return nil
+	})
+}
+
+// putJSON encodes and stores a small object.
+func putJSON(ctx context.Context, st storage.Storage, key string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	return st.Put(ctx, key, bytes.NewReader(b), int64(len(b)), checksum.Sum(b))
+}

@@ -1,0 +1,342 @@
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/storage"
+)
+
+// testFiles are contents shaped like a backup: a big compressible file written in
+// parallel segments, a random (incompressible) one, many small ones, an empty one.
+func testFiles() map[string][]byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, 21<<20+4096)
+	for i := range big {
+		big[i] = byte(i/13) ^ byte(i>>17)
+	}
+	noise := make([]byte, 5<<20+333)
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	files := map[string][]byte{"ibdata1": big, "db/noise.ibd": noise, "db/empty.MYD": nil}
+	for i := range 40 {
+		files["db/t"+string(rune('a'+i%26))+string(rune('a'+i/26))+".frm"] = bytes.Repeat([]byte{byte(i)}, 100+i*997)
+	}
+	return files
+}
+
+func newFS(t *testing.T) storage.Storage {
+	t.Helper()
+	s, err := storage.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// writeBackup stores files as backup id: big files in 4 segments written at once,
+// each segment in 256 KiB writes, as the copy engine does.
+func writeBackup(t *testing.T, r *Repo, id string, files map[string][]byte, o WriterOptions) *manifest.Manifest {
+	t.Helper()
+	w, err := r.NewBackup(context.Background(), id, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &manifest.Manifest{Format: 1, Type: "full", Storage: manifest.Storage{Format: "repository",
+		Compression: string(o.Pipeline.Compression), PartSize: o.PartSize}, EndTime: time.Now()}
+	if o.Pipeline.Encrypted() {
+		m.Storage.Encryption = "age"
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for path, data := range files {
+		f, err := w.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg := max(len(data)/4/4096*4096, 4096)
+		var fwg sync.WaitGroup
+		for off := 0; off < len(data) || off == 0; off += seg {
+			end := min(off+seg, len(data))
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				for o := off; o < end; o += 256 << 10 {
+					if err := f.WriteAt(data[o:min(o+256<<10, end)], int64(o)); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			if len(data) == 0 {
+				break
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fwg.Wait()
+			if err := f.Close(int64(len(data))); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			m.Files = append(m.Files, manifest.File{Path: path, Size: int64(len(data)), CRC32C: checksum.Hex(checksum.Sum(data))})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sort.Slice(m.Files, func(a, b int) bool { return m.Files[a].Path < m.Files[b].Path })
+	if err := w.Commit(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// readAll restores every file into memory through ReadBackup.
+func readAll(t *testing.T, r *Repo, m *manifest.Manifest, ids []age.Identity) (map[string][]byte, error) {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string][]byte{}
+	for _, f := range m.Files {
+		out[f.Path] = make([]byte, f.Size)
+	}
+	err := r.ReadBackup(context.Background(), m, ReadOptions{Identities: ids}, func(f *manifest.File, b *manifest.Blob, rd io.Reader) error {
+		mu.Lock()
+		dst := out[f.Path][b.RawOffset : b.RawOffset+b.RawSize]
+		mu.Unlock()
+		_, err := io.ReadFull(rd, dst)
+		return err
+	})
+	return out, err
+}
+
+func TestRoundTripEveryEncoding(t *testing.T) {
+	id, _ := age.GenerateX25519Identity()
+	files := testFiles()
+	for _, c := range []struct {
+		name string
+		comp codec.Compression
+		enc  bool
+	}{{"none", codec.None, false}, {"zstd", codec.Zstd, false}, {"lz4", codec.LZ4, false}, {"zstd+age", codec.Zstd, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			st := newFS(t)
+			r, err := Init(context.Background(), st, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := WriterOptions{Pipeline: pipeline.Options{Compression: c.comp, Workers: 2, OpenFiles: 8}, PartSize: 4 << 20, MaxMemory: 64 << 20}
+			var ids []age.Identity
+			if c.enc {
+				o.Pipeline.Recipients, ids = []age.Recipient{id.Recipient()}, []age.Identity{id}
+			}
+			m := writeBackup(t, r, "b1", files, o)
+			if err := Validate(m); err != nil {
+				t.Fatal(err)
+			}
+			m2, err := r.Resolve(context.Background(), "latest")
+			if err != nil || m2.ID != "b1" {
+				t.Fatalf("latest: %v %v", m2, err)
+			}
+			got, err := readAll(t, r, m2, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p, want := range files {
+				if !bytes.Equal(got[p], want) {
+					t.Errorf("%s differs after the round trip", p)
+				}
+			}
+			// Small files are packed: far fewer objects than files.
+			if n := len(m.Objects); n > 16 {
+				t.Errorf("%d objects for %d files: small files were not packed", n, len(files))
+			}
+		})
+	}
+}
+
+// TestTightMemoryCutsParts: with a budget of three parts, writers cut parts short
+// rather than deadlock, and everything still round-trips.
+func TestTightMemoryCutsParts(t *testing.T) {
+	r, err := Init(context.Background(), newFS(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 2, OpenFiles: 8}, PartSize: 4 << 20, Uploads: 1}
+	o.MaxMemory = o.withDefaults().Pipeline.MaxMemory + 3*o.PartSize
+	done := make(chan *manifest.Manifest)
+	go func() { done <- writeBackup(t, r, "tight", testFiles(), o) }()
+	select {
+	case m := <-done:
+		got, err := readAll(t, r, m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range testFiles() {
+			if !bytes.Equal(got[p], want) {
+				t.Errorf("%s differs", p)
+			}
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the writer deadlocked under a tight memory budget")
+	}
+}
+
+func TestBudgetTooSmallRefused(t *testing.T) {
+	o := WriterOptions{Pipeline: pipeline.Options{Workers: 2, OpenFiles: 10}, PartSize: 64 << 20, MaxMemory: 100 << 20}
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "--max-memory") {
+		t.Fatalf("check: %v", err)
+	}
+}
+
+// TestDamageIsNamed: a flipped byte in a stored object, a truncated object, a missing
+// object and a wrong key are each refused, naming the object.
+func TestDamageIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	st, _ := storage.NewFS(dir)
+	r, _ := Init(context.Background(), st, "test")
+	id, _ := age.GenerateX25519Identity()
+	other, _ := age.GenerateX25519Identity()
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.Zstd, Workers: 2, OpenFiles: 8, Recipients: []age.Recipient{id.Recipient()}}, PartSize: 4 << 20}
+	m := writeBackup(t, r, "d1", testFiles(), o)
+	obj := m.Objects[len(m.Objects)/2]
+	path := filepath.Join(dir, "backups", "d1", filepath.FromSlash(obj.Key))
+	good, _ := os.ReadFile(path)
+	damage := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0x10
+	cases := []struct {
+		name string
+		data []byte
+		ids  []age.Identity
+		want string
+	}{
+		{"flipped byte", flipped, []age.Identity{id}, obj.Key},
+		{"truncated", good[:len(good)/3], []age.Identity{id}, obj.Key},
+		{"missing", nil, []age.Identity{id}, obj.Key},
+		{"wrong key", good, []age.Identity{other}, "wrong key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.data == nil {
+				os.Remove(path)
+			} else {
+				damage(c.data)
+			}
+			defer damage(good)
+			_, err := readAll(t, r, m, c.ids)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want one naming %q", err, c.want)
+			}
+			if c.name != "wrong key" && c.name != "missing" && !errors.Is(err, ErrDamaged) {
+				t.Fatalf("err %v is not ErrDamaged", err)
+			}
+		})
+	}
+	if _, err := readAll(t, r, m, []age.Identity{id}); err != nil {
+		t.Fatalf("restored object no longer reads: %v", err)
+	}
+}
+
+func TestValidateCatchesManifestDamage(t *testing.T) {
+	r, _ := Init(context.Background(), newFS(t), "test")
+	m := writeBackup(t, r, "v1", testFiles(), WriterOptions{Pipeline: pipeline.Options{Compression: codec.Zstd, Workers: 2, OpenFiles: 8}, PartSize: 4 << 20})
+	for i := range m.Files {
+		if len(m.Files[i].Blobs) > 1 {
+			m.Files[i].CRC32C = "00000000"
+			break
+		}
+	}
+	if err := Validate(m); err == nil || !strings.Contains(err.Error(), "combine") {
+		t.Fatalf("validate: %v", err)
+	}
+}
+
+func TestOpenRefusesNewerFormat(t *testing.T) {
+	st := newFS(t)
+	if _, err := Open(context.Background(), st); !errors.Is(err, ErrNoRepository) {
+		t.Fatalf("empty location: %v", err)
+	}
+	if err := putJSON(context.Background(), st, ConfigKey, Config{Format: FormatVersion + 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), st); err == nil || !strings.Contains(err.Error(), "upgrade ferry") {
+		t.Fatalf("newer format: %v", err)
+	}
+}
+
+// TestListAndExpire: a complete backup is listed complete; one abandoned before its
+// manifest is incomplete (its process is gone), never restorable, and removed by
+// expire, which keeps the newest complete backups.
+func TestListAndExpire(t *testing.T) {
+	st := newFS(t)
+	r, _ := Init(context.Background(), st, "test")
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.Zstd, Workers: 2, OpenFiles: 8}, PartSize: 4 << 20}
+	small := map[string][]byte{"a": []byte("aaa"), "b": bytes.Repeat([]byte("b"), 5<<20)}
+	for _, id := range []string{"20260101t000000z-a", "20260102t000000z-b", "20260103t000000z-c"} {
+		writeBackup(t, r, id, small, o)
+	}
+	w, err := r.NewBackup(context.Background(), "20260104t000000z-d", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := w.Create("x")
+	f.WriteAt(bytes.Repeat([]byte("x"), 6<<20), 0)
+	f.Close(6 << 20)
+	w.Abort(errors.New("killed"))
+	// The marker names this process, which is not ferry: the backup counts as dead.
+	list, err := r.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, e.ID+"="+e.Status)
+	}
+	want := "20260101t000000z-a=complete 20260102t000000z-b=complete 20260103t000000z-c=complete 20260104t000000z-d=incomplete"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("list: %v\nwant %s", got, want)
+	}
+	if _, err := r.Manifest(context.Background(), "20260104t000000z-d"); !errors.Is(err, ErrNoBackup) {
+		t.Fatalf("incomplete backup has a manifest: %v", err)
+	}
+	plan, err := r.PlanExpire(context.Background(), Policy{KeepLast: 2}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Expired) != 1 || plan.Expired[0].ID != "20260101t000000z-a" || len(plan.Debris) != 1 || len(plan.Keep) != 2 {
+		t.Fatalf("plan: keep %d, expired %v, debris %d", len(plan.Keep), plan.Expired, len(plan.Debris))
+	}
+	for _, e := range append(plan.Expired, plan.Debris...) {
+		if err := r.Delete(context.Background(), e.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ = r.List(context.Background())
+	if len(list) != 2 || list[0].ID != "20260102t000000z-b" {
+		t.Fatalf("after expire: %+v", list)
+	}
+	if err := (Policy{}).Check(); err == nil {
+		t.Fatal("an empty policy was accepted")
+	}
+}

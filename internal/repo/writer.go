@@ -1,0 +1,274 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/storage"
+)
+
+// Defaults of WriterOptions.
+const (
+	DefaultPartSize  = 32 << 20  // raw bytes per part
+	DefaultMaxMemory = 256 << 20 // encoded bytes held (parts, packs, uploads) plus block buffers
+	DefaultUploads   = 8         // objects uploading at once
+)
+
+// WriterOptions configures a backup written into a repository.
+type WriterOptions struct {
+	// Pipeline is the encoding (compression, encryption, workers, open files); its
+	// MaxMemory is ignored: the Writer sizes the block pool from MaxMemory.
+	Pipeline  pipeline.Options
+	PartSize  int64 // raw bytes per part
+	MaxMemory int64 // the whole budget: block buffers, parts, packs, uploads
+	Uploads   int   // uploads at once
+	Version   string
+	Log       *slog.Logger
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.PartSize <= 0 {
+		o.PartSize = DefaultPartSize
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
+	if o.Uploads <= 0 {
+		o.Uploads = DefaultUploads
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	o.Pipeline.Workers = max(o.Pipeline.Workers, 1)
+	o.Pipeline.MaxMemory = o.Pipeline.MinMemory() + int64(4*o.Pipeline.Workers)*2*pipeline.DefaultBlockSize
+	return o
+}
+
+// partsMemory is what the budget leaves for encoded bytes.
+func (o WriterOptions) partsMemory() int64 { return o.MaxMemory - o.Pipeline.MaxMemory }
+
+// Check refuses a budget too small for the part size and the parallel files.
+func (o WriterOptions) Check() error {
+	o = o.withDefaults()
+	if o.PartSize < 1<<20 || o.PartSize > 4<<30 {
+		return fmt.Errorf("--part-size %d MiB: use 1 MiB to 4 GiB", o.PartSize>>20)
+	}
+	if need := o.Pipeline.MaxMemory + 3*o.PartSize; o.MaxMemory < need {
+		return fmt.Errorf("--max-memory %d MiB is too small for --part-size %d MiB and %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
+	}
+	return nil
+}
+
+// packThreshold: blobs encoded smaller than this are gathered into packs.
+func (o WriterOptions) packThreshold() int64 { return o.PartSize / 4 }
+
+// Marker is the in-progress object a backup writes first and deletes after its
+// manifest: it tells expire whether the backup may still be running.
+type Marker struct {
+	ID          string    `json:"id"`
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	Started     time.Time `json:"started"`
+	ToolVersion string    `json:"tool_version"`
+}
+
+// Writer writes one backup into the repository. Files are created, written (several
+// ranges of one file at once, each in order), closed, removed or renamed; Commit then
+// uploads the manifest last. Until then the backup is incomplete and never restored.
+type Writer struct {
+	repo  *Repo
+	id    string
+	o     WriterOptions
+	enc   *pipeline.Encoder
+	mem   *budget
+	pool  chunkPool
+	ctx   context.Context
+	stop  context.CancelCauseFunc
+	queue chan sealed
+	upWG  sync.WaitGroup
+	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
+
+	mu      sync.Mutex
+	files   map[string]*File
+	nextObj int
+	pack    *buffer
+	packKey string
+	packRes int64 // budget bytes the pack holds
+	objects []manifest.Object
+	err     error
+}
+
+// sealed is an object ready to upload.
+type sealed struct {
+	key string
+	buf *buffer
+}
+
+// NewBackup starts backup id: it writes the in-progress marker and starts the
+// uploaders. The caller must Commit or Abort.
+func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writer, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	if err := r.checkNew(ctx, id); err != nil {
+		return nil, err
+	}
+	enc, err := pipeline.NewEncoder(o.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	mk := Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version}
+	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
+		enc.Close()
+		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)
+	}
+	w := &Writer{repo: r, id: id, o: o, enc: enc, mem: newBudget(o.partsMemory()), files: map[string]*File{},
+		queue: make(chan sealed, 4096)}
+	w.ctx, w.stop = context.WithCancelCause(ctx)
+	context.AfterFunc(w.ctx, func() { w.mem.fail(context.Cause(w.ctx)) })
+	for range o.Uploads {
+		w.upWG.Add(1)
+		go w.uploader()
+	}
+	return w, nil
+}
+
+// checkNew refuses an id already used in the repository.
+func (r *Repo) checkNew(ctx context.Context, id string) error {
+	used := false
+	err := r.st.List(ctx, backupPrefix(id), func(storage.ObjectInfo) error {
+		used = true
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if used {
+		return fmt.Errorf("backup id %s is already used in %s (internal error: ids are random)", id, r.Location())
+	}
+	return nil
+}
+
+var errStop = errors.New("stop")
+
+// ID is the backup's id.
+func (w *Writer) ID() string { return w.id }
+
+// MemoryBudget is the memory the writer may hold: block buffers and encoded bytes.
+func (w *Writer) MemoryBudget() int64 { return w.o.MaxMemory }
+
+// fail records the first error and stops everything.
+func (w *Writer) fail(err error) error {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	err = w.err
+	w.mu.Unlock()
+	w.stop(err)
+	return err
+}
+
+// Err returns the first error of the backup.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	return w.enc.Err()
+}
+
+// newObject names the next object of the backup.
+func (w *Writer) newObject() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.objectName()
+}
+
+func (w *Writer) objectName() string {
+	name := fmt.Sprintf("%s%08d", objectsDir, w.nextObj)
+	w.nextObj++
+	return name
+}
+
+// enqueue hands a sealed object to the uploaders.
+func (w *Writer) enqueue(key string, buf *buffer) {
+	select {
+	case w.queue <- sealed{key, buf}:
+	case <-w.ctx.Done():
+		buf.release()
+		w.mem.done(buf.n)
+	}
+}
+
+// uploader puts sealed objects until the queue closes.
+func (w *Writer) uploader() {
+	defer w.upWG.Done()
+	for s := range w.queue {
+		size, crc := s.buf.n, s.buf.crc
+		var err error
+		if w.ctx.Err() == nil {
+			err = w.repo.st.Put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
+		}
+		s.buf.release()
+		w.mem.done(size)
+		if err != nil {
+			w.fail(fmt.Errorf("upload %s: %w", ObjectKey(w.id, s.key), err))
+			continue
+		}
+		w.mu.Lock()
+		w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc)})
+		w.mu.Unlock()
+	}
+}
+
+// addToPack appends a small sealed blob to the current pack, which is uploaded once it
+// reaches the part size. It sets the blob's object and offset.
+func (w *Writer) addToPack(b *manifest.Blob, buf *buffer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pack == nil {
+		w.pack = &buffer{pool: &w.pool}
+		w.packKey = w.objectName()
+	}
+	b.Object, b.Offset = w.packKey, w.pack.n
+	buf.appendTo(w.pack)
+	w.packRes += buf.n
+	if w.pack.n >= w.o.PartSize {
+		w.sealPackLocked()
+	}
+}
+
+// sealPackLocked seals the pack for upload (w.mu held).
+func (w *Writer) sealPackLocked() bool {
+	if w.pack == nil || w.pack.n == 0 {
+		return false
+	}
+	p, key, res := w.pack, w.packKey, w.packRes
+	w.pack, w.packRes = nil, 0
+	w.mem.seal(res, p.n)
+	w.enqWG.Add(1)
+	go func() { // never wait for the queue under w.mu: the uploaders take it too
+		defer w.enqWG.Done()
+		w.enqueue(key, p)
+	}()
+	return true
+}
+
+// flushPack uploads a partial pack to free memory; false if there is none.
+func (w *Writer) flushPack() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sealPackLocked()
+}
