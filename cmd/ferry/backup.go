@@ -17,6 +17,7 @@ import (
 type backupFlags struct {
 	chunk       int64
 	stream      bool
+	repo        repoFlags
 	compress    string
 	encryptTo   []string
 	encryptFile []string
@@ -27,9 +28,10 @@ func newBackupCmd(g *globals) *cobra.Command {
 	var fl backupFlags
 	cfg.MaxMemory = backup.DefaultMaxMemory
 	cmd := &cobra.Command{
-		Use:   "backup (--target-dir DIR | --stream) [connection options]",
-		Short: "Take a hot full backup of a running MariaDB into a directory or an xbstream on stdout",
+		Use:   "backup (--target-dir DIR | --stream | --repo REPO) [connection options]",
+		Short: "Take a hot full backup of a running MariaDB into a directory, an xbstream on stdout, or a repository (S3 or a directory)",
 		Example: `  ferry backup --socket /run/mysqld/mysqld.sock --user backup --password-file /etc/ferry/pw --target-dir /backups/full-1
+  ferry backup --repo s3://bucket/prod-db1 --encrypt-to age1...    # AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... or a profile
   ferry backup --stream --compress zstd --encrypt-to age1... | ssh host2 'ferry restore --from - --identity-file key.txt --datadir /var/lib/mysql-new'
   ferry backup --stream --compress none > full.xbstream     # mbstream -x -C dir < full.xbstream unpacks it
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
@@ -37,6 +39,13 @@ func newBackupCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := fl.apply(cmd, &cfg); err != nil {
 				return err
+			}
+			if fl.repo.url != "" {
+				r, err := fl.repo.open(cmd.Context(), g.log, true, version)
+				if err != nil {
+					return err
+				}
+				cfg.Repo = r
 			}
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			cfg.Version = version
@@ -46,10 +55,13 @@ func newBackupCmd(g *globals) *cobra.Command {
 				return err
 			}
 			m := res.Manifest
-			g.log.Info("backup completed OK", "to", either(cfg.Stream != nil, "stream", res.Dir), "id", m.ID, "bytes", m.TotalSize(),
+			g.log.Info("backup completed OK", "to", destination(cfg, res), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
 				"took", m.EndTime.Sub(m.StartTime).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads)
-			if cfg.Stream == nil {
+			switch {
+			case cfg.Repo != nil:
+				fmt.Fprintln(cmd.OutOrStdout(), m.ID)
+			case cfg.Stream == nil:
 				fmt.Fprintln(cmd.OutOrStdout(), res.Dir)
 			}
 			return nil
@@ -59,11 +71,14 @@ func newBackupCmd(g *globals) *cobra.Command {
 	addConnFlags(f, &cfg.Conn)
 	f.StringVar(&cfg.TargetDir, "target-dir", "", "new or empty directory to write the backup to")
 	f.BoolVar(&fl.stream, "stream", false, "write an xbstream to stdout instead of a directory (mbstream -x can unpack it)")
-	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream, none for a directory)")
+	fl.repo.add(f)
+	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream and --repo, none for a directory)")
 	f.IntVar(&cfg.Level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
-	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream to this age public key (age1...; repeatable)")
+	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream or repository backup to this age public key (age1...; repeatable)")
 	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line), or to the public key of an identity file such as ferry keygen writes (repeatable)")
-	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream pipeline's buffers")
+	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
+	f.Var(byteSize{&cfg.PartSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
+	f.IntVar(&cfg.Uploads, "uploads", 0, "repository: objects uploaded at once (default 8)")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
@@ -73,16 +88,25 @@ func newBackupCmd(g *globals) *cobra.Command {
 // apply checks the flag combination and fills cfg.
 func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	cfg.ChunkSize = int(fl.chunk)
+	dests := 0
+	for _, set := range []bool{fl.stream, cfg.TargetDir != "", fl.repo.url != ""} {
+		if set {
+			dests++
+		}
+	}
+	encoded := fl.stream || fl.repo.url != ""
 	switch {
-	case fl.stream && cfg.TargetDir != "":
-		return errors.New("give either --target-dir or --stream, not both")
-	case !fl.stream && cfg.TargetDir == "":
-		return errors.New("--target-dir DIR or --stream is required")
-	case !fl.stream && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
-		return errors.New("--compress and --encrypt-to apply to --stream; a directory backup is stored as mariadb-backup stores it")
+	case dests > 1:
+		return errors.New("give one of --target-dir, --stream or --repo")
+	case dests == 0:
+		return errors.New("--target-dir DIR, --stream or --repo REPO is required")
+	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
+		return errors.New("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
+	case fl.repo.url == "" && (cfg.PartSize != 0 || cfg.Uploads != 0):
+		return errors.New("--part-size and --uploads apply to --repo")
 	}
 	comp := fl.compress
-	if comp == "" && fl.stream {
+	if comp == "" && encoded {
 		comp = string(codec.Zstd)
 	}
 	c, err := codec.ParseCompression(comp)
@@ -102,9 +126,13 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	return nil
 }
 
-func either(c bool, a, b string) string {
-	if c {
-		return a
+// destination names where a finished backup went.
+func destination(cfg backup.Config, res *backup.Result) string {
+	switch {
+	case cfg.Repo != nil:
+		return cfg.Repo.Location()
+	case cfg.Stream != nil:
+		return "stream"
 	}
-	return b
+	return res.Dir
 }

@@ -15,18 +15,23 @@ import (
 func newRestoreCmd(g *globals) *cobra.Command {
 	var cfg restore.Config
 	var from, identity string
+	var rf repoFlags
 	cfg.MaxMemory = 256 << 20
 	cmd := &cobra.Command{
-		Use:   "restore (--target-dir DIR | --from FILE|-) --datadir DATADIR",
-		Short: "Restore a backup directory or stream into a datadir (copy-back, or --move), preparing it if needed",
+		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest) --datadir DATADIR",
+		Short: "Restore a backup directory, stream or repository backup into a datadir (copy-back, or --move), preparing it if needed",
 		Example: `  ferry restore --target-dir /backups/full-1 --datadir /var/lib/mysql-new
+  ferry restore --repo s3://bucket/prod-db1 latest --datadir /var/lib/mysql-new [--identity-file key.txt] [--resume]
   ssh db1 ferry backup --stream | ferry restore --from - --datadir /var/lib/mysql-new
   mariadb-backup --backup --stream=xbstream | ferry restore --from - --datadir /var/lib/mysql-new
   The datadir must be new or empty (or pass --replace to move the old one aside); files are
   verified against the manifest, assembled in a staging directory and renamed into place.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			if err := openRepoSource(cmd, g, &cfg, &rf, args, identity, from); err != nil {
+				return err
+			}
 			done, err := openSource(&cfg, from, identity)
 			if err != nil {
 				return err
@@ -47,13 +52,15 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.BackupDir, "target-dir", "", "backup directory to restore from")
 	f.StringVar(&from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
-	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file for an encrypted stream")
+	rf.add(f)
+	f.BoolVar(&cfg.Resume, "resume", false, "continue an interrupted restore from --repo: what its staging directory holds is verified, not downloaded again")
+	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
 	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for stream data waiting to be written")
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
 	f.BoolVar(&cfg.Move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
-	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers for a directory (a stream is decoded by one goroutine per file, as many as it interleaves)")
+	f.IntVar(&cfg.Parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
 	cmd.MarkFlagRequired("datadir")
@@ -76,9 +83,44 @@ func printReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintln(w, "  START SLAVE;")
 }
 
+// openRepoSource opens --repo and names the backup to restore.
+func openRepoSource(cmd *cobra.Command, g *globals, cfg *restore.Config, rf *repoFlags, args []string, identity, from string) error {
+	switch {
+	case rf.url == "" && len(args) > 0:
+		return fmt.Errorf("unexpected argument %q: a backup id goes with --repo", args[0])
+	case rf.url == "" && cfg.Resume:
+		return errors.New("--resume applies to --repo")
+	case rf.url == "":
+		if cfg.Parallel == 0 {
+			cfg.Parallel = defaultParallel()
+		}
+		return nil
+	case cfg.BackupDir != "" || from != "":
+		return errors.New("give one of --target-dir, --from or --repo")
+	case len(args) == 0:
+		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
+	case cfg.Move:
+		return errors.New("--move applies to --target-dir")
+	}
+	r, err := rf.open(cmd.Context(), g.log, false, version)
+	if err != nil {
+		return err
+	}
+	cfg.Repo, cfg.BackupID = r, args[0]
+	if identity != "" {
+		if cfg.Identities, err = codec.Identities(identity); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openSource checks --target-dir/--from and opens the stream; done closes it.
 func openSource(cfg *restore.Config, from, identity string) (func(), error) {
 	none := func() {}
+	if cfg.Repo != nil {
+		return none, nil
+	}
 	switch {
 	case from != "" && cfg.BackupDir != "":
 		return none, errors.New("give either --target-dir or --from, not both")

@@ -7,6 +7,7 @@ import (
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/repo"
 )
 
 // DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
@@ -22,13 +23,22 @@ const DefaultChunkSize = 256 << 10
 // server's disk, and 1 MiB reads matched an O_DIRECT dd (256 KiB: 1.1x its time).
 const DefaultStreamChunkSize = 1 << 20
 
+// DefaultRepoMaxMemory is the default budget of a backup into a repository: block
+// buffers, parts being filled, packs and uploads.
+const DefaultRepoMaxMemory = repo.DefaultMaxMemory
+
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
 	Conn      mariadb.ConnConfig
 	TargetDir string    // the backup directory, unless Stream is set
 	Stream    io.Writer // set: write an xbstream here (stdout) instead of a directory
+	// Repo, when set, receives the backup instead of a directory or a stream; PartSize
+	// and Uploads tune it (0: defaults), MaxMemory bounds its buffers.
+	Repo     *repo.Repo
+	PartSize int64
+	Uploads  int
 	// Compression, Level and Recipients (age public keys: encrypted if any) apply to
-	// streams; MaxMemory bounds the stream pipeline's buffers.
+	// streams and repositories; MaxMemory bounds their pipeline's buffers.
 	Compression codec.Compression
 	Level       int
 	Recipients  []age.Recipient
@@ -42,5 +52,4 @@ type Config struct {
 	Terminal    bool      // Progress is a terminal
 	Version     string    // ferry version, recorded in metadata
 	Command     string    // command line without secrets, recorded in xtrabackup_info
-
 }

@@ -36,6 +36,7 @@ type copiedFile struct {
 	SpaceID uint32 // from page 0; 0 when page 0 was not yet written (deferred creation)
 	Known   bool   // SpaceID was read from a valid page 0
 	Kind    string
+	Space   *manifest.Space // what page validation needs, when page 0 was valid
 }
 
 // innoJob is an InnoDB file prepared for a segmented copy.
@@ -189,7 +190,7 @@ func (j *job) finishInnoJob(ij *innoJob) error {
 		return fmt.Errorf("%s: %w", ij.src.Rel, err)
 	}
 	j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Size: size, CRC: crc, Sparse: ij.sparse,
-		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB})
+		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB, Space: ij.space()})
 	return nil
 }
 
@@ -208,6 +209,15 @@ func (j *job) dropVanished(ij *innoJob) error {
 		return nil
 	}
 	return j.store.remove(ij.src.Rel)
+}
+
+// space describes the tablespace for the manifest (nil when page 0 was not written).
+func (ij *innoJob) space() *manifest.Space {
+	if ij.checker == nil {
+		return nil
+	}
+	h := ij.header
+	return &manifest.Space{ID: h.SpaceID, Flags: uint32(h.Flags), Crypt: h.CryptData, System: ij.src.System, FirstPage: ij.src.Base}
 }
 
 func (ij *innoJob) vanished() bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
@@ -19,7 +20,7 @@ import (
 func (j *job) finish(res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
-	m.ID, m.Type, m.Engine = newID(), "full", "innodb-redo-copy/1"
+	m.Type, m.Engine = "full", "innodb-redo-copy/1"
 	m.EndTime = time.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, Settings: j.prepareSettings()}
 	m.Storage = j.storage()
@@ -49,10 +50,16 @@ func (j *job) finish(res *Result) error {
 
 // storage records how the files are stored.
 func (j *job) storage() manifest.Storage {
-	if j.cfg.Stream == nil {
+	if j.cfg.Stream == nil && j.cfg.Repo == nil {
 		return manifest.Storage{Format: "dir"}
 	}
 	s := manifest.Storage{Format: "xbstream"}
+	if j.cfg.Repo != nil {
+		s.Format, s.PartSize = "repository", j.repoOptions().PartSize
+		if s.PartSize == 0 {
+			s.PartSize = repo.DefaultPartSize
+		}
+	}
 	if j.cfg.Compression != codec.None {
 		s.Compression, s.Level = string(j.cfg.Compression), j.cfg.Level
 	}
@@ -107,16 +114,24 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.EndLSN)},
 		{Key: "partial", Value: "N"},
 		{Key: "incremental", Value: "N"},
-		{Key: "format", Value: map[bool]string{true: "xbstream", false: "file"}[j.cfg.Stream != nil]},
+		{Key: "format", Value: j.infoFormat()},
 		{Key: "compressed", Value: map[bool]string{true: string(j.cfg.Compression), false: "N"}[j.cfg.Compression != codec.None && j.cfg.Compression != ""]},
 	}
+}
+
+// infoFormat is xtrabackup_info's format: mariadb-backup says "file" for a directory.
+func (j *job) infoFormat() string {
+	if f := j.storage().Format; f != "dir" {
+		return f
+	}
+	return "file"
 }
 
 // manifestFiles lists every copied file with the checksum taken while copying.
 func (j *job) manifestFiles() []manifest.File {
 	var out []manifest.File
 	for name, f := range j.files {
-		out = append(out, manifest.File{Path: name, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse})
+		out = append(out, manifest.File{Path: name, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse, Space: f.Space})
 	}
 	return out
 }

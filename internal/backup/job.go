@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"golang.org/x/time/rate"
 )
@@ -37,6 +38,7 @@ type job struct {
 	lock    *mariadb.BackupLock
 	prog    *progress.Reporter
 	store   store
+	repoW   *repo.Writer // the repository backup, if any
 	bufs    chan []byte
 	tail    *tailer
 	limiter *rate.Limiter // nil without --max-rate
@@ -66,17 +68,16 @@ type Result struct {
 // FERRY_BACKUP_INCOMPLETE marker and has no manifest, so nothing will restore it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = withDefaults(cfg)
-	if cfg.Stream == nil {
-		if err := checkTarget(cfg.TargetDir); err != nil {
-			return nil, err
-		}
-	}
 	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}, aria: map[string]*openCopy{}}
-	if err := j.streamOptions().Check(); cfg.Stream != nil && err != nil {
+	if err := j.checkDestination(); err != nil {
 		return nil, err
 	}
+	j.m.ID = newID()
 	res, err := j.run(ctx)
 	if err != nil {
+		if j.repoW != nil {
+			j.repoW.Abort(err)
+		}
 		return nil, j.explain(err)
 	}
 	return res, nil
@@ -88,8 +89,8 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
-		if cfg.Stream != nil {
-			cfg.ChunkSize = DefaultStreamChunkSize
+		if cfg.Stream != nil || cfg.Repo != nil {
+			cfg.ChunkSize = DefaultStreamChunkSize // nothing is written to the server's disk
 		}
 	}
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
@@ -104,11 +105,26 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.MaxMemory <= 0 {
 		cfg.MaxMemory = DefaultMaxMemory
+		if cfg.Repo != nil {
+			cfg.MaxMemory = DefaultRepoMaxMemory
+		}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	return cfg
+}
+
+// checkDestination refuses a target directory that is not new or empty, and a memory
+// budget too small for the stream or repository pipeline, before connecting.
+func (j *job) checkDestination() error {
+	switch {
+	case j.cfg.Repo != nil:
+		return j.repoOptions().Check()
+	case j.cfg.Stream != nil:
+		return j.streamOptions().Check()
+	}
+	return checkTarget(j.cfg.TargetDir)
 }
 
 // checkTarget refuses a target directory that exists and is not empty.
@@ -145,7 +161,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
-	if err := j.openStore(); err != nil {
+	if err := j.openStore(ctx); err != nil {
 		return nil, err
 	}
 	if j.cfg.MaxRate > 0 {
@@ -174,15 +190,25 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	return res, j.finish(res)
 }
 
-// openStore creates the target directory or starts the stream.
-func (j *job) openStore() error {
-	if j.cfg.Stream == nil {
-		j.store = dirStore{dir: j.cfg.TargetDir}
-		return createTarget(j.cfg.TargetDir)
+// openStore creates the target directory, starts the stream, or starts the backup in
+// the repository.
+func (j *job) openStore(ctx context.Context) error {
+	switch {
+	case j.cfg.Repo != nil:
+		w, err := j.cfg.Repo.NewBackup(ctx, j.m.ID, j.repoOptions())
+		if err != nil {
+			return err
+		}
+		j.repoW = w
+		j.store = repoStore{ctx: ctx, w: w}
+		return nil
+	case j.cfg.Stream != nil:
+		s, err := newStreamStore(j.cfg.Stream, j.streamOptions())
+		j.store = s
+		return err
 	}
-	s, err := newStreamStore(j.cfg.Stream, j.streamOptions())
-	j.store = s
-	return err
+	j.store = dirStore{dir: j.cfg.TargetDir}
+	return createTarget(j.cfg.TargetDir)
 }
 
 func (j *job) streamOptions() stream.Options {
@@ -190,10 +216,16 @@ func (j *job) streamOptions() stream.Options {
 		Workers: runtime.NumCPU(), MaxMemory: j.cfg.MaxMemory, OpenFiles: j.cfg.Parallel + 8}
 }
 
-// memoryBudget is what the copy buffers and, for a stream, the pipeline may hold.
+func (j *job) repoOptions() repo.WriterOptions {
+	return repo.WriterOptions{Pipeline: j.streamOptions(), PartSize: j.cfg.PartSize, MaxMemory: j.cfg.MaxMemory,
+		Uploads: j.cfg.Uploads, Version: j.cfg.Version, Log: j.log}
+}
+
+// memoryBudget is what the copy buffers and, for a stream or a repository, the
+// pipeline may hold.
 func (j *job) memoryBudget() int64 {
 	n := int64(2 * j.cfg.Parallel * j.cfg.ChunkSize)
-	if j.cfg.Stream != nil {
+	if j.cfg.Stream != nil || j.cfg.Repo != nil {
 		n += j.cfg.MaxMemory
 	}
 	return n
@@ -201,7 +233,10 @@ func (j *job) memoryBudget() int64 {
 
 // target names where the backup goes, for messages.
 func (j *job) target() string {
-	if j.cfg.Stream != nil {
+	switch {
+	case j.cfg.Repo != nil:
+		return j.cfg.Repo.Location() + " as " + j.m.ID
+	case j.cfg.Stream != nil:
 		return "stream"
 	}
 	return j.cfg.TargetDir
@@ -239,10 +274,15 @@ func (j *job) redoPath() string {
 // explain turns low-level failures into messages that say what to do.
 func (j *job) explain(err error) error {
 	partial := fmt.Sprintf("the partial backup in %s is marked incomplete", j.cfg.TargetDir)
-	if j.cfg.Stream != nil {
+	switch {
+	case j.cfg.Repo != nil:
+		partial = fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", j.m.ID)
+	case j.cfg.Stream != nil:
 		partial = "the partial stream has no manifest, so restore will refuse it"
 	}
 	switch {
+	case errors.Is(err, filecopy.ErrDiskFull) && j.cfg.Repo != nil:
+		return fmt.Errorf("the repository's filesystem is full (%v): free space there or run ferry expire; %s", err, partial)
 	case errors.Is(err, filecopy.ErrDiskFull):
 		return fmt.Errorf("target filesystem is full (%v): free space or choose another --target-dir; %s", err, partial)
 	case errors.Is(err, syscall.EPIPE):

@@ -105,6 +105,19 @@ func (t *Target) write(p []byte, off int64) error {
 	return nil
 }
 
+// PunchHole turns [off, off+n) into a hole (zeros), so that a sparse rewrite of the
+// range, which skips zero blocks, leaves no old bytes behind.
+func (t *Target) PunchHole(off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	err := unix.Fallocate(int(t.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	if err != nil {
+		return fmt.Errorf("punch hole in %s: %w", t.path, err)
+	}
+	return nil
+}
+
 // Truncate sets the file size (a sparse tail stays a hole).
 func (t *Target) Truncate(size int64) error {
 	if err := t.f.Truncate(size); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -14,7 +15,10 @@ func TestWriteReadRoundTrip(t *testing.T) {
 		t.Fatalf("empty dir: %v, want ErrNotFound", err)
 	}
 	m := &Manifest{Format: FormatVersion, ID: "x", StartLSN: 1, EndLSN: 9, LastLSN: 9,
-		Files: []File{{Path: "db/t.ibd", Size: 16384, CRC32C: "0a0b0c0d", Kind: KindInnoDB, Sparse: true}}}
+		Files: []File{{Path: "db/t.ibd", Size: 16384, CRC32C: "0a0b0c0d", Kind: KindInnoDB, Sparse: true,
+			Space: &Space{ID: 5, Flags: 0x15},
+			Blobs: []Blob{{Object: "objects/00000001", Offset: 7, StoredSize: 99, StoredCRC32C: "01020304", RawSize: 16384, CRC32C: "0a0b0c0d"}}}},
+		Objects: []Object{{Key: "objects/00000001", Size: 200, CRC32C: "05060708"}}}
 	if err := Write(dir, m); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +29,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Files[0] != m.Files[0] || got.EndLSN != 9 || got.TotalSize() != 16384 {
+	if !reflect.DeepEqual(got.Files, m.Files) || got.EndLSN != 9 || got.TotalSize() != 16384 || got.StoredSize() != 200 {
 		t.Fatalf("round trip: %+v", got)
 	}
 }

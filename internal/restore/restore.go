@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/repo"
 )
 
 // Config configures ferry restore.
@@ -25,7 +26,12 @@ type Config struct {
 	// --stream or mariadb-backup --stream=xbstream. StreamName names it in messages.
 	Stream     io.Reader
 	StreamName string
-	Identities []age.Identity // for encrypted streams
+	// Repo, when set, is read instead: backup BackupID (an id or "latest"); Resume
+	// continues a restore of it that was interrupted.
+	Repo       *repo.Repo
+	BackupID   string
+	Resume     bool
+	Identities []age.Identity // for encrypted streams and repositories
 	MaxMemory  int64          // stream data buffered between the reader and the writers
 	Datadir    string
 	Move       bool   // move files out of the backup instead of copying (consumes the backup)
@@ -53,6 +59,9 @@ type Result struct {
 func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = runtime.NumCPU()
+		if cfg.Repo != nil {
+			cfg.Parallel = 8 // downloads wait on the network, not the cores
+		}
 	}
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
@@ -60,6 +69,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := checkDatadir(datadir, cfg.Replace); err != nil {
 		return nil, err
+	}
+	if cfg.Repo != nil {
+		return restoreRepo(ctx, cfg, datadir)
 	}
 	if cfg.Stream != nil {
 		return restoreStream(ctx, cfg, datadir)

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/spf13/cobra"
+)
+
+func newExpireCmd(g *globals) *cobra.Command {
+	var rf repoFlags
+	var p repo.Policy
+	var days int
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "expire --repo REPO (--keep-last N | --keep-days D) [--dry-run]",
+		Short: "Delete the backups a retention policy lets go, and the debris of interrupted backups",
+		Example: `  ferry expire --repo s3://bucket/prod-db1 --keep-last 7 --keep-days 30
+  Keeps a backup if either rule keeps it, always the newest complete one, and any
+  backup still running; deletes a backup's manifest first, then its objects.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p.KeepWithin = time.Duration(days) * 24 * time.Hour
+			if err := p.Check(); err != nil {
+				return err
+			}
+			r, err := rf.open(cmd.Context(), g.log, false, version)
+			if err != nil {
+				return err
+			}
+			plan, err := r.PlanExpire(cmd.Context(), p, time.Now())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, e := range plan.Keep {
+				fmt.Fprintf(out, "keep    %s\n", e.Describe())
+			}
+			for _, e := range append(plan.Expired, plan.Debris...) {
+				verb := "delete "
+				if dryRun {
+					verb = "would delete "
+				}
+				fmt.Fprintf(out, "%s%s\n", verb, e.Describe())
+				if dryRun {
+					continue
+				}
+				if err := r.Delete(cmd.Context(), e.ID); err != nil {
+					return err
+				}
+				g.log.Info("deleted", "backup", e.ID, "status", e.Status, "objects", e.Objects)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	rf.add(f)
+	f.IntVar(&p.KeepLast, "keep-last", 0, "keep the newest N complete backups")
+	f.IntVar(&days, "keep-days", 0, "keep complete backups that ended in the last D days")
+	f.BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/spf13/cobra"
+)
+
+// listed is one backup as ferry list --json prints it.
+type listed struct {
+	ID          string    `json:"id"`
+	Type        string    `json:"type,omitempty"`
+	Status      string    `json:"status"`
+	Restorable  bool      `json:"restorable"`
+	Start       time.Time `json:"start,omitzero"`
+	End         time.Time `json:"end,omitzero"`
+	Size        int64     `json:"size,omitempty"` // bytes of the server's files
+	StoredSize  int64     `json:"stored_size"`    // bytes in the repository
+	Objects     int       `json:"objects"`
+	GTID        string    `json:"gtid,omitempty"`
+	Server      string    `json:"server_version,omitempty"`
+	Compression string    `json:"compression,omitempty"`
+	Encryption  string    `json:"encryption,omitempty"`
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	var rf repoFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list --repo REPO [--json]",
+		Short: "List the backups of a repository: id, type, start/end, size stored, GTID, status",
+		Example: `  ferry list --repo s3://bucket/prod-db1
+  ferry list --repo /mnt/backups --json
+  Only complete backups (manifest written) are restorable; an incomplete one was
+  interrupted (ferry expire removes it) or is still running.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := rf.open(cmd.Context(), g.log, false, version)
+			if err != nil {
+				return err
+			}
+			entries, err := r.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := make([]listed, len(entries))
+			for i, e := range entries {
+				out[i] = toListed(e)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			printList(cmd.OutOrStdout(), out)
+			return nil
+		},
+	}
+	rf.add(cmd.Flags())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
+}
+
+func toListed(e repo.Entry) listed {
+	l := listed{ID: e.ID, Status: e.Status, StoredSize: e.StoredSize, Objects: e.Objects}
+	if m := e.Manifest; m != nil {
+		l.Restorable, l.Type, l.Start, l.End, l.Size = true, m.Type, m.StartTime, m.EndTime, m.TotalSize()
+		l.GTID, l.Server = m.Coordinates.GTIDBinlogPos, m.Server.Version
+		l.Compression, l.Encryption = m.Storage.Compression, m.Storage.Encryption
+	} else if e.Marker != nil {
+		l.Start = e.Marker.Started
+	}
+	return l
+}
+
+func printList(w io.Writer, list []listed) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS")
+	for _, l := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), stamp(l.Start), stamp(l.End),
+			human(l.Size), human(l.StoredSize), dash(l.GTID), l.Status)
+	}
+	tw.Flush()
+	if len(list) == 0 {
+		fmt.Fprintln(w, "(no backups)")
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// human prints a byte count with a binary unit.
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

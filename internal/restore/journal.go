@@ -1,0 +1,142 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"golang.org/x/sync/errgroup"
+)
+
+// journalName is the file in a repository restore's staging directory that lists the
+// objects already written there; a resumed restore re-reads their ranges from the
+// staging copy and skips those that still match their checksums.
+const journalName = "ferry-restore.journal"
+
+const journalHeader = "ferry restore journal of backup "
+
+// journal records the objects of one backup restored into a staging directory.
+type journal struct {
+	mu           sync.Mutex
+	f            *os.File
+	done         map[string]bool // objects listed
+	skippedBytes int64           // raw bytes of the objects verified and skipped
+}
+
+// openJournal opens (or starts) the journal of backup id in dir. A journal of another
+// backup is refused: the directory is someone else's staging copy.
+func openJournal(dir, id string) (*journal, error) {
+	path := filepath.Join(dir, journalName)
+	j := &journal{done: map[string]bool{}}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		lines := strings.Split(string(b), "\n")
+		if lines[0] != journalHeader+id {
+			return nil, fmt.Errorf("%s belongs to another restore (%q): remove the directory or restore that backup", dir, lines[0])
+		}
+		for _, l := range lines[1:] {
+			if l != "" {
+				j.done[l] = true
+			}
+		}
+	}
+	j.f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("restore journal: %w", err)
+	}
+	if len(b) == 0 {
+		if _, err := j.f.WriteString(journalHeader + id + "\n"); err != nil {
+			return nil, fmt.Errorf("restore journal: %w", err)
+		}
+	}
+	return j, nil
+}
+
+// add records that every blob of an object was written and checked. A line cut short
+// by a kill names no object and is ignored.
+func (j *journal) add(object string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.WriteString(object + "\n"); err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	return nil
+}
+
+func (j *journal) close() { j.f.Close() }
+
+// verified returns the journal's objects whose blobs all still match their CRC-32C in
+// the staging copy: what a resumed restore need not download again. An object a
+// recovery had already changed, or whose write was cut short, is downloaded again.
+func (j *journal) verified(ctx context.Context, m *manifest.Manifest, parallel int) (map[string]bool, error) {
+	if len(j.done) == 0 {
+		return map[string]bool{}, nil
+	}
+	dir := filepath.Dir(j.f.Name())
+	byObj := map[string][]blobOf{}
+	for i := range m.Files {
+		for k := range m.Files[i].Blobs {
+			b := &m.Files[i].Blobs[k]
+			if j.done[b.Object] {
+				byObj[b.Object] = append(byObj[b.Object], blobOf{&m.Files[i], b})
+			}
+		}
+	}
+	out := map[string]bool{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(parallel, 1))
+	for obj, blobs := range byObj {
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			if !blobsMatch(dir, blobs) {
+				return nil
+			}
+			mu.Lock()
+			out[obj] = true
+			for _, b := range blobs {
+				j.skippedBytes += b.b.RawSize
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+type blobOf struct {
+	f *manifest.File
+	b *manifest.Blob
+}
+
+// blobsMatch reads each blob's range from the staging copy and compares its CRC-32C.
+func blobsMatch(dir string, blobs []blobOf) bool {
+	buf := make([]byte, 1<<20)
+	for _, bo := range blobs {
+		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(bo.f.Path)))
+		if err != nil {
+			return false
+		}
+		h := crc32.New(checksum.Table)
+		n, err := io.CopyBuffer(h, io.NewSectionReader(f, bo.b.RawOffset, bo.b.RawSize), buf)
+		f.Close()
+		if err != nil || n != bo.b.RawSize || checksum.Hex(h.Sum32()) != bo.b.CRC32C {
+			return false
+		}
+	}
+	return true
+}

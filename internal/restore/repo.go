@@ -1,0 +1,191 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ferry-backup/ferry/internal/directio"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/repo"
+)
+
+// restoreRepo downloads a repository backup straight into a staging directory beside
+// the datadir (every object checked, decrypted and decompressed in parallel, nothing
+// stored twice), prepares it and renames it into place. The staging directory is
+// named after the backup and kept when the restore fails, so that --resume continues
+// it without downloading again what it already holds and verifies.
+func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, error) {
+	m, err := cfg.Repo.Resolve(ctx, cfg.BackupID)
+	if err != nil {
+		return nil, err
+	}
+	if err := repo.Validate(m); err != nil {
+		return nil, err
+	}
+	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}
+	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := resolveOwner(cfg.Owner, datadir)
+	if err != nil {
+		return nil, err
+	}
+	staging, err := repoStaging(datadir, m.ID, cfg.Resume)
+	if err != nil {
+		return nil, err
+	}
+	res, err := restoreRepoInto(ctx, cfg, m, staging, bin, owner, datadir)
+	if err != nil {
+		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
+	}
+	return res, nil
+}
+
+// repoStaging returns the staging directory of backup id beside datadir: new, or with
+// resume the one an interrupted restore left.
+func repoStaging(datadir, id string, resume bool) (string, error) {
+	dir := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-restore-"+id)
+	_, err := os.Stat(dir)
+	switch {
+	case err == nil && !resume:
+		return "", fmt.Errorf("an interrupted restore of backup %s is in %s: run again with --resume to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir)
+	case err == nil:
+		return dir, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", fmt.Errorf("create staging directory %s: %w", dir, filecopy.WrapWriteErr(err))
+	}
+	return dir, os.Chmod(dir, 0o750)
+}
+
+func restoreRepoInto(ctx context.Context, cfg Config, m *manifest.Manifest, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+	j, err := openJournal(staging, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer j.close()
+	skip, err := j.verified(ctx, m, cfg.Parallel)
+	if err != nil {
+		return nil, err
+	}
+	if err := layOut(staging, m); err != nil {
+		return nil, err
+	}
+	cfg.Log.Info("restoring from the repository", "backup", m.ID, "from", cfg.Repo.Location(), "staging", staging,
+		"objects", len(m.Objects), "already_verified", len(skip), "parallel", cfg.Parallel)
+	prog := progress.New(progress.Options{Label: "restore", Total: m.TotalSize() - j.skippedBytes, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
+	err = cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel,
+		Skip: func(obj string) bool { return skip[obj] }, Done: j.add},
+		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
+			return writeBlob(staging, f, b, r, prog.Add)
+		})
+	prog.Finish()
+	if err != nil {
+		return nil, fmt.Errorf("restore %s from %s: %w", m.ID, cfg.Repo.Location(), err)
+	}
+	return prepareStaged(ctx, cfg, m, staging, bin, owner, datadir)
+}
+
+// prepareStaged runs recovery on a downloaded backup and renames it into place.
+func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+	if err := manifest.Write(staging, m); err != nil {
+		return nil, err
+	}
+	b, err := Open(staging)
+	if err != nil {
+		return nil, err
+	}
+	b.Source = cfg.Repo.Location() + " " + m.ID
+	cfg.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
+	if err := recoverDir(ctx, b, staging, bin, cfg.UseMemory, cfg.Log); err != nil {
+		return nil, err
+	}
+	if err := removeBackupOnlyFiles(staging); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(filepath.Join(staging, journalName)); err != nil {
+		return nil, err
+	}
+	return finishStaging(b, m.Coordinates, staging, datadir, owner, cfg.Replace)
+}
+
+// layOut creates every file of the backup in dir at its size (so that parts can be
+// written in any order) and removes files that are not the backup's (left by a
+// recovery that an earlier, interrupted run had started).
+func layOut(dir string, m *manifest.Manifest) error {
+	want := map[string]bool{journalName: true}
+	for _, f := range m.Files {
+		want[f.Path] = true
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			return filecopy.WrapWriteErr(err)
+		}
+		fh, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o640)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", p, filecopy.WrapWriteErr(err))
+		}
+		err = fh.Truncate(f.Size)
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("size %s: %w", p, filecopy.WrapWriteErr(err))
+		}
+	}
+	return removeStrays(dir, want)
+}
+
+// removeStrays deletes the files under dir that want does not name.
+func removeStrays(dir string, want map[string]bool) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if want[filepath.ToSlash(rel)] || rel == manifest.FileName {
+			return nil
+		}
+		return os.Remove(p)
+	})
+}
+
+// writeBlob writes a blob's decoded bytes at its offset in the staging copy of f, with
+// aligned O_DIRECT writes; a sparse file keeps its holes (the range is punched first,
+// so a rewrite after an interrupted recovery leaves no old bytes).
+func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) error {
+	t, err := filecopy.Open(filepath.Join(dir, filepath.FromSlash(f.Path)), f.Sparse, true)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if f.Sparse {
+		if err := t.PunchHole(b.RawOffset, b.RawSize); err != nil {
+			return err
+		}
+	}
+	buf := directio.AlignedBuffer(1 << 20)
+	off := b.RawOffset
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if werr := t.WriteAt(buf[:n], off); werr != nil {
+				return werr
+			}
+			off += int64(n)
+			progress(int64(n))
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
