@@ -251,3 +251,26 @@ func (c *checkReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// CheckKey makes sure ids open an encrypted backup before anything is written: it
+// decrypts the header of the backup's first blob (one small ranged read). A backup that
+// is not encrypted needs no key.
+func (r *Repo) CheckKey(ctx context.Context, m *manifest.Manifest, ids []age.Identity) error {
+	if m.Storage.Encryption == "" {
+		return nil
+	}
+	if len(ids) == 0 {
+		return codec.ErrNoIdentity
+	}
+	for _, f := range m.Files {
+		if len(f.Blobs) == 0 {
+			continue
+		}
+		b := f.Blobs[0]
+		return r.st.Get(ctx, ObjectKey(m.ID, b.Object), b.Offset, min(b.StoredSize, 64<<10), func(rd io.Reader) error {
+			_, err := codec.Decrypt(rd, ids)
+			return err
+		})
+	}
+	return nil
+}

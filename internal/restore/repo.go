@@ -28,6 +28,9 @@ func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, erro
 	if err := repo.Validate(m); err != nil {
 		return nil, err
 	}
+	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {
+		return nil, err
+	}
 	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}
 	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 	if err != nil {

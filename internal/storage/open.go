@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 )
 
 // Config is how to reach a repository's storage.
@@ -72,7 +74,21 @@ func (s *S3) probe(ctx context.Context) error {
 		return s.wrap("list", s.t.bucket, err)
 	})
 	if IsTransient(err) {
-		return fmt.Errorf("S3 endpoint %s does not answer (%v): check --s3-endpoint / AWS_ENDPOINT_URL and that the server is up", s.t.endpoint.Redacted(), err)
+		return fmt.Errorf("S3 endpoint %s does not answer (%s): check --s3-endpoint / AWS_ENDPOINT_URL and that the server is up", s.t.endpoint.Redacted(), brief(err))
 	}
 	return err
+}
+
+// brief names the cause of a transport error in a few words.
+func brief(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timed out"
+	}
+	return err.Error()
 }

@@ -17,6 +17,17 @@ import (
 // help, the user must fix the configuration.
 var ErrAccess = errors.New("access refused")
 
+// accessError is a configuration error whose message says what to fix; it matches
+// ErrAccess without repeating it.
+type accessError struct{ msg string }
+
+func (e *accessError) Error() string        { return e.msg }
+func (e *accessError) Is(target error) bool { return target == ErrAccess }
+
+func accessErr(format string, args ...any) error {
+	return &accessError{fmt.Sprintf(format, args...)}
+}
+
 // wrap turns a client error into one that says what to do, marking the transient ones.
 func (s *S3) wrap(op, key string, err error) error {
 	if err == nil {
@@ -39,16 +50,16 @@ func (s *S3) wrapResponse(what string, resp minio.ErrorResponse, err error) erro
 	case "NoSuchKey":
 		return fmt.Errorf("%s: %w", what, ErrNotExist)
 	case "NoSuchBucket":
-		return fmt.Errorf("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in --repo: %w", s.t.bucket, s.t.endpoint.Redacted(), ErrAccess)
+		return accessErr("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in --repo", s.t.bucket, s.t.endpoint.Redacted())
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "TokenRefreshRequired",
 		"XAdminUserNotFound": // versitygw's answer to an unknown key id
-		return fmt.Errorf("%s at %s: the server refused the credentials (%s): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile: %w", what, s.t.endpoint.Redacted(), resp.Code, ErrAccess)
+		return accessErr("%s at %s: the server refused the credentials (%s): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile", what, s.t.endpoint.Redacted(), resp.Code)
 	case "AccessDenied", "AllAccessDisabled", "AccountProblem":
-		return fmt.Errorf("%s at %s: access denied: the credentials need s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on %s: %w", what, s.t.endpoint.Redacted(), s.t.bucket, ErrAccess)
+		return accessErr("%s at %s: access denied: the credentials need s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on %s", what, s.t.endpoint.Redacted(), s.t.bucket)
 	case "AuthorizationHeaderMalformed", "IllegalLocationConstraintException", "PermanentRedirect":
-		return fmt.Errorf("%s: the bucket %s is not in region %s (%s): set --s3-region or AWS_REGION: %w", what, s.t.bucket, s.t.region, resp.Message, ErrAccess)
+		return accessErr("%s: the bucket %s is not in region %s (%s): set --s3-region or AWS_REGION", what, s.t.bucket, s.t.region, resp.Message)
 	case "RequestTimeTooSkewed":
-		return fmt.Errorf("%s: this host's clock differs too much from the server's: fix the clock (NTP): %w", what, ErrAccess)
+		return accessErr("%s: this host's clock differs too much from the server's: fix the clock (NTP)", what)
 	case "BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest":
 		// The bytes changed on their way: a new attempt sends them again.
 		return Transient(fmt.Errorf("%s: the server found the upload damaged (%s)", what, resp.Code))
@@ -68,7 +79,7 @@ func (s *S3) wrapStatus(what string, status int, err error) error {
 	case status == http.StatusNotFound:
 		return fmt.Errorf("%s: %w", what, ErrNotExist)
 	case status == http.StatusForbidden || status == http.StatusUnauthorized:
-		return fmt.Errorf("%s at %s: access denied (HTTP %d): check the credentials and the bucket policy: %w", what, s.t.endpoint.Redacted(), status, ErrAccess)
+		return accessErr("%s at %s: access denied (HTTP %d): check the credentials and the bucket policy", what, s.t.endpoint.Redacted(), status)
 	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:
 		return Transient(fmt.Errorf("%s: HTTP %d: %v", what, status, err))
 	}
@@ -85,11 +96,11 @@ func (s *S3) wrapNet(what string, err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return fmt.Errorf("%s: S3 endpoint host %s not found: check --s3-endpoint / AWS_ENDPOINT_URL: %w", what, s.t.endpoint.Hostname(), ErrAccess)
+		return accessErr("%s: S3 endpoint host %s not found: check --s3-endpoint / AWS_ENDPOINT_URL", what, s.t.endpoint.Hostname())
 	case errors.As(err, &certErr), errors.As(err, &hostErr):
-		return fmt.Errorf("%s: the TLS certificate of %s is not trusted (%v): pass --s3-ca-file with the CA that signed it: %w", what, s.t.endpoint.Host, err, ErrAccess)
+		return accessErr("%s: the TLS certificate of %s is not trusted (%v): pass --s3-ca-file with the CA that signed it", what, s.t.endpoint.Host, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return Transient(fmt.Errorf("%s: cannot connect to %s (connection refused): is the S3 endpoint right and up? %v", what, s.t.endpoint.Host, err))
+		return Transient(fmt.Errorf("%s: cannot connect to %s: %w", what, s.t.endpoint.Host, err))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, context.DeadlineExceeded):
 		return Transient(fmt.Errorf("%s: %w", what, err))

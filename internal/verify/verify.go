@@ -51,6 +51,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := repo.Validate(m); err != nil {
 		return nil, err
 	}
+	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {
+		return nil, err
+	}
 	if err := checkObjects(ctx, cfg.Repo, m); err != nil {
 		return nil, err
 	}
