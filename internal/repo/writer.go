@@ -48,7 +48,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	o.Pipeline.Workers = max(o.Pipeline.Workers, 1)
-	o.Pipeline.MaxMemory = o.Pipeline.MinMemory() + int64(4*o.Pipeline.Workers)*2*pipeline.DefaultBlockSize
+	o.Pipeline.MaxMemory = o.Pipeline.MinMemory()
 	return o
 }
 
