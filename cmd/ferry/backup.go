@@ -78,7 +78,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line), or to the public key of an identity file such as ferry keygen writes (repeatable)")
 	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
 	f.Var(byteSize{&cfg.PartSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
-	f.IntVar(&cfg.Uploads, "uploads", 0, "repository: objects uploaded at once (default 8)")
+	f.IntVar(&cfg.Uploads, "uploads", 0, "repository: most objects uploading at once (default 16: ferry starts with 2 and adds one whenever parts wait for the link)")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")

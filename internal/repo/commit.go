@@ -55,6 +55,7 @@ func (w *Writer) Commit(ctx context.Context, m *manifest.Manifest) error {
 	if err := putJSON(ctx, w.repo.st, backupPrefix(w.id)+manifestName, m); err != nil {
 		return fmt.Errorf("upload the manifest of %s: %w", w.id, err)
 	}
+	w.o.Log.Info("repository backup stored", "id", w.id, "objects", len(m.Objects), "stored_bytes", m.StoredSize(), "uploaders", w.Uploaders())
 	if err := w.repo.st.Delete(ctx, backupPrefix(w.id)+markerName); err != nil {
 		w.o.Log.Warn("backup complete, but its in-progress marker could not be removed", "id", w.id, "err", err)
 	}

@@ -340,3 +340,44 @@ func TestListAndExpire(t *testing.T) {
 		t.Fatal("an empty policy was accepted")
 	}
 }
+
+// slowPuts delays every Put and records the most Puts in flight at once: a fake only
+// to make the link the bottleneck on demand.
+type slowPuts struct {
+	storage.Storage
+	delay    time.Duration
+	mu       sync.Mutex
+	now, max int
+}
+
+func (s *slowPuts) Put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32) error {
+	s.mu.Lock()
+	s.now++
+	s.max = max(s.max, s.now)
+	s.mu.Unlock()
+	time.Sleep(s.delay)
+	defer func() { s.mu.Lock(); s.now--; s.mu.Unlock() }()
+	return s.Storage.Put(ctx, key, data, size, crc)
+}
+
+// TestUploadersGrowWithBacklog: when uploads are slower than the copy, objects wait
+// and uploaders join, up to the limit; a fast link keeps the initial few.
+func TestUploadersGrowWithBacklog(t *testing.T) {
+	noise := testFiles()["db/noise.ibd"]
+	for _, c := range []struct {
+		name        string
+		delay       time.Duration
+		limit       int
+		least, most int
+	}{{"slow link", 150 * time.Millisecond, 6, initialUploads + 2, 6}, {"limit of one", 150 * time.Millisecond, 1, 1, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &slowPuts{Storage: newFS(t), delay: c.delay}
+			r, _ := Init(context.Background(), st, "test")
+			o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 2, OpenFiles: 8}, PartSize: 1 << 20, Uploads: c.limit, MaxMemory: 128 << 20}
+			writeBackup(t, r, "u", map[string][]byte{"noise": noise}, o)
+			if st.max < c.least || st.max > c.most {
+				t.Fatalf("at most %d uploads at once, want %d to %d", st.max, c.least, c.most)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
@@ -19,7 +20,8 @@ import (
 const (
 	DefaultPartSize  = 32 << 20  // raw bytes per part
 	DefaultMaxMemory = 256 << 20 // encoded bytes held (parts, packs, uploads) plus block buffers
-	DefaultUploads   = 8         // objects uploading at once
+	DefaultUploads   = 16        // most objects uploading at once
+	initialUploads   = 2         // uploaders at the start; more join while objects wait
 )
 
 // WriterOptions configures a backup written into a repository.
@@ -29,7 +31,7 @@ type WriterOptions struct {
 	Pipeline  pipeline.Options
 	PartSize  int64 // raw bytes per part
 	MaxMemory int64 // the whole budget: block buffers, parts, packs, uploads
-	Uploads   int   // uploads at once
+	Uploads   int   // most uploads at once (the pool grows up to it while objects wait)
 	Version   string
 	Log       *slog.Logger
 }
@@ -94,6 +96,7 @@ type Writer struct {
 	stop  context.CancelCauseFunc
 	queue chan sealed
 	upWG  sync.WaitGroup
+	upN   atomic.Int32 // uploaders running
 	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
 
 	mu      sync.Mutex
@@ -136,9 +139,8 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		queue: make(chan sealed, 4096)}
 	w.ctx, w.stop = context.WithCancelCause(ctx)
 	context.AfterFunc(w.ctx, func() { w.mem.fail(context.Cause(w.ctx)) })
-	for range o.Uploads {
-		w.upWG.Add(1)
-		go w.uploader()
+	for range min(initialUploads, o.Uploads) {
+		w.addUploader()
 	}
 	return w, nil
 }
@@ -202,15 +204,32 @@ func (w *Writer) objectName() string {
 	return name
 }
 
-// enqueue hands a sealed object to the uploaders.
+// enqueue hands a sealed object to the uploaders. Objects waiting in the queue mean
+// the link, not the copy, is the bottleneck: another uploader joins (up to Uploads), so
+// the concurrency grows until the link is full or the memory budget is the limit.
 func (w *Writer) enqueue(key string, buf *buffer) {
 	select {
 	case w.queue <- sealed{key, buf}:
 	case <-w.ctx.Done():
 		buf.release()
 		w.mem.done(buf.n)
+		return
+	}
+	if len(w.queue) > 0 && int(w.upN.Load()) < w.o.Uploads {
+		w.addUploader()
 	}
 }
+
+// addUploader starts one more uploader (the count may overshoot by a few under races,
+// never by more than the concurrent enqueuers).
+func (w *Writer) addUploader() {
+	w.upN.Add(1)
+	w.upWG.Add(1)
+	go w.uploader()
+}
+
+// Uploaders is how many uploaders the backup ended with.
+func (w *Writer) Uploaders() int { return int(w.upN.Load()) }
 
 // uploader puts sealed objects until the queue closes.
 func (w *Writer) uploader() {
