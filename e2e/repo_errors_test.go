@@ -76,8 +76,11 @@ func TestRepoBadInput(t *testing.T) {
 			}
 		})
 	}
-	// Only the first backup was made: every refused command left the repository as it was.
-	if list := listRepo(t, r.env, r.url); len(list) != 1 || list[0].ID != id {
+	// Only the first backup was made: every refused command left the repository as it was,
+	// and a backup refused by the server checks creates no repository.
+	if list := listRepo(t, r.env, r.url, "--all"); len(list) != 1 || list[0].ID != id {
 		t.Fatalf("list after the refused commands: %+v", list)
 	}
+	wantFail(t, r.env, "lacks privileges", append(repoBackupArgs(src, "s3://ferry-bad/fresh"), "--user", "nobody")...)
+	wantFail(t, r.env, "no ferry repository", "list", "--repo", "s3://ferry-bad/fresh")
 }

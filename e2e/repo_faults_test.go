@@ -158,9 +158,11 @@ func TestRepoKilledBackupIsDebris(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 
-	list := listRepo(t, r.env, r.url)
+	if list := listRepo(t, r.env, r.url); len(list) != 1 || list[0].ID != good {
+		t.Fatalf("list: %+v, want only the complete backup %s", list, good)
+	}
 	status := map[string]listedBackup{}
-	for _, l := range list {
+	for _, l := range listRepo(t, r.env, r.url, "--all") {
 		status[l.ID] = l
 	}
 	if l := status[killed]; l.Status != "incomplete" || l.Restorable || l.Objects < 2 {
@@ -187,7 +189,7 @@ func TestRepoKilledBackupIsDebris(t *testing.T) {
 			t.Fatalf("expire left %d objects of the killed backup", left)
 		}
 	}
-	if list := listRepo(t, r.env, r.url); len(list) != 1 || list[0].ID != good {
+	if list := listRepo(t, r.env, r.url, "--all"); len(list) != 1 || list[0].ID != good {
 		t.Fatalf("after expire: %+v", list)
 	}
 	r.run(t, "verify", "--repo", r.url, good)

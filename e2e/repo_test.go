@@ -53,9 +53,9 @@ type listedBackup struct {
 	Objects    int    `json:"objects"`
 }
 
-func listRepo(t testing.TB, env []string, url string) []listedBackup {
+func listRepo(t testing.TB, env []string, url string, extra ...string) []listedBackup {
 	t.Helper()
-	res := ferry(t, env, "list", "--repo", url, "--json")
+	res := ferry(t, env, append([]string{"list", "--repo", url, "--json"}, extra...)...)
 	if res.err != nil {
 		t.Fatalf("ferry list: %v\n%s", res.err, res.stderr)
 	}

@@ -30,14 +30,14 @@ type listed struct {
 
 func newListCmd(g *globals) *cobra.Command {
 	var rf repoFlags
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
-		Use:   "list --repo REPO [--json]",
-		Short: "List the backups of a repository: id, type, start/end, size stored, GTID, status",
+		Use:   "list --repo REPO [--json] [--all]",
+		Short: "List the restorable backups of a repository: id, type, start/end, size stored, GTID, status",
 		Example: `  ferry list --repo s3://bucket/prod-db1
   ferry list --repo /mnt/backups --json
-  Only complete backups (manifest written) are restorable; an incomplete one was
-  interrupted (ferry expire removes it) or is still running.`,
+  A backup is listed once its manifest is written. --all also shows unfinished ones: running,
+  or incomplete (interrupted: never restorable; ferry expire removes them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := rf.open(cmd.Context(), g.log, false, version)
@@ -48,9 +48,18 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := make([]listed, len(entries))
-			for i, e := range entries {
-				out[i] = toListed(e)
+			out := []listed{}
+			hidden := map[string]int{}
+			for _, e := range entries {
+				if e.Manifest == nil && !all {
+					hidden[e.Status]++
+					continue
+				}
+				out = append(out, toListed(e))
+			}
+			if n := hidden[repo.StatusRunning] + hidden[repo.StatusIncomplete]; n > 0 {
+				g.log.Info("unfinished backups not listed (--all shows them; ferry expire removes the incomplete ones)",
+					"running", hidden[repo.StatusRunning], "incomplete", hidden[repo.StatusIncomplete])
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -63,6 +72,7 @@ func newListCmd(g *globals) *cobra.Command {
 	}
 	rf.add(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	cmd.Flags().BoolVar(&all, "all", false, "also list unfinished backups (running, or interrupted debris)")
 	return cmd
 }
 

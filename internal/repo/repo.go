@@ -47,8 +47,9 @@ type Config struct {
 
 // Repo is a repository of backups in a Storage.
 type Repo struct {
-	st  storage.Storage
-	cfg Config
+	st    storage.Storage
+	cfg   Config
+	fresh bool // not created yet: the first backup writes its config
 }
 
 // Open reads the repository at st; ErrNoRepository if there is none, an error saying to
@@ -68,17 +69,28 @@ func Open(ctx context.Context, st storage.Storage) (*Repo, error) {
 	return &Repo{st: st, cfg: cfg}, nil
 }
 
-// Init opens the repository at st, creating it if the location holds none.
+// Init opens the repository at st for a backup, or prepares a new one if the location
+// holds none: it is created when the first backup starts (NewBackup), so a backup that
+// fails its server checks leaves nothing behind.
 func Init(ctx context.Context, st storage.Storage, version string) (*Repo, error) {
 	r, err := Open(ctx, st)
 	if !errors.Is(err, ErrNoRepository) {
 		return r, err
 	}
 	cfg := Config{Format: FormatVersion, Tool: "ferry", ToolVersion: version, Created: time.Now().UTC()}
-	if err := putJSON(ctx, st, ConfigKey, cfg); err != nil {
-		return nil, fmt.Errorf("create repository at %s: %w", st.Location(), err)
+	return &Repo{st: st, cfg: cfg, fresh: true}, nil
+}
+
+// create writes the config of a new repository.
+func (r *Repo) create(ctx context.Context) error {
+	if !r.fresh {
+		return nil
 	}
-	return &Repo{st: st, cfg: cfg}, nil
+	if err := putJSON(ctx, r.st, ConfigKey, r.cfg); err != nil {
+		return fmt.Errorf("create repository at %s: %w", r.st.Location(), err)
+	}
+	r.fresh = false
+	return nil
 }
 
 // Location names the repository for messages.
