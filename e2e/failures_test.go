@@ -52,7 +52,7 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("stream options", func(t *testing.T) {
-		wantFail(t, nil, "either --target-dir or --stream", streamArgs(src, "--target-dir", filepath.Join(tmp, "s1"))...)
+		wantFail(t, nil, "give one of --target-dir, --stream or --repo", streamArgs(src, "--target-dir", filepath.Join(tmp, "s1"))...)
 		wantFail(t, nil, "apply to --stream", backupArgs(src, filepath.Join(tmp, "s2"), "--compress", "zstd")...)
 		wantFail(t, nil, "unknown compression \"brotli\"", streamArgs(src, "--compress", "brotli")...)
 		wantFail(t, nil, "is not an age public key", streamArgs(src, "--encrypt-to", "age1notakey")...)
