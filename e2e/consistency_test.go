@@ -16,15 +16,9 @@ import (
 // the bank invariants, end exactly at the recorded GTID, pass the DDL and non-InnoDB
 // checks, and, replicating from the recorded GTID, converge to the source's checksums.
 func TestBackupUnderLoadIsConsistent(t *testing.T) {
-	src := testdb.Start(t, testdb.Options{LogFileSize: "4M", ServerID: 1})
-	db := src.DB(t)
-	load := testdb.NewWorkload(t, db, 7, 4)
-	testdb.CreateReplicationUser(t, src, "repl", "replpw")
 	// ~60 MB of static rows, so that the rate-limited copy lasts long enough (~15 s) for
 	// the workload's redo to wrap the 4 MiB log several times, however small the rest is.
-	src.Exec(t, "CREATE DATABASE filler")
-	src.Exec(t, "CREATE TABLE filler.t (id INT PRIMARY KEY, pad CHAR(240)) ENGINE=InnoDB")
-	src.Exec(t, "INSERT INTO filler.t SELECT seq, REPEAT('f', 240) FROM filler.seq_1_to_200000")
+	src, load := loadedSource(t, testdb.Options{LogFileSize: "4M", ServerID: 1}, 4, 200000)
 
 	load.Start()
 	time.Sleep(time.Second) // the workload is running before the backup starts
@@ -51,11 +45,5 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 		t.Errorf("restored datadir must keep xtrabackup_info with the GTID %s (err %v)", m.Coordinates.GTIDBinlogPos, err)
 	}
 
-	rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
-	rdb := rep.DB(t)
-	load.Check(t, rdb, m.Coordinates.GTIDBinlogPos)
-
-	testdb.StartReplica(t, rep, src, m.Coordinates.GTIDBinlogPos, "repl", "replpw")
-	testdb.WaitCaughtUp(t, rep, src, 2*time.Minute)
-	compareChecksums(t, testdb.Checksums(t, db), testdb.Checksums(t, rdb))
+	checkReplica(t, src, load, datadir, m.Coordinates.GTIDBinlogPos, testdb.Checksums(t, src.DB(t)))
 }

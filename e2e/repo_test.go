@@ -79,13 +79,8 @@ func repoBackupArgs(s *testdb.Server, url string, extra ...string) []string {
 // directory repository restores too. The S3 secret appears nowhere: not in any output,
 // not in any stored object.
 func TestRepoCycleUnderLoad(t *testing.T) {
-	src := testdb.Start(t, testdb.Options{LogFileSize: "8M", ServerID: 1})
+	src, load := loadedSource(t, testdb.Options{LogFileSize: "8M", ServerID: 1}, 3, 60000)
 	db := src.DB(t)
-	load := testdb.NewWorkload(t, db, 7, 3)
-	testdb.CreateReplicationUser(t, src, "repl", "replpw")
-	src.Exec(t, "CREATE DATABASE filler")
-	src.Exec(t, "CREATE TABLE filler.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
-	src.Exec(t, "INSERT INTO filler.t SELECT seq, REPEAT(MD5(seq), 6) FROM filler.seq_1_to_60000")
 	r := newS3Repo(t, "ferry-backups", "prod-db1")
 	tmp := shortTemp(t)
 	keyFile := filepath.Join(tmp, "key.txt")
@@ -126,14 +121,7 @@ func TestRepoCycleUnderLoad(t *testing.T) {
 			datadir := filepath.Join(tmp, "restored-"+c.name)
 			rs := r.run(t, "restore", "--repo", c.url, c.id, "--datadir", datadir, "--identity-file", keyFile)
 			outputs = append(outputs, rs.stdout, rs.stderr)
-			gtid := restoredGTID(t, rs.stdout)
-			rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
-			rdb := rep.DB(t)
-			load.Check(t, rdb, gtid)
-			testdb.StartReplica(t, rep, src, gtid, "repl", "replpw")
-			testdb.WaitCaughtUp(t, rep, src, 2*time.Minute)
-			compareChecksums(t, want, testdb.Checksums(t, rdb))
-			rep.Stop(t)
+			checkReplica(t, src, load, datadir, restoredGTID(t, rs.stdout), want)
 		})
 	}
 	noSecret(t, r, outputs)

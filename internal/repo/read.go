@@ -274,3 +274,19 @@ func (r *Repo) CheckKey(ctx context.Context, m *manifest.Manifest, ids []age.Ide
 	}
 	return nil
 }
+
+// Load returns the manifest of backup id (or "latest") ready to be read: validated, and
+// for an encrypted backup with ids checked against it.
+func (r *Repo) Load(ctx context.Context, id string, ids []age.Identity) (*manifest.Manifest, error) {
+	m, err := r.Resolve(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := Validate(m); err != nil {
+		return nil, err
+	}
+	if err := r.CheckKey(ctx, m, ids); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

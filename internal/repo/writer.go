@@ -96,7 +96,7 @@ type Writer struct {
 	stop  context.CancelCauseFunc
 	queue chan sealed
 	upWG  sync.WaitGroup
-	upN   atomic.Int32 // uploaders running
+	upN   atomic.Int32   // uploaders running
 	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
 
 	mu      sync.Mutex

@@ -21,14 +21,8 @@ import (
 // named after the backup and kept when the restore fails, so that --resume continues
 // it without downloading again what it already holds and verifies.
 func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, error) {
-	m, err := cfg.Repo.Resolve(ctx, cfg.BackupID)
+	m, err := cfg.Repo.Load(ctx, cfg.BackupID, cfg.Identities)
 	if err != nil {
-		return nil, err
-	}
-	if err := repo.Validate(m); err != nil {
-		return nil, err
-	}
-	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {
 		return nil, err
 	}
 	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}

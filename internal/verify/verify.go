@@ -44,14 +44,8 @@ type Report struct {
 // Run verifies one backup; the first problem found is returned, naming the object
 // (and file and page) at fault.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	m, err := cfg.Repo.Resolve(ctx, cfg.BackupID)
+	m, err := cfg.Repo.Load(ctx, cfg.BackupID, cfg.Identities)
 	if err != nil {
-		return nil, err
-	}
-	if err := repo.Validate(m); err != nil {
-		return nil, err
-	}
-	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {
 		return nil, err
 	}
 	if err := checkObjects(ctx, cfg.Repo, m); err != nil {
