@@ -1,4 +1,4 @@
-# bench/lib.sh: shared by bench/backup.sh and bench/stream.sh (sourced, not run).
+# bench/lib.sh: shared by bench/backup.sh, bench/stream.sh and bench/s3.sh (sourced, not run).
 #
 # Common settings (environment, defaults in brackets; each script documents its own extras):
 #   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), outputs, logs
