@@ -29,6 +29,9 @@ type ReadOptions struct {
 	Skip func(object string) bool
 	// Done, if set, is called after every blob of an object was read and checked.
 	Done func(object string) error
+	// Unreferenced: also read (and check) the objects no blob references, parts of
+	// copies that DDL made stale during the backup; a restore has no use for them.
+	Unreferenced bool
 }
 
 // BlobFunc receives the decoded bytes of one blob of file f. It must read r to its
@@ -61,7 +64,7 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(o.Parallel, 8))
 	for _, rd := range reads {
-		if o.Skip != nil && o.Skip(rd.obj.Key) {
+		if o.Skip != nil && o.Skip(rd.obj.Key) || len(rd.blobs) == 0 && !o.Unreferenced {
 			continue
 		}
 		g.Go(func() error {

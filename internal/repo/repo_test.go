@@ -381,3 +381,60 @@ func TestUploadersGrowWithBacklog(t *testing.T) {
 		})
 	}
 }
+
+// countGets counts the objects read.
+type countGets struct {
+	storage.Storage
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (c *countGets) Get(ctx context.Context, key string, off, n int64, fn func(io.Reader) error) error {
+	c.mu.Lock()
+	c.gets[key]++
+	c.mu.Unlock()
+	return c.Storage.Get(ctx, key, off, n, fn)
+}
+
+// TestUnreferencedObjects: a file forgotten after its parts were uploaded (DDL made the
+// copy stale) leaves objects no blob references: a restore does not download them, a
+// verification still checks them.
+func TestUnreferencedObjects(t *testing.T) {
+	st := &countGets{Storage: newFS(t), gets: map[string]int{}}
+	r, _ := Init(context.Background(), st, "test")
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 2, OpenFiles: 8}, PartSize: 1 << 20}
+	w, err := r.NewBackup(context.Background(), "u1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := testFiles()["db/noise.ibd"]
+	for _, name := range []string{"stale.ibd", "kept.ibd"} {
+		f, _ := w.Create(name)
+		if err := f.WriteAt(noise[:3<<20], 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(3 << 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Remove("stale.ibd")
+	m := &manifest.Manifest{Storage: manifest.Storage{Format: "repository"},
+		Files: []manifest.File{{Path: "kept.ibd", Size: 3 << 20, CRC32C: checksum.Hex(checksum.Sum(noise[:3<<20]))}}}
+	if err := w.Commit(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	read := func(all bool) int {
+		st.gets = map[string]int{}
+		err := r.ReadBackup(context.Background(), m, ReadOptions{Unreferenced: all}, func(_ *manifest.File, _ *manifest.Blob, rd io.Reader) error {
+			_, err := io.Copy(io.Discard, rd)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.gets)
+	}
+	if n, all := read(false), read(true); n != 3 || all != 6 {
+		t.Fatalf("read %d objects for a restore, %d for a verification; want 3 and 6", n, all)
+	}
+}
