@@ -213,12 +213,10 @@ func classify(err error, in *countReader, r *checkReader, br blobRef) error {
 		return in.err
 	case errors.Is(err, codec.ErrWrongKey), errors.Is(err, codec.ErrNoIdentity):
 		return err
-	case r.err != nil && !errors.Is(r.err, io.EOF):
+	case r.err != nil && r.err != io.EOF:
 		return fmt.Errorf("%w: %s from byte %d does not decode: %v", ErrDamaged, br.f.Path, br.b.RawOffset, r.err)
-	case r.err != nil || errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: %s from byte %d ends early: %v", ErrDamaged, br.f.Path, br.b.RawOffset, err)
 	}
-	return err
+	return err // the caller's own (a blob cut short is caught by the size check)
 }
 
 // countReader counts the object's bytes and keeps its first read error.

@@ -110,7 +110,7 @@ func checkPages(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(i
 		for i := int64(0); i+ps <= int64(n); i += ps {
 			pageNo := uint32((off+i)/ps) + s.FirstPage
 			if cerr := c.Check(buf[i:i+ps], pageNo); cerr != nil {
-				return pages, fmt.Errorf("%s: page %d is not valid in the backup: %v: %w", f.Path, pageNo, cerr, repo.ErrDamaged)
+				return pages, fmt.Errorf("%w: %s: page %d is not valid: %v", repo.ErrDamaged, f.Path, pageNo, cerr)
 			}
 			pages++
 		}
