@@ -1,4 +1,5 @@
 # bench/lib.sh: shared by bench/backup.sh, bench/stream.sh and bench/s3.sh (sourced, not run).
+# shellcheck shell=bash
 #
 # Common settings (environment, defaults in brackets; each script documents its own extras):
 #   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), outputs, logs
@@ -249,6 +250,36 @@ timed() {
 }
 # step_time LABEL: a /usr/bin/time prefix for one step inside a timed COMMAND (see timed).
 step_time() { printf "/usr/bin/time -a -o %s -f '%s %%e %%U %%S %%M'" "$(q "$LOGS/steps.time")" "$1"; }
+
+# stock_restore_cmd UNPACK: the stock restore as one command line: UNPACK (a pipeline that
+# unpacks into $M_UNPACK, timed as step mb-unpack or mb-download), then mariadb-backup
+# --prepare and --copy-back into $M_REST, each step also timed on its own.
+stock_restore_cmd() {  # stock_restore_cmd STEP-LABEL UNPACK-PIPELINE
+  printf '%s' "$(step_time "$1") bash -o pipefail -c $(q "$2") \
+&& $(step_time mb-prepare) mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$M_UNPACK") \
+&& $(step_time mb-copyback) mariadb-backup --no-defaults --copy-back --parallel=$PARALLEL --target-dir=$(q "$M_UNPACK") --datadir=$(q "$M_REST")"
+}
+
+# order RUN: the tools of $TOOLS, reversed on even runs (alternating who goes first).
+order() { if (($1 % 2)); then printf '%s\n' "${TOOLS[@]}"; else printf '%s\n' "${TOOLS[@]}" | tac; fi; }
+
+# restore_runs TIMER: RUNS restores per tool of $TOOLS (ferry, mb), alternating, each with a
+# cold cache and its target removed first, followed by a separately timed sync; the command
+# of tool T is CMD[T-restore] (an associative array of the caller), run with TIMER (timed or
+# a wrapper of it). ferry's last restore is kept for the check.
+restore_runs() {
+  local timer=$1 r tool size
+  for ((r = 1; r <= RUNS; r++)); do
+    for tool in $(order "$r"); do
+      if [[ $tool == ferry ]]; then rm -rf "$F_REST"; size=$F_REST
+      else rm -rf "$M_UNPACK" "$M_REST"; mkdir -p "$M_UNPACK"; size=$M_REST; fi
+      drop_caches
+      "$timer" "$tool-restore" "$r" "$size" "${CMD[$tool-restore]}"
+      timed "sync-$tool-restore" "$r" 0 sync
+    done
+  done
+  rm -rf "$M_UNPACK" "$M_REST"
+}
 
 # check_restored DATADIR: starts a server (socket only) on a restored DATADIR and compares
 # CHECKSUM TABLE of every sbtest table with the source's; sets CHECK to OK or MISMATCH.

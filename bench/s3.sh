@@ -261,7 +261,6 @@ cmd_backup() {
 TOOLS=(ferry mb)
 [[ $SKIP_FERRY == 1 ]] && TOOLS=(mb)
 # order RUN: the tools in the order of that run (odd runs ferry first, even runs mariadb-backup).
-order() { if (($1 % 2)); then printf '%s\n' "${TOOLS[@]}"; else printf '%s\n' "${TOOLS[@]}" | tac; fi; }
 
 # --- 1: backups of the idle server into S3, cold cache ----------------------------------------
 quiesce
@@ -319,21 +318,8 @@ if [[ $SKIP_RESTORE != 1 ]]; then
   declare -A CMD
   CMD[ferry-restore]="$(q "${FERRY:-ferry}") restore --repo $F_REPO $(q "$FERRY_ID") --datadir $(q "$F_REST") --parallel $DOWNLOADS"
   # The stock path as one command; each step is also timed on its own (labels mb-download, ...).
-  download="$AWSC s3 cp --only-show-errors s3://$BUCKET/mb-$LAST_RUN.xbs.zst - | zstd -d -q -c | mbstream -x -p $PARALLEL -C $(q "$M_UNPACK")"
-  CMD[mb-restore]="$(step_time mb-download) bash -o pipefail -c $(q "$download") \
-&& $(step_time mb-prepare) mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$M_UNPACK") \
-&& $(step_time mb-copyback) mariadb-backup --no-defaults --copy-back --parallel=$PARALLEL --target-dir=$(q "$M_UNPACK") --datadir=$(q "$M_REST")"
-
-  for ((r = 1; r <= RUNS; r++)); do
-    for tool in $(order "$r"); do
-      if [[ $tool == ferry ]]; then rm -rf "$F_REST"; size=$F_REST      # ferry's last restore stays
-      else rm -rf "$M_UNPACK" "$M_REST"; mkdir -p "$M_UNPACK"; size=$M_REST; fi   # for the check
-      drop_caches
-      measured "$tool-restore" "$r" "$size" "${CMD[$tool-restore]}"
-      timed "sync-$tool-restore" "$r" 0 sync
-    done
-  done
-  rm -rf "$M_UNPACK" "$M_REST"
+  CMD[mb-restore]=$(stock_restore_cmd mb-download "$AWSC s3 cp --only-show-errors s3://$BUCKET/mb-$LAST_RUN.xbs.zst - | zstd -d -q -c | mbstream -x -p $PARALLEL -C $(q "$M_UNPACK")")
+  restore_runs measured
 
   # --- 4: correctness of ferry's last restore ---------------------------------------------------
   if [[ $SKIP_FERRY != 1 && $SKIP_CHECK != 1 ]]; then

@@ -41,6 +41,7 @@
 set -euo pipefail
 
 # --- settings (common ones and the shared functions: lib.sh) ----------------------------------
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ZSTD_THREADS=${ZSTD_THREADS:-$(nproc)}
 PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
@@ -80,7 +81,6 @@ CMD[mb-lz4]="$MB_STREAM | lz4 -1 -q -c | $WC";                SIZE[mb-lz4]="@$SI
 TOOLS=(ferry mb)
 [[ $SKIP_FERRY == 1 ]] && TOOLS=(mb)
 # order RUN: the tools in the order of that run (odd runs ferry first, even runs mariadb-backup).
-order() { if (($1 % 2)); then printf '%s\n' "${TOOLS[@]}"; else printf '%s\n' "${TOOLS[@]}" | tac; fi; }
 
 # --- 1-5: streams of the idle server, cold cache ------------------------------------------------
 rm -rf "${CLEAN_PATHS[@]}"
@@ -128,21 +128,9 @@ if [[ $SKIP_RESTORE != 1 ]]; then
 
   CMD[ferry-restore]="$(q "${FERRY:-ferry}") restore --from $(q "$F_XBS") --datadir $(q "$F_REST") --parallel $PARALLEL"
   # The stock path as one command; each step is also timed on its own (labels mb-unpack, ...).
-  unpack="zstd -d -q -c $(q "$M_XBS") | mbstream -x -p $PARALLEL -C $(q "$M_UNPACK")"
-  CMD[mb-restore]="$(step_time mb-unpack) bash -o pipefail -c $(q "$unpack") \
-&& $(step_time mb-prepare) mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$M_UNPACK") \
-&& $(step_time mb-copyback) mariadb-backup --no-defaults --copy-back --parallel=$PARALLEL --target-dir=$(q "$M_UNPACK") --datadir=$(q "$M_REST")"
-
-  for ((r = 1; r <= RUNS; r++)); do
-    for tool in $(order "$r"); do
-      if [[ $tool == ferry ]]; then rm -rf "$F_REST"; size=$F_REST      # ferry's last restore stays
-      else rm -rf "$M_UNPACK" "$M_REST"; mkdir -p "$M_UNPACK"; size=$M_REST; fi   # for the check
-      drop_caches
-      timed "$tool-restore" "$r" "$size" "${CMD[$tool-restore]}"
-      timed "sync-$tool-restore" "$r" 0 sync
-    done
-  done
-  rm -rf "$M_UNPACK" "$M_REST" "$M_XBS"
+  CMD[mb-restore]=$(stock_restore_cmd mb-unpack "zstd -d -q -c $(q "$M_XBS") | mbstream -x -p $PARALLEL -C $(q "$M_UNPACK")")
+  restore_runs timed
+  rm -f "$M_XBS"
 
   # --- 7: correctness of ferry's last restore --------------------------------------------------
   if [[ $SKIP_FERRY != 1 && $SKIP_CHECK != 1 ]]; then
