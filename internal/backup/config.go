@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"golang.org/x/time/rate"
 )
 
 // DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
@@ -34,7 +35,11 @@ type Config struct {
 	Stream    io.Writer // set: write an xbstream here (stdout) instead of a directory
 	// Repo, when set, receives the backup instead of a directory or a stream; PartSize
 	// and Uploads tune it (0: defaults), MaxMemory bounds its buffers.
-	Repo     *repo.Repo
+	Repo *repo.Repo
+	// Sink, when set, receives the backup instead (a clone's recipient); Monitor, if
+	// set, is updated so the caller can watch the redo copy.
+	Sink     Sink
+	Monitor  *Monitor
 	PartSize int64
 	Uploads  int
 	// Compression, Level and Recipients (age public keys: encrypted if any) apply to
@@ -47,9 +52,12 @@ type Config struct {
 	ChunkSize   int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
 	Segment     int64 // large files are split into segments copied in parallel; default 256 MiB
 	MaxRate     int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
-	Log         *slog.Logger
-	Progress    io.Writer // where progress is drawn (stderr)
-	Terminal    bool      // Progress is a terminal
-	Version     string    // ferry version, recorded in metadata
-	Command     string    // command line without secrets, recorded in xtrabackup_info
+	// Limiter, when set, paces data file reads instead of MaxRate; its owner may change
+	// the limit while the backup runs (a clone adapts it to the server's load).
+	Limiter  *rate.Limiter
+	Log      *slog.Logger
+	Progress io.Writer // where progress is drawn (stderr)
+	Terminal bool      // Progress is a terminal
+	Version  string    // ferry version, recorded in metadata
+	Command  string    // command line without secrets, recorded in xtrabackup_info
 }

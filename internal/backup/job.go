@@ -89,7 +89,7 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
-		if cfg.Stream != nil || cfg.Repo != nil {
+		if cfg.Stream != nil || cfg.Repo != nil || cfg.Sink != nil {
 			cfg.ChunkSize = DefaultStreamChunkSize // nothing is written to the server's disk
 		}
 	}
@@ -123,6 +123,8 @@ func (j *job) checkDestination() error {
 		return j.repoOptions().Check()
 	case j.cfg.Stream != nil:
 		return j.streamOptions().Check()
+	case j.cfg.Sink != nil:
+		return nil
 	}
 	return checkTarget(j.cfg.TargetDir)
 }
@@ -164,7 +166,9 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	if err := j.openStore(ctx); err != nil {
 		return nil, err
 	}
-	if j.cfg.MaxRate > 0 {
+	if j.cfg.Limiter != nil {
+		j.limiter = j.cfg.Limiter
+	} else if j.cfg.MaxRate > 0 {
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
 	}
 	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
@@ -206,6 +210,9 @@ func (j *job) openStore(ctx context.Context) error {
 		s, err := newStreamStore(j.cfg.Stream, j.streamOptions())
 		j.store = s
 		return err
+	case j.cfg.Sink != nil:
+		j.store = sinkStore{j.cfg.Sink}
+		return nil
 	}
 	j.store = dirStore{dir: j.cfg.TargetDir}
 	return createTarget(j.cfg.TargetDir)
@@ -238,6 +245,8 @@ func (j *job) target() string {
 		return j.cfg.Repo.Location() + " as " + j.m.ID
 	case j.cfg.Stream != nil:
 		return "stream"
+	case j.cfg.Sink != nil:
+		return "clone recipient"
 	}
 	return j.cfg.TargetDir
 }
@@ -279,6 +288,8 @@ func (j *job) explain(err error) error {
 		partial = fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", j.m.ID)
 	case j.cfg.Stream != nil:
 		partial = "the partial stream has no manifest, so restore will refuse it"
+	case j.cfg.Sink != nil:
+		partial = "the recipient never received a manifest, so it discards the partial clone"
 	}
 	switch {
 	case errors.Is(err, filecopy.ErrDiskFull) && j.cfg.Repo != nil:

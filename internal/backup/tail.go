@@ -58,6 +58,10 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 		return err
 	}
 	j.tail = &tailer{t: t, f: f, w: w, sum: sum, done: make(chan error, 1)}
+	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
+		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+		return cur, err
+	}, j.redoCapacity())
 	go func() {
 		err := t.Run(ctx)
 		if err != nil {
@@ -108,3 +112,16 @@ func (a *appender) Write(p []byte) (int, error) {
 	a.off += int64(len(p))
 	return len(p), nil
 }
+
+// redoCapacity is the part of the server's circular redo log that holds records.
+func (j *job) redoCapacity() uint64 {
+	var size uint64
+	fmt.Sscan(j.info.Vars["innodb_log_file_size"], &size)
+	if size <= redoHeaderBytes {
+		return 0
+	}
+	return size - redoHeaderBytes
+}
+
+// redoHeaderBytes is the header before the circular part of ib_logfile0.
+const redoHeaderBytes = 12288

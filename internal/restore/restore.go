@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/stream"
 )
 
 // Config configures ferry restore.
@@ -28,6 +29,13 @@ type Config struct {
 	StreamName string
 	// Repo, when set, is read instead: backup BackupID (an id or "latest"); Resume
 	// continues a restore of it that was interrupted.
+	// Fill, when set, is the source instead: it writes a backup into the (new, empty)
+	// staging directory and says what it wrote (a clone's receiver). FillName names it.
+	Fill     func(ctx context.Context, staging string) (*stream.Unpacked, error)
+	FillName string
+	// Staging, if set, is the staging directory to create (it must not exist);
+	// default a new temporary one beside the datadir.
+	Staging    string
 	Repo       *repo.Repo
 	BackupID   string
 	Resume     bool
@@ -73,7 +81,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Repo != nil {
 		return restoreRepo(ctx, cfg, datadir)
 	}
-	if cfg.Stream != nil {
+	if cfg.Stream != nil || cfg.Fill != nil {
 		return restoreStream(ctx, cfg, datadir)
 	}
 	b, err := Open(cfg.BackupDir)
@@ -98,7 +106,7 @@ func inStaging(cfg Config, datadir string, fill func(staging string, owner owner
 	if err != nil {
 		return nil, err
 	}
-	staging, err := makeStaging(datadir)
+	staging, err := makeStaging(datadir, cfg.Staging)
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +179,16 @@ func checkDatadir(datadir string, replace bool) error {
 
 // makeStaging creates a new staging directory beside datadir (same filesystem, so the
 // final rename is atomic).
-func makeStaging(datadir string) (string, error) {
+func makeStaging(datadir, want string) (string, error) {
 	parent := filepath.Dir(datadir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", parent, err)
+	}
+	if want != "" {
+		if err := os.Mkdir(want, 0o750); err != nil {
+			return "", fmt.Errorf("create staging directory: %w", err)
+		}
+		return want, nil
 	}
 	dir, err := os.MkdirTemp(parent, "."+filepath.Base(datadir)+".ferry-staging-")
 	if err != nil {

@@ -31,10 +31,17 @@ func restoreStream(ctx context.Context, cfg Config, datadir string) (*Result, er
 }
 
 func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
-	cfg.Log.Info("restoring from a stream", "from", cfg.StreamName, "staging", staging, "memory_budget_mib", cfg.MaxMemory>>20)
-	prog := progress.New(progress.Options{Label: "restore", Total: -1, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
-	got, err := stream.Unpack(ctx, cfg.Stream, staging, stream.UnpackOptions{Identities: cfg.Identities, MaxMemory: cfg.MaxMemory, Progress: prog.Add})
-	prog.Finish()
+	var got *stream.Unpacked
+	var err error
+	if cfg.Fill != nil {
+		cfg.StreamName = cfg.FillName
+		got, err = cfg.Fill(ctx, staging)
+	} else {
+		cfg.Log.Info("restoring from a stream", "from", cfg.StreamName, "staging", staging, "memory_budget_mib", cfg.MaxMemory>>20)
+		prog := progress.New(progress.Options{Label: "restore", Total: -1, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
+		got, err = stream.Unpack(ctx, cfg.Stream, staging, stream.UnpackOptions{Identities: cfg.Identities, MaxMemory: cfg.MaxMemory, Progress: prog.Add})
+		prog.Finish()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", cfg.StreamName, err)
 	}
@@ -46,7 +53,7 @@ func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, own
 		return nil, fmt.Errorf("restore from %s: %w", cfg.StreamName, err)
 	}
 	b.Source = cfg.StreamName
-	cfg.Log.Info("stream unpacked and verified", "files", len(got.Files), "made_by", b.Tool())
+	cfg.Log.Info("files received and verified against the manifest", "files", len(got.Files), "made_by", b.Tool())
 	if !b.Prepared {
 		version, err := mariadb.MysqldVersion(ctx, bin)
 		if err != nil {

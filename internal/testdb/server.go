@@ -331,3 +331,52 @@ func tail(text string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Configure writes the my.cnf of a server that another program will start (ferry clone
+// --start): a free port, socket, pid file and log under a temp dir, datadir opt.Datadir
+// or <temp>/data (not created). Adopt attaches to it once it runs.
+func Configure(t testing.TB, opt Options) *Server {
+	t.Helper()
+	if opt.LogFileSize == "" {
+		opt.LogFileSize = "8M"
+	}
+	base := shortDir(t)
+	s := &Server{opt: opt, base: base, Datadir: opt.Datadir, Socket: filepath.Join(base, "mysql.sock"),
+		PidFile: filepath.Join(base, "mariadbd.pid"), ErrorLog: filepath.Join(base, "error.log"),
+		ConfigFile: filepath.Join(base, "my.cnf"), Port: freePort(t)}
+	if s.Datadir == "" {
+		s.Datadir = filepath.Join(base, "data")
+	}
+	if err := os.WriteFile(s.ConfigFile, []byte(s.config()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.cleanup(t) })
+	return s
+}
+
+// Adopt attaches to the server another program started with s.ConfigFile, by its pid
+// file, so Stop, Kill and the cleanup work on it.
+func (s *Server) Adopt(t testing.TB) {
+	t.Helper()
+	b, err := os.ReadFile(s.PidFile)
+	if err != nil {
+		t.Fatalf("adopt the server of %s: no pid file: %v", s.ConfigFile, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("adopt the server of %s: bad pid file %q", s.ConfigFile, b)
+	}
+	exited := make(chan struct{})
+	go func() {
+		for syscall.Kill(pid, 0) == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.exited = exited
+	s.mu.Unlock()
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int { return freePort(t) }

@@ -1,0 +1,226 @@
+package clone
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// Security is how donor and recipient prove who they are. The channel is always TLS
+// 1.3. With a token, each side proves it knows the secret with an HMAC bound to the
+// TLS session (a man in the middle holds two sessions and cannot replay a proof); with
+// certificates, TLS verifies them against CAFile. Both may be used together.
+type Security struct {
+	Token      []byte // the shared secret (whole contents of the token file)
+	CertFile   string // this side's certificate (PEM) and key
+	KeyFile    string
+	CAFile     string // CA the peer's certificate must chain to
+	ServerName string // recipient: name the donor's certificate must carry (default: host of the address)
+}
+
+// ReadToken reads a token file: any string, surrounding whitespace ignored.
+func ReadToken(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --token-file: %w", err)
+	}
+	t := []byte(strings.TrimSpace(string(b)))
+	if len(t) == 0 {
+		return nil, fmt.Errorf("--token-file %s is empty: put a shared secret in it (e.g. openssl rand -hex 32 > %s)", path, path)
+	}
+	return t, nil
+}
+
+// key stretches the token, so guessing a weak one costs real work per guess.
+func (s Security) key() []byte {
+	if len(s.Token) == 0 {
+		return nil
+	}
+	return argon2.IDKey(s.Token, []byte("ferry clone v1"), 1, 32<<10, 2, 32)
+}
+
+// proof is the HMAC a side sends: the stretched token over the TLS session's exported
+// keying material and the side's role.
+func proof(key []byte, cs tls.ConnectionState, role string) (string, error) {
+	ekm, err := cs.ExportKeyingMaterial("EXPORTER-ferry-clone-auth", nil, 32)
+	if err != nil {
+		return "", fmt.Errorf("TLS keying material: %w", err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(role))
+	m.Write(ekm)
+	return hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// checkProof compares a received proof in constant time.
+func checkProof(key []byte, cs tls.ConnectionState, role, got string) bool {
+	want, err := proof(key, cs, role)
+	return err == nil && hmac.Equal([]byte(want), []byte(got))
+}
+
+// serverTLS is the donor's TLS configuration.
+func (s Security) serverTLS() (*tls.Config, error) {
+	if len(s.Token) == 0 && s.CAFile == "" {
+		return nil, errors.New("ferry serve needs --token-file (a shared secret) or --tls-ca with --tls-cert and --tls-key (client certificates): it never serves unauthenticated peers")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13}
+	cert, err := s.ownCert(true)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Certificates = []tls.Certificate{cert}
+	if s.CAFile != "" {
+		pool, err := loadCA(s.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// clientTLS is the recipient's TLS configuration for a donor at host.
+func (s Security) clientTLS(host string) (*tls.Config, error) {
+	if len(s.Token) == 0 && s.CAFile == "" {
+		return nil, errors.New("ferry clone needs --token-file (the donor's shared secret) or --tls-ca (the CA of the donor's certificate)")
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: host}
+	if s.ServerName != "" {
+		cfg.ServerName = s.ServerName
+	}
+	if s.CAFile != "" {
+		pool, err := loadCA(s.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	} else {
+		// No CA: the donor's certificate is ephemeral and the token proof, bound to this
+		// TLS session, authenticates it instead.
+		cfg.InsecureSkipVerify = true
+	}
+	if s.CertFile != "" || s.KeyFile != "" {
+		cert, err := s.ownCert(false)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// ownCert loads --tls-cert/--tls-key, or makes an ephemeral self-signed certificate
+// when ephemeral is allowed and none is given.
+func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
+	if s.CertFile == "" && s.KeyFile == "" && ephemeral {
+		return selfSigned()
+	}
+	if s.CertFile == "" || s.KeyFile == "" {
+		return tls.Certificate{}, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load --tls-cert %s / --tls-key %s: %w", s.CertFile, s.KeyFile, err)
+	}
+	return cert, nil
+}
+
+func loadCA(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --tls-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// selfSigned makes a throwaway P-256 certificate for one run of ferry serve.
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "ferry serve (ephemeral)"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(30 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("make ephemeral certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// explainTLS turns a failed handshake into what to do about it.
+func explainTLS(err error, addr string) error {
+	msg := err.Error()
+	var unknown x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("the donor %s presented a certificate not signed by --tls-ca: check the CA file, or use --token-file alone", addr)
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("the donor's certificate is not valid for %s (%v): connect by a name it carries or pass --tls-server-name", addr, hostErr)
+	case strings.Contains(msg, "certificate required"):
+		return fmt.Errorf("the donor %s requires a client certificate: pass --tls-cert and --tls-key signed by the CA it trusts", addr)
+	case strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority"):
+		return fmt.Errorf("the donor %s rejected this client certificate: it is not signed by the CA the donor's --tls-ca holds", addr)
+	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "protocol version"):
+		return fmt.Errorf("%s does not speak ferry's TLS protocol: is it a ferry serve of a matching version?", addr)
+	}
+	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+}
+
+// bufConn pairs a TLS connection with its buffered reader and writer.
+type bufConn struct {
+	c *tls.Conn
+	r *bufio.Reader
+	w *bufio.Writer
+}
+
+func newBufConn(c *tls.Conn) *bufConn {
+	return &bufConn{c: c, r: bufio.NewReaderSize(c, 1<<20), w: bufio.NewWriterSize(c, 256<<10)}
+}
+
+// send writes and flushes one frame.
+func (b *bufConn) send(f *frame) error {
+	if err := writeFrame(b.w, f); err != nil {
+		return err
+	}
+	return b.w.Flush()
+}
+
+// describe names the authentication in use, for the log.
+func (s Security) describe() string {
+	var parts []string
+	if len(s.Token) > 0 {
+		parts = append(parts, "token")
+	}
+	if s.CAFile != "" {
+		parts = append(parts, "certificates")
+	}
+	return strings.Join(parts, "+")
+}

@@ -1,0 +1,41 @@
+package clone
+
+// protocolVersion is the version of the clone protocol (docs/clone.md); both ends must
+// speak the same.
+const protocolVersion = 1
+
+// hello is the recipient's first message on every connection.
+type hello struct {
+	Protocol int    `json:"protocol"`
+	Ferry    string `json:"ferry"`
+	Proof    string `json:"proof,omitempty"`   // token proof (role "recipient")
+	Session  string `json:"session,omitempty"` // join this running clone (another stream, or a reconnect)
+	// Options of a new clone.
+	Compress  string  `json:"compress,omitempty"`
+	MaxRate   int64   `json:"max_rate,omitempty"`
+	MaxImpact float64 `json:"max_impact,omitempty"`
+}
+
+// welcome is the donor's answer to an accepted hello.
+type welcome struct {
+	Proof         string `json:"proof,omitempty"` // token proof (role "donor")
+	Session       string `json:"session"`
+	Ferry         string `json:"ferry"`
+	ServerVersion string `json:"server_version"`
+	ServerID      uint32 `json:"server_id"`
+	Port          int    `json:"port"`
+	Host          string `json:"host"`
+	Datadir       string `json:"datadir"`
+	Estimate      int64  `json:"estimate_bytes"` // bytes the copy will write on the recipient (roughly)
+}
+
+// start tells the donor the recipient's checks passed (or not: Abort says why).
+type start struct {
+	Abort string `json:"abort,omitempty"`
+}
+
+// Proof roles.
+const (
+	roleRecipient = "ferry clone recipient"
+	roleDonor     = "ferry clone donor"
+)

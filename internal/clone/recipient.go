@@ -1,0 +1,445 @@
+package clone
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/stream"
+)
+
+// receiver writes what the donor sends into the staging directory.
+type receiver struct {
+	dir   string
+	dec   *decoder
+	log   *slog.Logger
+	prog  func(int64)
+	ctx   context.Context
+	fail  context.CancelCauseFunc
+	dial  func(ctx context.Context, session string) (*bufConn, welcome, error)
+	grace time.Duration
+
+	mu         sync.Mutex
+	files      map[uint64]*rfile // by handle
+	byPath     map[string]*rfile // the file each path holds now
+	committed  chan struct{}     // closed once the commit is applied and acknowledged
+	commitOnce sync.Once
+	manifest   *manifest.Manifest
+}
+
+// rfile is one file of the clone on the recipient.
+type rfile struct {
+	mu     sync.Mutex
+	path   string
+	full   string // path in the staging directory
+	sparse bool
+	t      *filecopy.Target
+	spans  map[uint64]span // data frames applied, by seq
+	end    *frame          // the close frame, kept until every data frame is in
+	closed bool
+	size   int64
+	crc    uint32
+}
+
+// span is where one data frame went.
+type span struct {
+	off int64
+	n   int64
+	crc uint32
+}
+
+// run keeps a connection applying frames, redialling (for up to the grace period) when
+// it breaks, until the clone is committed or fails.
+func (r *receiver) run(bc *bufConn, session string) {
+	for {
+		err := r.apply(bc)
+		bc.c.Close()
+		if r.ctx.Err() != nil || r.isCommitted() {
+			return
+		}
+		var rem remoteError
+		if errors.As(err, &rem) {
+			r.fail(fmt.Errorf("the donor: %s", string(rem)))
+			return
+		}
+		r.log.Warn("a stream from the donor broke; reconnecting", "err", err)
+		if bc, err = r.redial(session); err != nil {
+			r.fail(err)
+			return
+		}
+	}
+}
+
+// redial connects again to the running clone, with backoff.
+func (r *receiver) redial(session string) (*bufConn, error) {
+	deadline := time.Now().Add(r.grace)
+	wait := 250 * time.Millisecond
+	for {
+		bc, _, err := r.dial(r.ctx, session)
+		if err == nil {
+			return bc, nil
+		}
+		var rem remoteError
+		if errors.As(err, &rem) || time.Now().After(deadline) || r.ctx.Err() != nil {
+			return nil, fmt.Errorf("lost the connection to the donor and could not reconnect: %w", err)
+		}
+		r.log.Debug("reconnect failed; retrying", "err", err, "in", wait)
+		select {
+		case <-time.After(wait):
+		case <-r.ctx.Done():
+			return nil, context.Cause(r.ctx)
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (r *receiver) isCommitted() bool {
+	select {
+	case <-r.committed:
+		return true
+	default:
+		return false
+	}
+}
+
+// apply reads frames from one connection, applies them and acknowledges each.
+func (r *receiver) apply(bc *bufConn) error {
+	context.AfterFunc(r.ctx, func() { bc.c.SetDeadline(time.Now()) })
+	for {
+		f, err := readFrame(bc.r)
+		if err != nil {
+			return err
+		}
+		if f.typ == frameError {
+			return remoteError(f.payload)
+		}
+		if err := r.applyFrame(f); err != nil {
+			r.fail(err)
+			bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
+			return err
+		}
+		if err := writeFrame(bc.w, &frame{typ: frameAck, seq: f.seq}); err != nil {
+			return err
+		}
+		if bc.r.Buffered() == 0 || f.typ == frameCommit {
+			if err := bc.w.Flush(); err != nil {
+				return err
+			}
+		}
+		if f.typ == frameCommit {
+			r.commitOnce.Do(func() { close(r.committed) }) // after the donor has its ack
+		}
+	}
+}
+
+func (r *receiver) applyFrame(f *frame) error {
+	switch f.typ {
+	case frameData:
+		return r.data(f)
+	case frameClose:
+		return r.closeFile(f)
+	case frameRemove:
+		return r.remove(f.path)
+	case frameRename:
+		return r.rename(f.path, string(f.payload))
+	case frameCommit:
+		return r.commit(f.payload)
+	}
+	return fmt.Errorf("%w: unexpected frame type %d from the donor", errProtocol, f.typ)
+}
+
+// file returns the file of a handle, registering it under its path.
+func (r *receiver) file(f *frame) (*rfile, error) {
+	if !filepath.IsLocal(f.path) {
+		return nil, fmt.Errorf("%w: the donor sent a file outside the datadir: %q", errProtocol, f.path)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rf, ok := r.files[f.handle]
+	if !ok {
+		rf = &rfile{path: f.path, full: filepath.Join(r.dir, f.path), sparse: f.flags&flagSparse != 0, spans: map[uint64]span{}}
+		r.files[f.handle] = rf
+		r.byPath[f.path] = rf
+	}
+	return rf, nil
+}
+
+// data writes one data frame (again, harmlessly, if it was resent).
+func (r *receiver) data(f *frame) error {
+	rf, err := r.file(f)
+	if err != nil {
+		return err
+	}
+	rf.mu.Lock()
+	_, dup := rf.spans[f.seq]
+	if rf.closed || dup {
+		rf.mu.Unlock()
+		return nil
+	}
+	if rf.t == nil {
+		if rf.t, err = filecopy.Create(rf.full, rf.sparse); err != nil {
+			rf.mu.Unlock()
+			return err
+		}
+	}
+	t := rf.t
+	rf.mu.Unlock()
+	raw, err := r.dec.decode(f, make([]byte, f.rawLen))
+	if err != nil {
+		return fmt.Errorf("%s at offset %d: %w", f.path, f.off, err)
+	}
+	crc := checksum.Sum(raw)
+	if crc != f.crc || len(raw) != int(f.rawLen) {
+		return fmt.Errorf("%s at offset %d: received %d bytes with CRC-32C %s, the donor sent %d with %s: the data was damaged in transit", f.path, f.off, len(raw), checksum.Hex(crc), f.rawLen, checksum.Hex(f.crc))
+	}
+	if err := t.WriteAt(raw, f.off); err != nil {
+		rf.mu.Lock()
+		_, dup = rf.spans[f.seq]
+		late := rf.closed || dup // a resent copy of this frame finished the file meanwhile
+		rf.mu.Unlock()
+		if late {
+			return nil
+		}
+		return err
+	}
+	r.prog(int64(len(raw)))
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	rf.spans[f.seq] = span{off: f.off, n: int64(len(raw)), crc: crc}
+	return rf.finish()
+}
+
+// closeFile records the file's end; it is applied once all its data frames are in.
+func (r *receiver) closeFile(f *frame) error {
+	rf, err := r.file(f)
+	if err != nil {
+		return err
+	}
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.closed {
+		return nil
+	}
+	rf.end = f
+	return rf.finish()
+}
+
+// finish closes the file if its close frame and all its data are in (rf.mu held),
+// and works out its CRC-32C.
+func (rf *rfile) finish() error {
+	if rf.end == nil || len(rf.spans) < int(rf.end.rawLen) {
+		return nil
+	}
+	size := rf.end.off
+	if rf.t == nil {
+		t, err := filecopy.Create(rf.full, rf.sparse)
+		if err != nil {
+			return err
+		}
+		rf.t = t
+	}
+	err := rf.t.Truncate(size)
+	if cerr := rf.t.Close(); err == nil && cerr != nil {
+		err = filecopy.WrapWriteErr(cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("close %s: %w", rf.path, err)
+	}
+	rf.t, rf.closed, rf.size = nil, true, size
+	crc, ok := rf.tiledCRC()
+	if !ok {
+		n, c, err := filecopy.FileCRC(rf.full)
+		if err != nil {
+			return err
+		}
+		if n != size {
+			return fmt.Errorf("%s is %d bytes after closing at %d (internal error)", rf.path, n, size)
+		}
+		crc = c
+	}
+	rf.crc, rf.spans = crc, nil
+	return nil
+}
+
+// tiledCRC combines the frames' CRCs when they cover the file exactly once, in order;
+// otherwise (a range written twice) the file is read back.
+func (rf *rfile) tiledCRC() (uint32, bool) {
+	spans := make([]span, 0, len(rf.spans))
+	for _, s := range rf.spans {
+		spans = append(spans, s)
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].off < spans[j].off })
+	var crc uint32
+	var at int64
+	for _, s := range spans {
+		if s.off != at {
+			return 0, false
+		}
+		crc = checksum.Combine(crc, s.crc, s.n)
+		at += s.n
+	}
+	return crc, at == rf.size
+}
+
+// remove forgets a stale copy.
+func (r *receiver) remove(rel string) error {
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("%w: remove outside the datadir: %q", errProtocol, rel)
+	}
+	r.mu.Lock()
+	delete(r.byPath, rel)
+	r.mu.Unlock()
+	if err := os.Remove(filepath.Join(r.dir, rel)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale copy %s: %w", rel, err)
+	}
+	return nil
+}
+
+// rename moves a finished copy (DDL during the clone); done twice it is a no-op.
+func (r *receiver) rename(from, to string) error {
+	if !filepath.IsLocal(from) || !filepath.IsLocal(to) {
+		return fmt.Errorf("%w: rename outside the datadir: %q to %q", errProtocol, from, to)
+	}
+	src, dst := filepath.Join(r.dir, from), filepath.Join(r.dir, to)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return filecopy.WrapWriteErr(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rf, ok := r.byPath[from]
+	if !ok {
+		if _, err := os.Stat(dst); err == nil {
+			return nil
+		}
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("rename copy %s to %s: %w", from, to, err)
+	}
+	delete(r.byPath, from)
+	if ok {
+		rf.mu.Lock()
+		rf.path, rf.full = to, dst
+		rf.mu.Unlock()
+		r.byPath[to] = rf
+	}
+	return nil
+}
+
+// commit checks every file is complete, keeps the manifest and ends the clone.
+func (r *receiver) commit(payload []byte) error {
+	var m manifest.Manifest
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return fmt.Errorf("%w: bad manifest: %v", errProtocol, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rf := range r.byPath {
+		rf.mu.Lock()
+		open := rf.end != nil && !rf.closed
+		rf.mu.Unlock()
+		if open {
+			return fmt.Errorf("%s lacks data frames at the end of the clone (internal error)", rf.path)
+		}
+	}
+	r.manifest = &m
+	return nil
+}
+
+// unpacked is what the clone wrote, in the form restore verifies against the manifest.
+func (r *receiver) unpacked() *stream.Unpacked {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := &stream.Unpacked{Files: map[string]stream.FileSum{}}
+	for p, rf := range r.byPath {
+		if rf.closed {
+			u.Files[p] = stream.FileSum{Size: rf.size, CRC: rf.crc, Stored: p}
+		}
+	}
+	return u
+}
+
+// dialer connects to a donor and authenticates it.
+type dialer struct {
+	addr string
+	tls  *tls.Config
+	key  []byte
+	h    hello
+}
+
+// dial opens one authenticated connection; session "" asks for a new clone.
+func (d *dialer) dial(ctx context.Context, session string) (*bufConn, welcome, error) {
+	var w welcome
+	nd := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}
+	c, err := nd.DialContext(ctx, "tcp", d.addr)
+	if err != nil {
+		return nil, w, fmt.Errorf("connect to the donor %s: %w (is ferry serve running there, and the port open?)", d.addr, err)
+	}
+	tc := tls.Client(c, d.tls)
+	tc.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, w, explainTLS(err, d.addr)
+	}
+	bc := newBufConn(tc)
+	h := d.h
+	h.Session = session
+	if d.key != nil {
+		if h.Proof, err = proof(d.key, tc.ConnectionState(), roleRecipient); err != nil {
+			c.Close()
+			return nil, w, err
+		}
+	}
+	f, err := jsonFrame(h)
+	if err == nil {
+		err = bc.send(f)
+	}
+	if err == nil {
+		f, err = readFrame(bc.r)
+	}
+	if err == nil {
+		err = decodeJSON(f, &w)
+	}
+	if err != nil {
+		c.Close()
+		return nil, w, d.explain(err)
+	}
+	if d.key != nil && !checkProof(d.key, tc.ConnectionState(), roleDonor, w.Proof) {
+		c.Close()
+		return nil, w, fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr)
+	}
+	tc.SetDeadline(time.Time{})
+	return bc, w, nil
+}
+
+// explain makes a failed hello say what to do.
+func (d *dialer) explain(err error) error {
+	var rem remoteError
+	if errors.As(err, &rem) {
+		return rem
+	}
+	if errors.Is(err, errProtocol) {
+		return fmt.Errorf("%s does not speak ferry's clone protocol: %w", d.addr, err)
+	}
+	return fmt.Errorf("the donor %s closed the connection during the handshake (%v): check --token-file and the certificates", d.addr, err)
+}
+
+// writeManifest stores the manifest the commit carried, last.
+func writeManifest(dir string, m *manifest.Manifest) error {
+	if err := filecopy.SyncFS(dir); err != nil {
+		return err
+	}
+	return manifest.Write(dir, m)
+}

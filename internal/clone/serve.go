@@ -1,0 +1,257 @@
+package clone
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+)
+
+// Defaults of ServeConfig.
+const (
+	DefaultMemory = 64 << 20         // raw bytes of frames not yet acknowledged, per clone
+	DefaultGrace  = 60 * time.Second // how long a clone waits for a lost recipient to reconnect
+)
+
+// ServeConfig configures ferry serve.
+type ServeConfig struct {
+	Listen   string
+	Security Security
+	// Backup holds the connection to the donor server and the copy options; Sink,
+	// Limiter and Monitor are set per clone.
+	Backup    backup.Config
+	MaxRate   int64   // bytes/s on the wire for every clone (the recipient may ask for less)
+	MaxImpact float64 // share of the donor's write throughput a clone may cost (0: not watched)
+	Memory    int64   // see DefaultMemory
+	Grace     time.Duration
+	Once      bool // serve one clone, then return its result
+	Log       *slog.Logger
+	// Ready, if set, is called with the listening address.
+	Ready func(addr string)
+}
+
+// donor serves clones of the server it is attached to.
+type donor struct {
+	cfg  ServeConfig
+	key  []byte
+	tls  *tls.Config
+	info donorInfo
+
+	mu   sync.Mutex
+	cur  *session
+	done chan error // results of sessions, for --once
+}
+
+// donorInfo is what the welcome tells about the donor server.
+type donorInfo struct {
+	version  string
+	datadir  string
+	serverID uint32
+	port     int
+	exclude  []string // path prefixes (absolute) not copied: binary and relay logs
+}
+
+// Serve listens for recipients and sends each a hot copy of the server's datadir.
+func Serve(ctx context.Context, cfg ServeConfig) error {
+	if cfg.Memory <= 0 {
+		cfg.Memory = DefaultMemory
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	tcfg, err := cfg.Security.serverTLS()
+	if err != nil {
+		return err
+	}
+	d := &donor{cfg: cfg, key: cfg.Security.key(), tls: tcfg, done: make(chan error, 1)}
+	if d.info, err = probeDonor(ctx, cfg.Backup.Conn); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	context.AfterFunc(ctx, func() { ln.Close() })
+	cfg.Log.Info("serving clones", "listen", ln.Addr().String(), "server", d.info.version, "datadir", d.info.datadir,
+		"auth", cfg.Security.describe())
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	go d.accept(ctx, ln)
+	select {
+	case <-ctx.Done():
+		d.stopCurrent(errors.New("ferry serve was stopped"))
+		return nil
+	case err := <-d.done:
+		return err
+	}
+}
+
+func (d *donor) accept(ctx context.Context, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				d.cfg.Log.Error("accept", "err", err)
+			}
+			return
+		}
+		go d.handle(ctx, c)
+	}
+}
+
+// probeDonor checks the server ferry serve is attached to before accepting anyone.
+func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
+	conn, err := c.Resolve()
+	if err != nil {
+		return donorInfo{}, err
+	}
+	db, err := mariadb.Open(ctx, conn)
+	if err != nil {
+		return donorInfo{}, err
+	}
+	defer db.Close()
+	info, err := mariadb.Probe(ctx, db)
+	if err != nil {
+		return donorInfo{}, err
+	}
+	if err := mariadb.CheckPrivileges(ctx, db, conn.User, mariadb.BackupPrivileges); err != nil {
+		return donorInfo{}, err
+	}
+	di := donorInfo{version: info.Version, datadir: info.Datadir}
+	var port sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@port").Scan(&di.serverID, &port); err != nil {
+		return donorInfo{}, fmt.Errorf("read server_id and port: %w", err)
+	}
+	di.port = int(port.Int64)
+	for _, k := range []string{"log_bin_basename", "relay_log_basename"} {
+		if v := info.Vars[k]; v != "" {
+			di.exclude = append(di.exclude, v)
+		}
+	}
+	return di, nil
+}
+
+// estimate is roughly what a clone writes on the recipient: the datadir without its
+// binary and relay logs, plus the redo the copy may collect.
+func (d *donor) estimate() int64 {
+	var n int64
+	filepath.WalkDir(d.info.datadir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		for _, x := range d.info.exclude {
+			if strings.HasPrefix(p, x) {
+				return nil
+			}
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// handle authenticates one connection and attaches it to a new or running clone.
+func (d *donor) handle(ctx context.Context, c net.Conn) {
+	peer := c.RemoteAddr().String()
+	tc := tls.Server(c, d.tls)
+	tc.SetDeadline(time.Now().Add(15 * time.Second))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		d.cfg.Log.Warn("rejected a connection: TLS handshake failed", "peer", peer, "err", err)
+		c.Close()
+		return
+	}
+	bc := newBufConn(tc)
+	h, err := d.authenticate(bc)
+	if err != nil {
+		d.cfg.Log.Warn("rejected a connection", "peer", peer, "err", err)
+		time.Sleep(time.Second) // one guess per second and connection
+		bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
+		tc.Close()
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	if h.Session == "" {
+		d.newClone(ctx, bc, h, peer)
+		return
+	}
+	d.join(bc, h, peer)
+}
+
+// authenticate reads the hello and checks the recipient's proof of the token.
+func (d *donor) authenticate(bc *bufConn) (hello, error) {
+	var h hello
+	f, err := readFrame(bc.r)
+	if err != nil {
+		return h, fmt.Errorf("no hello: %w", err)
+	}
+	if err := decodeJSON(f, &h); err != nil {
+		return h, err
+	}
+	if h.Protocol != protocolVersion {
+		return h, fmt.Errorf("protocol mismatch: the donor runs ferry %s (clone protocol %d), the recipient ferry %s (protocol %d): use the same ferry version on both hosts", d.cfg.Backup.Version, protocolVersion, h.Ferry, h.Protocol)
+	}
+	if d.key != nil && !checkProof(d.key, bc.c.ConnectionState(), roleRecipient, h.Proof) {
+		return h, errors.New("wrong token: the recipient's --token-file does not match the donor's")
+	}
+	return h, nil
+}
+
+// welcome is the donor's answer on an authenticated connection of session id.
+func (d *donor) welcome(bc *bufConn, id string, estimate int64) error {
+	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
+		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate}
+	w.Host, _ = os.Hostname()
+	if d.key != nil {
+		p, err := proof(d.key, bc.c.ConnectionState(), roleDonor)
+		if err != nil {
+			return err
+		}
+		w.Proof = p
+	}
+	f, err := jsonFrame(w)
+	if err != nil {
+		return err
+	}
+	return bc.send(f)
+}
+
+func newSessionID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stopCurrent ends the running clone, if any, and waits for its backup to stop.
+func (d *donor) stopCurrent(cause error) {
+	d.mu.Lock()
+	s := d.cur
+	d.mu.Unlock()
+	if s != nil {
+		s.fail(cause)
+		<-s.finished
+	}
+}
+
+// refuse sends a one-line reason and closes the connection.
+func refuse(bc *bufConn, msg string) {
+	bc.send(&frame{typ: frameError, payload: []byte(msg)})
+	bc.c.Close()
+}

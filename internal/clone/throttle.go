@@ -1,0 +1,186 @@
+package clone
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"golang.org/x/time/rate"
+)
+
+// Throttle settings. The copy rate follows the donor's write throughput: it is cut when
+// the writes fall below (1 - impact) of what they are while the copy pauses, and
+// raised again while they keep up. Short pauses re-measure that baseline, since the
+// load itself changes during a long clone.
+const (
+	throttleTick   = time.Second
+	probeEvery     = 30 * time.Second // a baseline measurement this often...
+	probeFor       = 2 * time.Second  // ...with the copy paused this long
+	minCopyRate    = 1 << 20          // bytes/s the copy never goes below
+	throttleBurst  = 1 << 20
+	redoBackoff    = 0.5 // share of the redo log unread by the copier at which the copy backs off
+	redoHopeless   = 0.8 // ...and at which the user is told it may not be enough
+	throttleDown   = 0.6
+	throttleUp     = 1.25
+	pausedCopyRate = 64 << 10
+)
+
+// throttle adapts the rate of the data copy of one clone.
+type throttle struct {
+	db      *sql.DB
+	lim     *rate.Limiter
+	impact  float64
+	mon     *backup.Monitor
+	log     *slog.Logger
+	base    float64 // donor writes/s measured while the copy paused
+	current float64 // the copy's limit in bytes/s, +Inf when unthrottled
+	warned  bool
+}
+
+// startThrottle returns the limiter of a clone's data copy and adapts it until ctx
+// ends. It needs its own connection to read the server's counters; without one the
+// copy runs unthrottled.
+func startThrottle(ctx context.Context, cfg backup.Config, impact float64, mon *backup.Monitor, log *slog.Logger) *rate.Limiter {
+	lim := rate.NewLimiter(rate.Inf, throttleBurst)
+	conn, err := cfg.Conn.Resolve()
+	if err != nil {
+		return lim
+	}
+	db, err := mariadb.Open(ctx, conn)
+	if err != nil {
+		log.Warn("--max-impact: cannot watch the server's writes; the copy is not throttled", "err", err)
+		return lim
+	}
+	t := &throttle{db: db, lim: lim, impact: impact, mon: mon, log: log, current: math.Inf(1)}
+	go t.run(ctx)
+	return lim
+}
+
+func (t *throttle) run(ctx context.Context) {
+	defer t.db.Close()
+	t.probe(ctx)
+	last, lastAt := t.writes(ctx), time.Now()
+	nextProbe := time.Now().Add(probeEvery)
+	tick := time.NewTicker(throttleTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if t.guardRedo() {
+			continue
+		}
+		if time.Now().After(nextProbe) {
+			t.probe(ctx)
+			last, lastAt, nextProbe = t.writes(ctx), time.Now(), time.Now().Add(probeEvery)
+			continue
+		}
+		w := t.writes(ctx)
+		rateNow := float64(w-last) / time.Since(lastAt).Seconds()
+		last, lastAt = w, time.Now()
+		t.adjust(rateNow)
+	}
+}
+
+// probe pauses the copy to measure the donor's write rate without it.
+func (t *throttle) probe(ctx context.Context) {
+	t.lim.SetLimit(pausedCopyRate)
+	time.Sleep(probeFor / 4) // let reads in flight drain
+	w0, at := t.writes(ctx), time.Now()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(probeFor):
+	}
+	t.base = float64(t.writes(ctx)-w0) / time.Since(at).Seconds()
+	t.apply()
+	t.log.Debug("--max-impact baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
+}
+
+// adjust moves the copy's limit by how the writes compare with the baseline.
+func (t *throttle) adjust(writes float64) {
+	floor := (1 - t.impact) * t.base
+	switch {
+	case t.base <= 0:
+		return
+	case writes < floor:
+		if math.IsInf(t.current, 1) {
+			t.current = 200 << 20
+		}
+		t.current = math.Max(t.current*throttleDown, minCopyRate)
+	case !math.IsInf(t.current, 1):
+		t.current *= throttleUp
+		if t.current > 2<<30 {
+			t.current = math.Inf(1)
+		}
+	}
+	t.apply()
+}
+
+// guardRedo slows the copy when the server's redo log is about to lap the redo copy,
+// so the tailer gets the disk and CPU; it reports whether it did.
+func (t *throttle) guardRedo() bool {
+	lag, capacity, ok := t.mon.RedoLag()
+	if !ok || capacity == 0 {
+		return false
+	}
+	share := float64(lag) / float64(capacity)
+	if share < redoBackoff {
+		return false
+	}
+	t.lim.SetLimit(minCopyRate)
+	if share >= redoHopeless && !t.warned {
+		t.warned = true
+		t.log.Warn("the server writes redo faster than the copy can keep up even with the data copy slowed down: the clone fails if the redo log laps it; raise innodb_log_file_size or clone at a quieter time",
+			"redo_unread_pct", int(share*100))
+	} else {
+		t.log.Info("slowing the data copy: the server's redo log is filling up ahead of the redo copy", "redo_unread_pct", int(share*100))
+	}
+	return true
+}
+
+func (t *throttle) apply() {
+	if math.IsInf(t.current, 1) {
+		t.lim.SetLimit(rate.Inf)
+		return
+	}
+	t.lim.SetLimit(rate.Limit(t.current))
+}
+
+func (t *throttle) limitText() string {
+	if math.IsInf(t.current, 1) {
+		return "none"
+	}
+	return formatRate(int64(t.current))
+}
+
+// writes is the donor's count of rows written by InnoDB.
+func (t *throttle) writes(ctx context.Context) int64 {
+	rows, err := t.db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_rows_inserted','Innodb_rows_updated','Innodb_rows_deleted')")
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	var n int64
+	for rows.Next() {
+		var k string
+		var v int64
+		if rows.Scan(&k, &v) == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// formatRate prints bytes/s for people.
+func formatRate(b int64) string {
+	const mib = 1 << 20
+	return strconv.FormatInt(b/mib, 10) + " MiB/s"
+}

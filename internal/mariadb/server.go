@@ -1,0 +1,189 @@
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Server is a mariadbd started as the host's server (it outlives ferry), as opposed to
+// the private one prepare runs.
+type Server struct {
+	Pid     int
+	Socket  string
+	Port    int
+	LogPath string // where its stderr goes
+	exited  chan struct{}
+}
+
+// ServerOptions reads the options mariadbd would use from defaultsFile ("" for the
+// host's usual my.cnf files).
+func ServerOptions(ctx context.Context, bin, defaultsFile string) (map[string]string, error) {
+	args := []string{"--print-defaults"}
+	if defaultsFile != "" {
+		args = append([]string{"--defaults-file=" + defaultsFile}, args...)
+	}
+	out, err := exec.CommandContext(ctx, bin, args...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("read the server's options (%s --print-defaults): %w", bin, err)
+	}
+	opts := map[string]string{}
+	for _, f := range strings.Fields(string(out)) {
+		k, v, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		opts[strings.ReplaceAll(k, "_", "-")] = v
+	}
+	return opts, nil
+}
+
+// StartServer starts bin on datadir with defaultsFile in its own session (it keeps
+// running when ferry exits) and waits until conn reaches it, it exits, or timeout.
+func StartServer(ctx context.Context, bin, defaultsFile, datadir string, conn ConnConfig, timeout time.Duration) (*Server, error) {
+	var args []string
+	if defaultsFile != "" {
+		args = append(args, "--defaults-file="+defaultsFile)
+	}
+	args = append(args, "--datadir="+datadir)
+	logPath := filepath.Join(datadir, "ferry-start.log")
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("start mariadbd: %w", err)
+	}
+	defer out.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	s := &Server{Pid: cmd.Process.Pid, Socket: conn.Socket, Port: conn.Port, LogPath: logPath, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(s.exited) }()
+	return s, s.waitReady(ctx, conn, timeout)
+}
+
+func (s *Server) waitReady(ctx context.Context, conn ConnConfig, timeout time.Duration) error {
+	db, err := sql.Open("mysql", conn.DSN())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		if err = db.PingContext(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return errors.New("mariadbd exited during startup")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mariadbd not accepting connections after %v: %w", timeout, err)
+		}
+	}
+}
+
+// Stop shuts the server down with SIGTERM and waits for it to exit (SIGKILL after
+// timeout).
+func (s *Server) Stop(timeout time.Duration) {
+	syscall.Kill(s.Pid, syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(timeout):
+		syscall.Kill(s.Pid, syscall.SIGKILL)
+		<-s.exited
+	}
+}
+
+// Replica is how a server replicates from its primary.
+type Replica struct {
+	Host     string
+	Port     int
+	User     string
+	Password string
+	GTID     string // gtid_slave_pos to start from
+}
+
+// StartReplica makes db a replica from r.GTID and waits until both replication threads
+// run without error.
+func StartReplica(ctx context.Context, db *sql.DB, r Replica, timeout time.Duration) error {
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{"STOP SLAVE", nil},
+		{"SET GLOBAL gtid_slave_pos = ?", []any{r.GTID}},
+		{"CHANGE MASTER TO MASTER_HOST=?, MASTER_PORT=?, MASTER_USER=?, MASTER_PASSWORD=?, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=5",
+			[]any{r.Host, r.Port, r.User, r.Password}},
+		{"START SLAVE", nil},
+	}
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s.q, s.args...); err != nil {
+			return fmt.Errorf("%s: %w", strings.Fields(s.q)[0]+" "+strings.Fields(s.q)[1], err)
+		}
+	}
+	return waitReplicaRunning(ctx, db, timeout)
+}
+
+func waitReplicaRunning(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := SlaveStatus(ctx, db)
+		if err != nil {
+			return err
+		}
+		switch {
+		case st["Last_IO_Error"] != "":
+			return fmt.Errorf("the replica cannot read from the primary: %s", st["Last_IO_Error"])
+		case st["Last_SQL_Error"] != "":
+			return fmt.Errorf("the replica failed to apply an event: %s", st["Last_SQL_Error"])
+		case st["Slave_IO_Running"] == "Yes" && st["Slave_SQL_Running"] == "Yes":
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replication not running after %v (IO thread %s, SQL thread %s)", timeout, st["Slave_IO_Running"], st["Slave_SQL_Running"])
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// SlaveStatus returns SHOW SLAVE STATUS as column → value (empty when not a replica).
+func SlaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	st := map[string]string{}
+	if rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
+		}
+		for i, c := range cols {
+			st[c] = vals[i].String
+		}
+	}
+	return st, rows.Err()
+}
+
+// Atoi parses an option value, 0 if it is not a number.
+func Atoi(s string) int { n, _ := strconv.Atoi(s); return n }
