@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -32,6 +33,9 @@ func main() {
 	// A closed pipe on stdout (backup --stream) becomes an EPIPE error to explain, not a
 	// silent death by signal.
 	signal.Ignore(syscall.SIGPIPE)
+	// The driver's own log lines (a broken pipe when a private server shuts down) would
+	// break the one-line error: ferry returns and explains every error it meets.
+	mysql.SetLogger(&mysql.NopLogger{})
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
 		os.Exit(1)

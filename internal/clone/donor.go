@@ -83,9 +83,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 	go s.watch()
 	cfg := d.cfg.Backup
 	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}
-	if impact := minPositiveF(d.cfg.MaxImpact, h.MaxImpact); impact > 0 {
-		cfg.Limiter = startThrottle(s.ctx, cfg, impact, cfg.Monitor, s.log)
-	}
+	cfg.Limiter = startThrottle(s.ctx, cfg, minPositiveF(d.cfg.MaxImpact, h.MaxImpact), cfg.Monitor, s.log)
 	start := time.Now()
 	res, err := backup.Run(s.ctx, cfg)
 	if err != nil {

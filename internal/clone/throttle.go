@@ -43,8 +43,9 @@ type throttle struct {
 }
 
 // startThrottle returns the limiter of a clone's data copy and adapts it until ctx
-// ends. It needs its own connection to read the server's counters; without one the
-// copy runs unthrottled.
+// ends: to the donor's writes when impact > 0, and always to the redo copy's lag. It
+// needs its own connection to read the server's counters; without one the copy runs
+// unthrottled.
 func startThrottle(ctx context.Context, cfg backup.Config, impact float64, mon *backup.Monitor, log *slog.Logger) *rate.Limiter {
 	lim := rate.NewLimiter(rate.Inf, throttleBurst)
 	conn, err := cfg.Conn.Resolve()
@@ -63,7 +64,9 @@ func startThrottle(ctx context.Context, cfg backup.Config, impact float64, mon *
 
 func (t *throttle) run(ctx context.Context) {
 	defer t.db.Close()
-	t.probe(ctx)
+	if t.impact > 0 {
+		t.probe(ctx)
+	}
 	last, lastAt := t.writes(ctx), time.Now()
 	nextProbe := time.Now().Add(probeEvery)
 	tick := time.NewTicker(throttleTick)
@@ -74,7 +77,7 @@ func (t *throttle) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if t.guardRedo() {
+		if t.guardRedo() || t.impact <= 0 {
 			continue
 		}
 		if time.Now().After(nextProbe) {

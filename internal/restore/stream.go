@@ -35,7 +35,9 @@ func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, own
 	var err error
 	if cfg.Fill != nil {
 		cfg.StreamName = cfg.FillName
-		got, err = cfg.Fill(ctx, staging)
+		if got, err = cfg.Fill(ctx, staging); err != nil {
+			return nil, err // the filler's errors name their source
+		}
 	} else {
 		cfg.Log.Info("restoring from a stream", "from", cfg.StreamName, "staging", staging, "memory_budget_mib", cfg.MaxMemory>>20)
 		prog := progress.New(progress.Options{Label: "restore", Total: -1, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
