@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -178,8 +179,12 @@ func (s *session) waitAcked(done func() bool) error {
 
 // call sends a control frame once every earlier frame is acknowledged, and waits for
 // its own acknowledgement: the recipient applies it after all the data before it.
+// Frames queued meanwhile (the redo copy goes on) do not hold it up.
 func (s *session) call(f *frame) error {
-	if err := s.waitAcked(func() bool { return len(s.inflight) == 0 }); err != nil {
+	s.mu.Lock()
+	upto := s.nextSeq
+	s.mu.Unlock()
+	if err := s.waitAcked(func() bool { return s.oldestInflight() > upto }); err != nil {
 		return err
 	}
 	f.done = make(chan struct{})
@@ -192,6 +197,15 @@ func (s *session) call(f *frame) error {
 	case <-s.ctx.Done():
 		return context.Cause(s.ctx)
 	}
+}
+
+// oldestInflight is the lowest seq not yet acknowledged, MaxUint64 if none (s.mu held).
+func (s *session) oldestInflight() uint64 {
+	oldest := uint64(math.MaxUint64)
+	for seq := range s.inflight {
+		oldest = min(oldest, seq)
+	}
+	return oldest
 }
 
 // Create implements backup.Sink.

@@ -23,23 +23,29 @@ const (
 	probeFor       = 2 * time.Second  // ...with the copy paused this long
 	minCopyRate    = 1 << 20          // bytes/s the copy never goes below
 	throttleBurst  = 1 << 20
-	redoBackoff    = 0.5 // share of the redo log unread by the copier at which the copy backs off
-	redoHopeless   = 0.8 // ...and at which the user is told it may not be enough
+	redoBackoff    = 0.75 // share of the redo log unread by the copier at which the copy backs off
+	redoHopeless   = 0.9  // ...and at which the user is told it may not be enough
 	throttleDown   = 0.6
 	throttleUp     = 1.25
 	pausedCopyRate = 64 << 10
 )
+
+// redoLagger reports how far the redo copy trails the server (backup.Monitor).
+type redoLagger interface {
+	RedoLag() (lag, capacity uint64, ok bool)
+}
 
 // throttle adapts the rate of the data copy of one clone.
 type throttle struct {
 	db      *sql.DB
 	lim     *rate.Limiter
 	impact  float64
-	mon     *backup.Monitor
+	mon     redoLagger
 	log     *slog.Logger
 	base    float64 // donor writes/s measured while the copy paused
 	current float64 // the copy's limit in bytes/s, +Inf when unthrottled
 	warned  bool
+	backing bool // the copy is slowed for the redo copy
 }
 
 // startThrottle returns the limiter of a clone's data copy and adapts it until ctx
@@ -136,15 +142,22 @@ func (t *throttle) guardRedo() bool {
 	}
 	share := float64(lag) / float64(capacity)
 	if share < redoBackoff {
+		if t.backing {
+			t.backing = false
+			t.apply()
+			t.log.Info("the redo copy caught up; the data copy resumes", "redo_unread_pct", int(share*100), "copy_limit", t.limitText())
+		}
 		return false
 	}
+	if !t.backing {
+		t.log.Info("slowing the data copy: the server's redo log is filling up ahead of the redo copy", "redo_unread_pct", int(share*100))
+	}
+	t.backing = true
 	t.lim.SetLimit(minCopyRate)
 	if share >= redoHopeless && !t.warned {
 		t.warned = true
 		t.log.Warn("the server writes redo faster than the copy can keep up even with the data copy slowed down: the clone fails if the redo log laps it; raise innodb_log_file_size or clone at a quieter time",
 			"redo_unread_pct", int(share*100))
-	} else {
-		t.log.Info("slowing the data copy: the server's redo log is filling up ahead of the redo copy", "redo_unread_pct", int(share*100))
 	}
 	return true
 }

@@ -1,0 +1,48 @@
+package clone
+
+import (
+	"log/slog"
+	"math"
+	"testing"
+
+	"golang.org/x/time/rate"
+)
+
+type fakeLag struct{ lag, capacity uint64 }
+
+func (f *fakeLag) RedoLag() (uint64, uint64, bool) { return f.lag, f.capacity, true }
+
+// TestThrottleRedoGuard: the data copy slows down while the redo copy trails the server
+// by most of the log, and gets its speed back once it caught up.
+func TestThrottleRedoGuard(t *testing.T) {
+	lag := &fakeLag{capacity: 100 << 20}
+	th := &throttle{lim: rate.NewLimiter(rate.Inf, throttleBurst), mon: lag, log: slog.New(slog.DiscardHandler), current: math.Inf(1)}
+	lag.lag = 80 << 20
+	if !th.guardRedo() || th.lim.Limit() != minCopyRate {
+		t.Fatalf("80%% of the log unread: limit %v, want %v", th.lim.Limit(), rate.Limit(minCopyRate))
+	}
+	lag.lag = 10 << 20
+	if th.guardRedo() || th.lim.Limit() != rate.Inf {
+		t.Fatalf("caught up: limit %v, want unlimited again", th.lim.Limit())
+	}
+}
+
+// TestThrottleImpact: the copy's limit drops while the donor's writes fall below the
+// allowed share of the baseline and climbs back while they do not.
+func TestThrottleImpact(t *testing.T) {
+	th := &throttle{lim: rate.NewLimiter(rate.Inf, throttleBurst), impact: 0.2, base: 1000, log: slog.New(slog.DiscardHandler), current: math.Inf(1)}
+	th.adjust(700) // 30 % fewer writes than without the copy
+	first := th.lim.Limit()
+	if math.IsInf(float64(first), 1) {
+		t.Fatal("writes fell 30% with --max-impact 20 and the copy was not slowed")
+	}
+	th.adjust(700)
+	if th.lim.Limit() >= first {
+		t.Fatalf("still too many writes lost, yet the limit went from %v to %v", first, th.lim.Limit())
+	}
+	low := th.lim.Limit()
+	th.adjust(950)
+	if th.lim.Limit() <= low {
+		t.Fatalf("writes recovered, yet the limit stayed at %v", th.lim.Limit())
+	}
+}
