@@ -132,7 +132,7 @@ func TestCloneErrors(t *testing.T) {
 	}{
 		{"wrong token", "wrong token", append(base, "--token-file", wrong, "--datadir", fresh)},
 		{"no credentials", "needs --token-file", append(base, "--datadir", fresh)},
-		{"other CA", "not signed by --tls-ca", append(base, "--tls-ca", caCert, "--tls-server-name", "donor.example", "--datadir", fresh)},
+		{"other CA", "signed by --tls-ca", append(base, "--tls-ca", caCert, "--tls-server-name", "donor.example", "--datadir", fresh)},
 		{"other series", "install mariadb-server 10.11", append(base, "--token-file", d.token, "--datadir", fresh, "--mariadbd", fakeBin)},
 		{"datadir not empty", "is not empty", append(base, "--token-file", d.token, "--datadir", old)},
 		{"serve without credentials", "needs --token-file", []string{"serve", "--listen", "127.0.0.1:0", "--socket", d.src.Socket}},

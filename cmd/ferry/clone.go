@@ -54,7 +54,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	sf.add(f, "this host")
 	f.StringVar(&cfg.From, "from", "", "the donor's ferry serve, host:port")
-	f.StringVar(&cfg.Security.ServerName, "tls-server-name", "", "name the donor's certificate must carry (default: the host of --from)")
+	f.StringVar(&sf.sec.ServerName, "tls-server-name", "", "name the donor's certificate must carry (default: the host of --from)")
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to clone into (new, empty, or with --replace)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and clone in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the files when run as root (default: the datadir's or its parent's owner)")

@@ -152,6 +152,9 @@ func loadCA(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
+// ephemeralCN names the certificate ferry serve makes when it is given none.
+const ephemeralCN = "ferry serve (ephemeral)"
+
 // selfSigned makes a throwaway P-256 certificate for one run of ferry serve.
 func selfSigned() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -161,7 +164,7 @@ func selfSigned() (tls.Certificate, error) {
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "ferry serve (ephemeral)"},
+		Subject:      pkix.Name{CommonName: ephemeralCN},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(30 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -180,6 +183,8 @@ func explainTLS(err error, addr string) error {
 	var unknown x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	switch {
+	case errors.As(err, &hostErr) && hostErr.Certificate != nil && hostErr.Certificate.Subject.CommonName == ephemeralCN:
+		return fmt.Errorf("the donor %s presented its ephemeral certificate, not one signed by --tls-ca: it runs with --token-file only; drop --tls-ca or give ferry serve --tls-cert/--tls-key signed by that CA", addr)
 	case errors.As(err, &unknown):
 		return fmt.Errorf("the donor %s presented a certificate not signed by --tls-ca: check the CA file, or use --token-file alone", addr)
 	case errors.As(err, &hostErr):

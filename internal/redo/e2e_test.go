@@ -55,7 +55,9 @@ func TestTailLiveServer(t *testing.T) {
 		if err := update(s, i); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		// Each update is over a third of the 4 MiB log: the pause lets the tailer read
+		// it even when other test packages load both cores (CI runs them in parallel).
+		time.Sleep(50 * time.Millisecond)
 	}
 	stop := stopAtCurrent(ctx, t, s, tl, done)
 	a, end := tl.Start().LSN, tl.EndLSN()
