@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -162,28 +161,9 @@ func waitReplicaRunning(ctx context.Context, db *sql.DB, timeout time.Duration) 
 
 // SlaveStatus returns SHOW SLAVE STATUS as column → value (empty when not a replica).
 func SlaveStatus(ctx context.Context, db *sql.DB) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
-	if err != nil {
-		return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
+	rows, err := QueryMaps(ctx, db, "SHOW SLAVE STATUS")
+	if err != nil || len(rows) == 0 {
+		return map[string]string{}, err
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	st := map[string]string{}
-	if rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("SHOW SLAVE STATUS: %w", err)
-		}
-		for i, c := range cols {
-			st[c] = vals[i].String
-		}
-	}
-	return st, rows.Err()
+	return rows[0], nil
 }
-
-// Atoi parses an option value, 0 if it is not a number.
-func Atoi(s string) int { n, _ := strconv.Atoi(s); return n }

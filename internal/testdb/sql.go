@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -89,35 +90,7 @@ func queryString(ctx context.Context, db querier, q string, args ...any) (string
 
 // queryMaps returns every row of q as column name → value ("" for NULL).
 func queryMaps(db querier, q string, args ...any) ([]map[string]string, error) {
-	rows, err := db.QueryContext(context.Background(), q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", q, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []map[string]string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("%s: %w", q, err)
-		}
-		m := make(map[string]string, len(cols))
-		for i, c := range cols {
-			m[c] = vals[i].String
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", q, err)
-	}
-	return out, nil
+	return mariadb.QueryMaps(context.Background(), db, q, args...)
 }
 
 // queryStrings returns the first column of every row of q.
