@@ -44,7 +44,7 @@ func Create(path string, sparse bool) (*Target, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, WrapWriteErr(err))
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, WrapWriteErr(err))
 	}
@@ -55,13 +55,13 @@ func Create(path string, sparse bool) (*Target, error) {
 // segments of one file). With direct set, 4 KiB-aligned writes from aligned buffers go
 // through O_DIRECT: no page-cache copy, and nothing left to flush at the end.
 func Open(path string, sparse, direct bool) (*Target, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, noFollowErr(err))
 	}
 	t := &Target{f: f, sparse: sparse, path: path}
 	if direct {
-		if d, err := os.OpenFile(path, os.O_WRONLY|syscall.O_DIRECT, 0); err == nil {
+		if d, err := os.OpenFile(path, os.O_WRONLY|syscall.O_DIRECT|syscall.O_NOFOLLOW, 0); err == nil {
 			t.direct = d
 		}
 	}
@@ -140,6 +140,24 @@ func (t *Target) Close() error {
 	return t.f.Close()
 }
 
+// OpenRead opens a file for reading without following a symbolic link: the files
+// ferry reads from a backup or a staging directory are never links.
+func OpenRead(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, noFollowErr(err))
+	}
+	return f, nil
+}
+
+// noFollowErr names the refusal of O_NOFOLLOW (ELOOP) for what it is.
+func noFollowErr(err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("%w: it is a symbolic link, which ferry never follows inside a backup or a staging directory", err)
+	}
+	return err
+}
+
 // WrapWriteErr marks ENOSPC/EDQUOT as ErrDiskFull so callers can explain it.
 func WrapWriteErr(err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
@@ -152,9 +170,9 @@ func WrapWriteErr(err error) error {
 // Whole aligned chunks are written with O_DIRECT (the page cache is left alone and
 // nothing is left to flush). onBytes, if set, is called with each chunk's length.
 func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64, uint32, error) {
-	in, err := os.Open(src)
+	in, err := OpenRead(src)
 	if err != nil {
-		return 0, 0, fmt.Errorf("open %s: %w", src, err)
+		return 0, 0, err
 	}
 	defer in.Close()
 	fi, err := in.Stat()
@@ -214,7 +232,7 @@ func SyncFS(dir string) error {
 
 // FileCRC returns the size and CRC-32C of a file.
 func FileCRC(path string) (int64, uint32, error) {
-	f, err := os.Open(path)
+	f, err := OpenRead(path)
 	if err != nil {
 		return 0, 0, err
 	}

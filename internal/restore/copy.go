@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/safepath"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 	"golang.org/x/sync/errgroup"
 )
@@ -35,6 +36,9 @@ func (b *Backup) datadirFiles() ([]manifest.File, error) {
 		return out, nil
 	}
 	var out []manifest.File
+	if err := safepath.CheckTree(b.Dir); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", b.Dir, err)
+	}
 	err := filepath.WalkDir(b.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -72,7 +76,14 @@ func copyFiles(ctx context.Context, src, dst string, files []manifest.File, para
 	g.SetLimit(parallel)
 	for _, f := range files {
 		g.Go(func() error {
-			from, to := filepath.Join(src, f.Path), filepath.Join(dst, f.Path)
+			from, err := safepath.Join(src, f.Path)
+			if err != nil {
+				return fmt.Errorf("backup %s: %w", src, err)
+			}
+			to, err := safepath.MkdirParents(dst, f.Path, 0o750)
+			if err != nil {
+				return err
+			}
 			if move {
 				return moveVerified(from, to, f, prog)
 			}
@@ -106,9 +117,6 @@ func moveVerified(from, to string, f manifest.File, prog *progress.Reporter) err
 		if err := verify(f, fi.Size(), crc); err != nil {
 			return err
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
-		return err
 	}
 	if err := os.Rename(from, to); err != nil {
 		if errors.Is(err, syscall.EXDEV) {

@@ -12,7 +12,9 @@ import (
 	"sync"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/safepath"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -62,6 +64,21 @@ func openJournal(dir, id string) (*journal, error) {
 		}
 	}
 	return j, nil
+}
+
+// checkJournal makes sure dir holds the journal ferry started for backup id.
+func checkJournal(dir, id string) error {
+	f, err := filecopy.OpenRead(filepath.Join(dir, journalName))
+	if err != nil {
+		return fmt.Errorf("%s holds no ferry restore journal (%v): --resume continues only a restore ferry left there; remove the directory", dir, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(journalHeader)+len(id)+1)
+	n, _ := io.ReadFull(f, head)
+	if string(head[:n]) != journalHeader+id+"\n" {
+		return fmt.Errorf("the journal in %s is not that of a restore of backup %s: remove the directory or restore the backup it names", dir, id)
+	}
+	return nil
 }
 
 // add records that every blob of an object was written and checked. A line cut short
@@ -127,7 +144,11 @@ type blobOf struct {
 func blobsMatch(dir string, blobs []blobOf) bool {
 	buf := make([]byte, 1<<20)
 	for _, bo := range blobs {
-		f, err := os.Open(filepath.Join(dir, filepath.FromSlash(bo.f.Path)))
+		p, err := safepath.Join(dir, bo.f.Path)
+		if err != nil {
+			return false
+		}
+		f, err := filecopy.OpenRead(p)
 		if err != nil {
 			return false
 		}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/safepath"
 )
 
 // Extract unpacks a stream into dir, like `mbstream -x -C dir`: each payload is written
@@ -70,10 +72,10 @@ func fileFor(open map[string]*os.File, dir, rel string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+	if _, err := safepath.MkdirParents(dir, rel, 0o750); err != nil {
 		return nil, fmt.Errorf("xbstream: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o640)
 	if errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("%w: %s appears twice in the stream (or the target is not empty)", ErrCorrupt, rel)
 	}
@@ -84,11 +86,12 @@ func fileFor(open map[string]*os.File, dir, rel string) (*os.File, error) {
 	return f, nil
 }
 
-// SafePath joins a stream path to dir, refusing paths that would leave dir.
+// SafePath joins a stream path to dir with safepath.Join: a path that would leave dir
+// (absolute, "..", a symbolic link on the way) or is malformed is ErrCorrupt.
 func SafePath(dir, rel string) (string, error) {
-	clean := filepath.Clean(filepath.FromSlash(rel))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: path %q leaves the target directory", ErrCorrupt, rel)
+	p, err := safepath.Join(dir, rel)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	return filepath.Join(dir, clean), nil
+	return p, nil
 }
