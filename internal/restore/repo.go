@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/safepath"
 )
 
 // restoreRepo downloads a repository backup straight into a staging directory beside
@@ -49,12 +51,12 @@ func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, erro
 // resume the one an interrupted restore left.
 func repoStaging(datadir, id string, resume bool) (string, error) {
 	dir := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-restore-"+id)
-	_, err := os.Stat(dir)
+	_, err := os.Lstat(dir)
 	switch {
 	case err == nil && !resume:
 		return "", fmt.Errorf("an interrupted restore of backup %s is in %s: run again with --resume to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir)
 	case err == nil:
-		return dir, nil
+		return dir, checkResumable(dir, id)
 	case !errors.Is(err, os.ErrNotExist):
 		return "", err
 	}
@@ -62,6 +64,22 @@ func repoStaging(datadir, id string, resume bool) (string, error) {
 		return "", fmt.Errorf("create staging directory %s: %w", dir, filecopy.WrapWriteErr(err))
 	}
 	return dir, os.Chmod(dir, 0o750)
+}
+
+// checkResumable accepts for --resume only a real directory (no link) that holds ferry's
+// journal of the same backup and no symbolic link anywhere.
+func checkResumable(dir, id string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory: --resume continues only a restore ferry left there; remove it", dir)
+	}
+	if err := checkJournal(dir, id); err != nil {
+		return err
+	}
+	if err := safepath.CheckTree(dir); err != nil {
+		return fmt.Errorf("cannot resume the restore in %s: %w", dir, err)
+	}
+	return nil
 }
 
 func restoreRepoInto(ctx context.Context, cfg Config, m *manifest.Manifest, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
@@ -103,7 +121,7 @@ func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, stagin
 	}
 	b.Source = cfg.Repo.Location() + " " + m.ID
 	cfg.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
-	if err := recoverDir(ctx, b, staging, bin, cfg.UseMemory, cfg.Log); err != nil {
+	if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Log); err != nil {
 		return nil, err
 	}
 	if err := removeBackupOnlyFiles(staging); err != nil {
@@ -122,11 +140,11 @@ func layOut(dir string, m *manifest.Manifest) error {
 	want := map[string]bool{journalName: true}
 	for _, f := range m.Files {
 		want[f.Path] = true
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		p, err := safepath.MkdirParents(dir, f.Path, 0o750)
+		if err != nil {
 			return filecopy.WrapWriteErr(err)
 		}
-		fh, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o640)
+		fh, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o640)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", p, filecopy.WrapWriteErr(err))
 		}
@@ -157,7 +175,11 @@ func removeStrays(dir string, want map[string]bool) error {
 // aligned O_DIRECT writes; a sparse file keeps its holes (the range is punched first,
 // so a rewrite after an interrupted recovery leaves no old bytes).
 func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) error {
-	t, err := filecopy.Open(filepath.Join(dir, filepath.FromSlash(f.Path)), f.Sparse, true)
+	p, err := safepath.Join(dir, f.Path)
+	if err != nil {
+		return err
+	}
+	t, err := filecopy.Open(p, f.Sparse, true)
 	if err != nil {
 		return err
 	}
