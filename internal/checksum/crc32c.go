@@ -65,3 +65,17 @@ func xPow8n(n int64) uint32 {
 	}
 	return p
 }
+
+// Zeros is the CRC-32C of n zero bytes (the holes of a sparse copy), in O(log² n).
+func Zeros(n int64) uint32 {
+	var crc uint32
+	piece, plen := Sum([]byte{0}), int64(1)
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			crc = Combine(crc, piece, plen)
+		}
+		piece = Combine(piece, piece, plen)
+		plen *= 2
+	}
+	return crc
+}

@@ -31,3 +31,11 @@ func TestCombineThreeParts(t *testing.T) {
 		t.Fatalf("three-part combine %08x != %08x", c, Sum(whole))
 	}
 }
+
+func TestZeros(t *testing.T) {
+	for _, n := range []int64{0, 1, 2, 3, 4095, 4096, 1<<20 + 7} {
+		if got, want := Zeros(n), Sum(make([]byte, n)); got != want {
+			t.Errorf("Zeros(%d) = %08x, want %08x", n, got, want)
+		}
+	}
+}

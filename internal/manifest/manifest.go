@@ -166,19 +166,35 @@ func Write(dir string, m *Manifest) error {
 
 // Read loads the manifest of dir; ErrNotFound if there is none.
 func Read(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, FileName))
+	path := filepath.Join(dir, FileName)
+	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
+	if !fi.Mode().IsRegular() || fi.Size() > MaxSize {
+		return nil, fmt.Errorf("manifest %s is not a regular file of at most %d MiB: the backup was tampered with or damaged", path, MaxSize>>20)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes and validates a manifest read from name (a file, an object, a peer).
+func Parse(b []byte, name string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("manifest %s is corrupt: %w", filepath.Join(dir, FileName), err)
+		return nil, fmt.Errorf("manifest %s is corrupt: %w", name, err)
 	}
 	if m.Format > FormatVersion {
 		return nil, fmt.Errorf("backup manifest format %d is newer than this ferry understands (%d): upgrade ferry", m.Format, FormatVersion)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &m, nil
 }

@@ -148,9 +148,12 @@ func (r *Repo) Resolve(ctx context.Context, id string) (*manifest.Manifest, erro
 // getJSON reads and decodes a small object.
 func getJSON(ctx context.Context, st storage.Storage, key string, v any) error {
 	return st.Get(ctx, key, 0, -1, func(rd io.Reader) error {
-		b, err := io.ReadAll(rd)
+		b, err := io.ReadAll(io.LimitReader(rd, manifest.MaxSize+1))
 		if err != nil {
 			return err
+		}
+		if len(b) > manifest.MaxSize {
+			return fmt.Errorf("%s in %s is larger than %d MiB: the repository is damaged or was tampered with", key, st.Location(), manifest.MaxSize>>20)
 		}
 		if err := json.Unmarshal(b, v); err != nil {
 			return fmt.Errorf("%s in %s is not valid JSON (damaged?): %w", key, st.Location(), err)

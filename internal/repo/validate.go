@@ -8,11 +8,15 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 )
 
-// Validate checks that a repository manifest is whole before anything is read: every
-// blob lies within its file and its object, blobs are in order without overlap, and
-// where a file's blobs cover it entirely their CRC-32Cs combine to the file's CRC-32C
-// taken while copying, so that checking every blob checks every byte of the file.
+// Validate checks that a repository manifest is whole before anything is read: the
+// names and sizes every manifest must have right (manifest.Validate), every blob
+// within its file and its object, blobs in order without overlap, and their CRC-32Cs
+// combining to the file's CRC-32C taken while copying (bytes no blob covers counted as
+// zeros), so that checking every blob checks every byte of the file.
 func Validate(m *manifest.Manifest) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: backup %s: %w", ErrDamaged, m.ID, err)
+	}
 	sizes := map[string]int64{}
 	for _, o := range m.Objects {
 		sizes[o.Key] = o.Size
@@ -28,7 +32,6 @@ func Validate(m *manifest.Manifest) error {
 func validateFile(f manifest.File, objects map[string]int64) error {
 	var at int64
 	var crc uint32
-	whole := true
 	for _, b := range f.Blobs {
 		osize, ok := objects[b.Object]
 		switch {
@@ -43,16 +46,17 @@ func validateFile(f manifest.File, objects map[string]int64) error {
 		if err != nil {
 			return err
 		}
-		if b.RawOffset > at {
-			whole = false
-		}
+		crc = checksum.Combine(crc, checksum.Zeros(b.RawOffset-at), b.RawOffset-at)
 		crc = checksum.Combine(crc, bc, b.RawSize)
 		at = b.RawOffset + b.RawSize
 	}
 	if at > f.Size {
 		return fmt.Errorf("blobs end at byte %d, past the file's size %d", at, f.Size)
 	}
-	if whole && at == f.Size && f.CRC32C != "" && checksum.Hex(crc) != f.CRC32C {
+	// Bytes no blob covers are zeros: they count in the file's CRC-32C as such, so a
+	// size that lies (a file padded with zeros) fails here.
+	crc = checksum.Combine(crc, checksum.Zeros(f.Size-at), f.Size-at)
+	if f.CRC32C != "" && checksum.Hex(crc) != f.CRC32C {
 		return fmt.Errorf("its blobs' CRC-32Cs combine to %s, the file's is %s", checksum.Hex(crc), f.CRC32C)
 	}
 	return nil
