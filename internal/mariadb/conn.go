@@ -4,7 +4,6 @@
 package mariadb
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/optfile"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -38,9 +38,9 @@ type ConnConfig struct {
 // MYSQL_PWD, then applies the same defaults as the mariadb client.
 func (c ConnConfig) Resolve() (ConnConfig, error) {
 	if c.DefaultsFile != "" {
-		opts, err := ReadClientDefaults(c.DefaultsFile)
+		opts, err := optfile.Read(c.DefaultsFile, "client", "client-mariadb", "mariadb-client")
 		if err != nil {
-			return c, err
+			return c, fmt.Errorf("--defaults-file: %w", err)
 		}
 		c.applyDefaults(opts)
 	}
@@ -79,37 +79,6 @@ func (c *ConnConfig) applyDefaults(opts map[string]string) {
 	if v, ok := opts["port"]; ok && c.Port == 0 {
 		c.Port, _ = strconv.Atoi(v)
 	}
-}
-
-// ReadClientDefaults reads the [client] (and [client-mariadb], [mariadb-client]) groups
-// of an option file, as MariaDB clients do with --defaults-file.
-func ReadClientDefaults(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read defaults file: %w", err)
-	}
-	defer f.Close()
-	out := map[string]string{}
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if strings.HasPrefix(line, "[") {
-			g := strings.ToLower(strings.Trim(line, "[] "))
-			in = g == "client" || g == "client-mariadb" || g == "mariadb-client"
-			continue
-		}
-		if !in {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		k = strings.ReplaceAll(strings.ToLower(strings.TrimSpace(k)), "_", "-")
-		out[k] = strings.Trim(strings.TrimSpace(v), `"'`)
-	}
-	return out, sc.Err()
 }
 
 // Where describes the server address for messages.

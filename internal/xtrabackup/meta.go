@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/optfile"
 )
 
 // File names of the layout.
@@ -123,32 +125,14 @@ func MyCnfBytes(settings map[string]string) []byte {
 	return []byte(b.String())
 }
 
-// ReadMyCnf reads the [mysqld] settings of backup-my.cnf (keys with '-' turned into '_').
+// ReadMyCnf reads the [mysqld] options of backup-my.cnf as the server would read them
+// (names normalised by optfile.Name); a backup without one has none.
 func ReadMyCnf(dir string) (map[string]string, error) {
-	f, err := os.Open(filepath.Join(dir, MyCnfFile))
+	o, err := optfile.Read(filepath.Join(dir, MyCnfFile), "mysqld")
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			in = strings.EqualFold(strings.Trim(line, "[] "), "mysqld")
-			continue
-		}
-		if !in || line == "" || line[0] == '#' {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		out[strings.ReplaceAll(strings.TrimSpace(k), "-", "_")] = strings.TrimSpace(v)
-	}
-	return out, sc.Err()
+	return o, err
 }
 
 // WriteFileSync writes a small file and fsyncs it.
