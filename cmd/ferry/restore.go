@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/restore"
@@ -14,7 +15,7 @@ import (
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var cfg restore.Config
-	var from, identity string
+	var from, identity, writeCnf string
 	var rf repoFlags
 	cfg.MaxMemory = 256 << 20
 	cmd := &cobra.Command{
@@ -29,6 +30,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			if err := checkNewFile(writeCnf, "--write-cnf"); err != nil {
+				return err
+			}
 			if err := openRepoSource(cmd, g, &cfg, &rf, args, identity, from); err != nil {
 				return err
 			}
@@ -44,6 +48,12 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			g.log.Info("restore completed OK", "datadir", res.Datadir, "from", res.Backup.Origin(), "made_by", res.Backup.Tool())
 			if res.MovedAside != "" {
 				g.log.Info("the previous datadir was kept", "path", res.MovedAside)
+			}
+			if writeCnf != "" {
+				if err := os.WriteFile(writeCnf, res.Options.Cnf(res.Datadir), 0o644); err != nil {
+					return fmt.Errorf("--write-cnf: %w", err)
+				}
+				g.log.Info("wrote the options the restored datadir needs", "file", writeCnf)
 			}
 			printReplication(cmd.OutOrStdout(), res)
 			return nil
@@ -63,6 +73,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	f.StringVar(&writeCnf, "write-cnf", "", "write the options the restored datadir needs (datadir, InnoDB page size, system and undo tablespaces, ...) as a [mysqld] group to this new file")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
 }
@@ -71,7 +82,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 // the backed-up one from the backup's exact position.
 func printReplication(w io.Writer, res *restore.Result) {
 	gtid := res.Coordinates.ReplicaGTID()
-	fmt.Fprintf(w, "Restored %s. Start it with: mariadbd --datadir=%s\n", res.Datadir, res.Datadir)
+	fmt.Fprintf(w, "Restored %s. Start it with: %s\n", res.Datadir, startCommand(res.Datadir, res.Options))
 	if gtid == "" && res.Coordinates.BinlogFile == "" {
 		fmt.Fprintln(w, "The source had no binary log position; it cannot seed a replica.")
 		return
@@ -153,4 +164,22 @@ func openSource(cfg *restore.Config, from, identity string) (func(), error) {
 	}
 	cfg.Stream, cfg.StreamName = f, from
 	return func() { f.Close() }, nil
+}
+
+// startCommand is the mariadbd command line that opens a restored datadir: every
+// layout option it needs (a server started without them refuses it or damages it).
+func startCommand(datadir string, o restore.ServerOptions) string {
+	return strings.Join(append([]string{"mariadbd", "--datadir=" + datadir}, o.Args()...), " ")
+}
+
+// checkNewFile refuses an output file that exists: ferry never overwrites a file the
+// user has.
+func checkNewFile(path, flag string) error {
+	if path == "" {
+		return nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s %s exists: ferry does not overwrite it; remove it or name a new file", flag, path)
+	}
+	return nil
 }

@@ -59,6 +59,7 @@ type PrivateConfig struct {
 	Datadir string
 	RunDir  string   // holds socket, pid file and error log; must be short (socket path limit)
 	Args    []string // extra server options, e.g. from backup-my.cnf
+	ErrLog  string   // error log; default mariadbd.err in RunDir
 }
 
 // Private is a running private mariadbd.
@@ -74,7 +75,10 @@ type Private struct {
 // StartPrivate starts mariadbd with no networking, no binlog, no replica threads and
 // no grant checks on a private socket, and waits until it accepts connections.
 func StartPrivate(ctx context.Context, cfg PrivateConfig) (*Private, error) {
-	p := &Private{cfg: cfg, Socket: filepath.Join(cfg.RunDir, "m.sock"), ErrLog: filepath.Join(cfg.RunDir, "mariadbd.err")}
+	p := &Private{cfg: cfg, Socket: filepath.Join(cfg.RunDir, "m.sock"), ErrLog: cfg.ErrLog}
+	if p.ErrLog == "" {
+		p.ErrLog = filepath.Join(cfg.RunDir, "mariadbd.err")
+	}
 	args := append([]string{"--no-defaults"}, cfg.Args...)
 	args = append(args, "--datadir="+cfg.Datadir, "--socket="+p.Socket, "--skip-networking",
 		"--pid-file="+filepath.Join(cfg.RunDir, "m.pid"), "--log-error="+p.ErrLog,

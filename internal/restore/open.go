@@ -116,17 +116,9 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 	return nil
 }
 
-// serverArgs turns the backup's prepare settings into mariadbd options.
-func (b *Backup) serverArgs(bufferPool string) []string {
-	args := []string{"--innodb-buffer-pool-size=" + bufferPool}
-	for k, v := range b.Settings {
-		if k == "innodb_undo_directory" || k == "innodb_data_home_dir" || k == "innodb_log_group_home_dir" || k == "innodb_log_file_size" {
-			continue
-		}
-		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
-	}
-	return args
-}
+// Options are the server options the backup's datadir needs (an allow-list of its
+// settings, validated).
+func (b *Backup) Options() (ServerOptions, error) { return serverOptions(b.Settings) }
 
 // prepareMariadbd finds the mariadbd for this backup and checks its version.
 func (b *Backup) prepareMariadbd(ctx context.Context, explicit string) (string, string, error) {

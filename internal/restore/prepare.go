@@ -2,10 +2,12 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -39,15 +41,24 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	// Files the recovery does not touch keep their checksum; the margin covers coarse
 	// file timestamps.
 	since := time.Now().Add(-2 * time.Second)
-	if err := recoverDir(ctx, b, cfg.Dir, bin, cfg.UseMemory, cfg.Log); err != nil {
+	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Log); err != nil {
 		return err
 	}
 	return b.markPrepared(version, since)
 }
 
+// errLogBeside names the error log of a recovery of dir (a backup directory, or the
+// datadir a restore builds): a hidden file beside it, kept when recovery fails so the
+// message can point at it, and removed by the next recovery or when it succeeds.
+func errLogBeside(dir string) string {
+	abs, _ := filepath.Abs(dir)
+	return filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".ferry-prepare.err")
+}
+
 // recoverDir starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery run and
-// recovered transactions roll back, and shuts it down cleanly.
-func recoverDir(ctx context.Context, b *Backup, dir, bin, mem string, log *slog.Logger) error {
+// recovered transactions roll back, and shuts it down cleanly. The server's error log
+// is errLog, kept if recovery fails.
+func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, log *slog.Logger) error {
 	if mem == "" {
 		mem = "256M"
 	}
@@ -64,10 +75,20 @@ func recoverDir(ctx context.Context, b *Backup, dir, bin, mem string, log *slog.
 	if err != nil {
 		return err
 	}
-	args := append(b.serverArgs(mem), fmt.Sprintf("--innodb-log-file-size=%d", logSize))
+	opts, err := b.Options()
+	if err != nil {
+		return err
+	}
+	if len(opts.Ignored) > 0 {
+		log.Warn("prepare: the backup carries server settings that recovery does not take from a backup; they are ignored", "settings", strings.Join(opts.Ignored, ","))
+	}
+	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mariadbd", bin, "dir", abs)
-	p, err := mariadb.StartPrivate(ctx, mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args})
+	if err := os.Remove(errLog); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
+	}
+	p, err := mariadb.StartPrivate(ctx, mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog})
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
@@ -79,6 +100,7 @@ func recoverDir(ctx context.Context, b *Backup, dir, bin, mem string, log *slog.
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
 	os.Remove(filepath.Join(abs, "ibtmp1"))
+	os.Remove(errLog)
 	log.Info("prepare: recovery finished", "took", time.Since(t0).Round(time.Millisecond))
 	return nil
 }

@@ -59,6 +59,7 @@ type Result struct {
 	Datadir     string
 	MovedAside  string // old datadir kept here with --replace
 	Coordinates mariadb.Coordinates
+	Options     ServerOptions // what the restored server must be started with
 }
 
 // Restore copies (or moves) a backup into a staging directory beside the datadir,
@@ -133,7 +134,7 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 		return nil, err
 	}
 	if !b.Prepared {
-		if err := recoverDir(ctx, b, staging, bin, cfg.UseMemory, cfg.Log); err != nil {
+		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -142,6 +143,10 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 
 // finishStaging sets ownership, makes the staging dir durable and renames it in.
 func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, owner ownerIDs, replace bool) (*Result, error) {
+	opts, err := b.Options()
+	if err != nil {
+		return nil, err
+	}
 	if err := owner.apply(staging); err != nil {
 		return nil, err
 	}
@@ -152,7 +157,7 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c}, nil
+	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts}, nil
 }
 
 // checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a

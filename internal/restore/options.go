@@ -1,0 +1,152 @@
+package restore
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Option is one server option a restored datadir needs, as in a [mysqld] group.
+type Option struct{ Name, Value string }
+
+// ServerOptions are the options a backup's datadir needs to be opened: recovery runs
+// with them, and so must every later start of the restored server. They come from an
+// allow-list of InnoDB layout options, each value validated, because a backup's
+// settings (its manifest, its backup-my.cnf) are input: an option such as init_file
+// or general_log_file would make the prepare server, which runs as root, run SQL or
+// write outside the staging directory.
+type ServerOptions struct {
+	Layout  []Option // sorted by name
+	Ignored []string // settings the backup carries that are not used, sorted
+}
+
+// layoutRules validate the values of the allowed options: each returns the value to
+// use or an error.
+var layoutRules = map[string]func(string) (string, error){
+	"innodb_page_size":          pageSize,
+	"innodb_checksum_algorithm": oneOf("crc32", "strict_crc32", "full_crc32", "strict_full_crc32", "innodb", "strict_innodb", "none", "strict_none"),
+	"innodb_data_file_path":     dataFilePath,
+	"innodb_undo_tablespaces":   intRange(0, 127),
+	"innodb_compression_level":  intRange(0, 9),
+}
+
+// placedOptions name where files go; the files are in the staging directory (and
+// then the datadir) whatever the source had, so they are known and not used.
+var placedOptions = map[string]bool{
+	"innodb_log_file_size": true, "innodb_undo_directory": true, "innodb_data_home_dir": true,
+	"innodb_log_group_home_dir": true,
+}
+
+// serverOptions keeps the allowed layout options of settings, refusing a value that
+// is not valid for its option, and lists the rest as ignored.
+func serverOptions(settings map[string]string) (ServerOptions, error) {
+	var o ServerOptions
+	for name, raw := range settings {
+		rule, ok := layoutRules[name]
+		if !ok {
+			if !placedOptions[name] {
+				o.Ignored = append(o.Ignored, name)
+			}
+			continue
+		}
+		v, err := rule(strings.TrimSpace(raw))
+		if err != nil {
+			return ServerOptions{}, fmt.Errorf("the backup sets %s to %q: %w; the backup was tampered with or damaged", name, raw, err)
+		}
+		o.Layout = append(o.Layout, Option{name, v})
+	}
+	sort.Slice(o.Layout, func(a, b int) bool { return o.Layout[a].Name < o.Layout[b].Name })
+	sort.Strings(o.Ignored)
+	return o, nil
+}
+
+// Args are the options as mariadbd arguments.
+func (o ServerOptions) Args() []string {
+	out := make([]string, len(o.Layout))
+	for i, opt := range o.Layout {
+		out[i] = "--" + strings.ReplaceAll(opt.Name, "_", "-") + "=" + opt.Value
+	}
+	return out
+}
+
+// Cnf is the options as a [mysqld] option-file group.
+func (o ServerOptions) Cnf(datadir string) []byte {
+	var b strings.Builder
+	b.WriteString("# Options the datadir restored by ferry needs; include this file in the server's my.cnf.\n[mysqld]\n")
+	fmt.Fprintf(&b, "datadir=%s\n", datadir)
+	for _, opt := range o.Layout {
+		fmt.Fprintf(&b, "%s=%s\n", opt.Name, opt.Value)
+	}
+	return []byte(b.String())
+}
+
+func oneOf(values ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		for _, want := range values {
+			if strings.EqualFold(v, want) {
+				return want, nil
+			}
+		}
+		return "", fmt.Errorf("not one of %s", strings.Join(values, ", "))
+	}
+}
+
+func intRange(lo, hi int) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return "", fmt.Errorf("not a number from %d to %d", lo, hi)
+		}
+		return strconv.Itoa(n), nil
+	}
+}
+
+// pageSize accepts 4096..65536 (a power of two) or 4k..64k.
+func pageSize(v string) (string, error) {
+	n, err := parseSize(v)
+	if err != nil || n < 4096 || n > 65536 || n&(n-1) != 0 {
+		return "", fmt.Errorf("not an InnoDB page size (4k, 8k, 16k, 32k or 64k)")
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+// dataFileRe is one system tablespace file: a plain name (no directory: the files are
+// in the datadir), a size, optionally autoextend with a maximum.
+var dataFileRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}:[0-9]{1,12}[KkMmGg]?(:autoextend(:max:[0-9]{1,12}[KkMmGg]?)?)?$`)
+
+// dataFilePath accepts innodb_data_file_path of files inside the datadir.
+func dataFilePath(v string) (string, error) {
+	files := strings.Split(v, ";")
+	if len(files) > 64 {
+		return "", fmt.Errorf("more than 64 system tablespace files")
+	}
+	for _, f := range files {
+		name, _, _ := strings.Cut(f, ":")
+		if !dataFileRe.MatchString(f) || name == "." || name == ".." {
+			return "", fmt.Errorf("%q is not a file inside the datadir with a size (e.g. ibdata1:12M:autoextend)", f)
+		}
+	}
+	return v, nil
+}
+
+// parseSize reads a size with an optional K, M or G suffix.
+func parseSize(v string) (int64, error) {
+	mult := int64(1)
+	if n := len(v); n > 0 {
+		switch v[n-1] {
+		case 'k', 'K':
+			mult, v = 1<<10, v[:n-1]
+		case 'm', 'M':
+			mult, v = 1<<20, v[:n-1]
+		case 'g', 'G':
+			mult, v = 1<<30, v[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return 0, fmt.Errorf("not a size")
+	}
+	return n * mult, nil
+}
