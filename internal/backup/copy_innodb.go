@@ -37,6 +37,7 @@ type copiedFile struct {
 	Known   bool   // SpaceID was read from a valid page 0
 	Kind    string
 	Space   *manifest.Space // what page validation needs, when page 0 was valid
+	Remote  string          // a DATA DIRECTORY tablespace's path on the source
 }
 
 // innoJob is an InnoDB file prepared for a segmented copy.
@@ -175,6 +176,14 @@ func planSegments(size, seg, page int64) []segment {
 	return append(out, segment{off: last, len: -1})
 }
 
+// remote is the source path of a DATA DIRECTORY tablespace, "" for the others.
+func (ij *innoJob) remote() string {
+	if ij.src.Remote {
+		return ij.src.Abs
+	}
+	return ""
+}
+
 // finishInnoJob ends the copy of a file after its last segment and records it.
 func (j *job) finishInnoJob(ij *innoJob) error {
 	if ij.vanished() {
@@ -190,7 +199,7 @@ func (j *job) finishInnoJob(ij *innoJob) error {
 		return fmt.Errorf("%s: %w", ij.src.Rel, err)
 	}
 	j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Size: size, CRC: crc, Sparse: ij.sparse,
-		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB, Space: ij.space()})
+		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB, Space: ij.space(), Remote: ij.remote()})
 	return nil
 }
 

@@ -39,12 +39,18 @@ func summarize(ops []redo.FileOp) ddlEffects {
 	return e
 }
 
-// relName turns a redo file name ("./db/t.ibd") into a backup-relative path.
+// relName turns a redo file name ("./db/t.ibd", or "/disk/db/t.ibd" for a DATA
+// DIRECTORY table, stored in the backup as db/t.ibd) into a backup-relative path.
 func relName(name string) (string, bool) {
+	clean := filepath.ToSlash(filepath.Clean(name))
 	if filepath.IsAbs(name) {
-		return "", false
+		parts := strings.Split(clean, "/")
+		if len(parts) < 3 {
+			return "", false
+		}
+		return strings.Join(parts[len(parts)-2:], "/"), true
 	}
-	return strings.TrimPrefix(filepath.ToSlash(filepath.Clean(name)), "./"), true
+	return strings.TrimPrefix(clean, "./"), true
 }
 
 // reconcileDDL runs under BLOCK_DDL. It waits until the redo copy has seen every DDL

@@ -131,7 +131,7 @@ func (j *job) infoFormat() string {
 func (j *job) manifestFiles() []manifest.File {
 	var out []manifest.File
 	for name, f := range j.files {
-		out = append(out, manifest.File{Path: name, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse, Space: f.Space})
+		out = append(out, manifest.File{Path: name, Size: f.Size, CRC32C: checksum.Hex(f.CRC), Kind: f.Kind, Sparse: f.Sparse, Space: f.Space, Remote: f.Remote})
 	}
 	return out
 }

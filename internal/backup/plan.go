@@ -6,6 +6,7 @@ package backup
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,6 +36,7 @@ type srcFile struct {
 	Class  class
 	System bool   // part of the system tablespace (ibdata*)
 	Base   uint32 // first page number of this file in its tablespace (ibdata2...)
+	Remote bool   // a DATA DIRECTORY tablespace: Abs is outside the datadir
 }
 
 // plan is the list of files to copy, by class.
@@ -176,8 +178,43 @@ func scanDatabase(datadir, db string) ([]srcFile, error) {
 			continue // dropped while listing
 		}
 		out = append(out, srcFile{Abs: filepath.Join(datadir, db, name), Rel: db + "/" + name, Size: fi.Size(), Class: c})
+		if filepath.Ext(name) == islExt {
+			if f, ok := remoteTablespace(datadir, db, name); ok {
+				out = append(out, f)
+			}
+		}
 	}
 	return out, nil
+}
+
+// islExt is the link file of a DATA DIRECTORY table: it holds the absolute path of the
+// tablespace, which lives outside the datadir.
+const islExt = ".isl"
+
+// maxISL bounds a link file: it holds one path.
+const maxISL = 4096
+
+// remoteTablespace returns the tablespace a .isl file points at, stored in the backup
+// beside the link as db/<table>.ibd, as mariadb-backup stores it. A link being
+// dropped or unreadable while listing is skipped, like a dropped table.
+func remoteTablespace(datadir, db, isl string) (srcFile, bool) {
+	f, err := os.Open(filepath.Join(datadir, db, isl))
+	if err != nil {
+		return srcFile{}, false
+	}
+	defer f.Close()
+	b := make([]byte, maxISL)
+	n, _ := io.ReadFull(f, b)
+	path := strings.TrimRight(string(b[:n]), "\r\n")
+	if !filepath.IsAbs(path) || filepath.Ext(path) != innodbExt {
+		return srcFile{}, false
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return srcFile{}, false
+	}
+	rel := db + "/" + strings.TrimSuffix(isl, islExt) + innodbExt
+	return srcFile{Abs: path, Rel: rel, Size: fi.Size(), Class: classInnoDB, Remote: true}, true
 }
 
 func classifyTableFile(db, name string) class {

@@ -84,7 +84,7 @@ func TestSummarizeDDL(t *testing.T) {
 	if rel, ok := relName("./db/t.ibd"); !ok || rel != "db/t.ibd" {
 		t.Fatalf("relName = %q %v", rel, ok)
 	}
-	if _, ok := relName("/data/remote/t.ibd"); ok {
-		t.Fatal("absolute DATA DIRECTORY names are not backup-relative")
+	if rel, ok := relName("/data/remote/db/t.ibd"); !ok || rel != "db/t.ibd" {
+		t.Fatalf("a DATA DIRECTORY name is stored as db/t.ibd beside its .isl, got %q %v", rel, ok)
 	}
 }

@@ -51,6 +51,9 @@ type File struct {
 	// Space describes an InnoDB tablespace whose page 0 was read while copying, so a
 	// verifier can check every page of the stored copy.
 	Space *Space `json:"space,omitempty"`
+	// Remote is the path a DATA DIRECTORY tablespace had on the source, outside its
+	// datadir; the backup holds it at Path (db/t.ibd) beside its link db/t.isl.
+	Remote string `json:"remote,omitempty"`
 	// Blobs say where a repository stores the file: each covers a range of its bytes.
 	// Ranges are in order and do not overlap; bytes no blob covers are zeros.
 	Blobs []Blob `json:"blobs,omitempty"`
