@@ -16,6 +16,7 @@ import (
 func newRestoreCmd(g *globals) *cobra.Command {
 	var cfg restore.Config
 	var from, identity, writeCnf string
+	var dirMaps []string
 	var rf repoFlags
 	cfg.MaxMemory = 256 << 20
 	cmd := &cobra.Command{
@@ -31,6 +32,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			if err := checkNewFile(writeCnf, "--write-cnf"); err != nil {
+				return err
+			}
+			if err := parseDirMaps(&cfg.DataDirs, dirMaps); err != nil {
 				return err
 			}
 			if err := openRepoSource(cmd, g, &cfg, &rf, args, identity, from); err != nil {
@@ -73,6 +77,8 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")
+	f.BoolVar(&cfg.DataDirs.Inside, "no-data-directory", false, "put DATA DIRECTORY tablespaces inside the datadir as ordinary tablespaces")
 	f.StringVar(&writeCnf, "write-cnf", "", "write the options the restored datadir needs (datadir, InnoDB page size, system and undo tablespaces, ...) as a [mysqld] group to this new file")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
@@ -180,6 +186,21 @@ func checkNewFile(path, flag string) error {
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("%s %s exists: ferry does not overwrite it; remove it or name a new file", flag, path)
+	}
+	return nil
+}
+
+// parseDirMaps reads --data-directory-map values into d.
+func parseDirMaps(d *restore.DataDirs, maps []string) error {
+	if d.Inside && len(maps) > 0 {
+		return errors.New("--no-data-directory and --data-directory-map exclude each other: choose one")
+	}
+	for _, s := range maps {
+		m, err := restore.ParseDirMap(s)
+		if err != nil {
+			return err
+		}
+		d.Map = append(d.Map, m)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ var layoutRules = map[string]func(string) (string, error){
 	"innodb_data_file_path":     dataFilePath,
 	"innodb_undo_tablespaces":   intRange(0, 127),
 	"innodb_compression_level":  intRange(0, 9),
+	"lower_case_table_names":    intRange(0, 2),
 }
 
 // placedOptions name where files go; the files are in the staging directory (and

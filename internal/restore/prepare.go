@@ -82,13 +82,33 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, lo
 	if len(opts.Ignored) > 0 {
 		log.Warn("prepare: the backup carries server settings that recovery does not take from a backup; they are ignored", "settings", strings.Join(opts.Ignored, ","))
 	}
+	if n, err := localizeRedo(abs); err != nil {
+		return err
+	} else if n > 0 {
+		log.Info("prepare: DATA DIRECTORY tablespaces are recovered from their copies in the backup", "redo_names_localized", n)
+	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mariadbd", bin, "dir", abs)
 	if err := os.Remove(errLog); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
-	p, err := mariadb.StartPrivate(ctx, mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog})
+	err = withLinksAside(abs, func() error {
+		return runRecovery(ctx, mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}, dir)
+	})
+	if err != nil {
+		return err
+	}
+	os.Remove(filepath.Join(abs, "ibtmp1"))
+	os.Remove(errLog)
+	log.Info("prepare: recovery finished", "took", time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// runRecovery starts the private server, waits for the rollback of recovered
+// transactions and shuts it down cleanly.
+func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string) error {
+	p, err := mariadb.StartPrivate(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
@@ -99,9 +119,6 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, lo
 	if err := p.Shutdown(ctx); err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
-	os.Remove(filepath.Join(abs, "ibtmp1"))
-	os.Remove(errLog)
-	log.Info("prepare: recovery finished", "took", time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

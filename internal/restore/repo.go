@@ -27,6 +27,9 @@ func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.DataDirs.checkFree(manifestSpaces(m)); err != nil {
+		return nil, err
+	}
 	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}
 	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 	if err != nil {
@@ -130,7 +133,7 @@ func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, stagin
 	if err := os.Remove(filepath.Join(staging, journalName)); err != nil {
 		return nil, err
 	}
-	return finishStaging(b, m.Coordinates, staging, datadir, owner, cfg.Replace)
+	return finishStaging(b, m.Coordinates, staging, datadir, owner, cfg)
 }
 
 // layOut creates every file of the backup in dir at its size (so that parts can be

@@ -42,9 +42,10 @@ type Config struct {
 	Identities []age.Identity // for encrypted streams and repositories
 	MaxMemory  int64          // stream data buffered between the reader and the writers
 	Datadir    string
-	Move       bool   // move files out of the backup instead of copying (consumes the backup)
-	Replace    bool   // move a non-empty datadir aside (never deleted) and restore in its place
-	Owner      string // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	Move       bool     // move files out of the backup instead of copying (consumes the backup)
+	Replace    bool     // move a non-empty datadir aside (never deleted) and restore in its place
+	Owner      string   // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	DataDirs   DataDirs // where DATA DIRECTORY tablespaces go
 	Parallel   int
 	Mariadbd   string
 	UseMemory  string
@@ -87,6 +88,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	b, err := Open(cfg.BackupDir)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkLinks(b.Dir, cfg.DataDirs); err != nil {
 		return nil, err
 	}
 	bin := ""
@@ -138,11 +142,12 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 			return nil, err
 		}
 	}
-	return finishStaging(b, b.coordinates(), staging, datadir, owner, cfg.Replace)
+	return finishStaging(b, b.coordinates(), staging, datadir, owner, cfg)
 }
 
-// finishStaging sets ownership, makes the staging dir durable and renames it in.
-func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, owner ownerIDs, replace bool) (*Result, error) {
+// finishStaging sets ownership, makes the staging dir durable, puts DATA DIRECTORY
+// tablespaces where they go and renames the staging dir in.
+func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, owner ownerIDs, cfg Config) (*Result, error) {
 	opts, err := b.Options()
 	if err != nil {
 		return nil, err
@@ -150,11 +155,17 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 	if err := owner.apply(staging); err != nil {
 		return nil, err
 	}
-	if err := filecopy.SyncFS(staging); err != nil {
+	moved, err := placeRemote(staging, cfg.DataDirs, owner)
+	if err != nil {
 		return nil, err
 	}
-	aside, err := swapIn(staging, datadir, replace)
+	if err := filecopy.SyncFS(staging); err != nil {
+		unplace(moved)
+		return nil, err
+	}
+	aside, err := swapIn(staging, datadir, cfg.Replace)
 	if err != nil {
+		unplace(moved)
 		return nil, err
 	}
 	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts}, nil

@@ -72,7 +72,7 @@ func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, own
 	if err := removeBackupOnlyFiles(staging); err != nil {
 		return nil, err
 	}
-	return finishStaging(b, coords, staging, datadir, owner, cfg.Replace)
+	return finishStaging(b, coords, staging, datadir, owner, cfg)
 }
 
 // verifyStream checks a ferry stream against its manifest (every file present with its

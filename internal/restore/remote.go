@@ -1,0 +1,275 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/safepath"
+	"golang.org/x/sys/unix"
+)
+
+// DataDirs says where the DATA DIRECTORY tablespaces of a backup go. By default each
+// goes back to the path it had on the source, which must be free.
+type DataDirs struct {
+	Map    []DirMap // a tablespace under Old goes under New instead
+	Inside bool     // put them inside the datadir as ordinary tablespaces (no link)
+}
+
+// DirMap is one --data-directory-map OLD=NEW.
+type DirMap struct{ Old, New string }
+
+// ParseDirMap reads OLD=NEW (both absolute directories).
+func ParseDirMap(s string) (DirMap, error) {
+	old, nw, ok := strings.Cut(s, "=")
+	if !ok || !filepath.IsAbs(old) || !filepath.IsAbs(nw) {
+		return DirMap{}, fmt.Errorf("--data-directory-map %q: want OLD=NEW, two absolute directories (e.g. /disk1/mysql=/disk2/mysql)", s)
+	}
+	return DirMap{filepath.Clean(old), filepath.Clean(nw)}, nil
+}
+
+// linkExt is a DATA DIRECTORY table's link file in the datadir: the absolute path of
+// its tablespace.
+const linkExt = ".isl"
+
+// remoteSpace is a DATA DIRECTORY tablespace in a backup: its link db/t.isl, the copy
+// db/t.ibd beside it, and the path it had on the source.
+type remoteSpace struct {
+	link, rel, source string
+}
+
+// readLinks lists the link files of the database directories of dir (a backup or a
+// staging datadir). Each must hold an absolute path to a .ibd of the same table.
+func readLinks(dir string) ([]remoteSpace, error) {
+	links, err := filepath.Glob(filepath.Join(dir, "*", "*"+linkExt))
+	if err != nil {
+		return nil, err
+	}
+	var out []remoteSpace
+	for _, l := range links {
+		rel, _ := filepath.Rel(dir, l)
+		rs, err := readLink(l, filepath.ToSlash(rel))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs)
+	}
+	return out, nil
+}
+
+func readLink(path, rel string) (remoteSpace, error) {
+	f, err := filecopy.OpenRead(path)
+	if err != nil {
+		return remoteSpace{}, err
+	}
+	defer f.Close()
+	b := make([]byte, safepath.MaxLen+1)
+	n, _ := io.ReadFull(f, b)
+	src := strings.TrimRight(string(b[:n]), "\r\n")
+	ibd := strings.TrimSuffix(rel, linkExt) + ".ibd"
+	if n > safepath.MaxLen || !filepath.IsAbs(src) || filepath.Clean(src) != src || !strings.HasSuffix(src, "/"+filepath.Base(ibd)) {
+		return remoteSpace{}, fmt.Errorf("DATA DIRECTORY link %s holds %q, not the absolute path of %s: the backup was tampered with or damaged", rel, src, filepath.Base(ibd))
+	}
+	return remoteSpace{link: rel, rel: ibd, source: src}, nil
+}
+
+// target is where the tablespace goes under the policy; "" means inside the datadir.
+func (d DataDirs) target(rs remoteSpace) string {
+	if d.Inside {
+		return ""
+	}
+	for _, m := range d.Map {
+		if rest, ok := strings.CutPrefix(rs.source, m.Old+"/"); ok {
+			return filepath.Join(m.New, rest)
+		}
+	}
+	return rs.source
+}
+
+// checkFree refuses a target path that holds a file: the tablespace would replace it.
+func (d DataDirs) checkFree(spaces []remoteSpace) error {
+	for _, rs := range spaces {
+		t := d.target(rs)
+		if t == "" {
+			continue
+		}
+		if _, err := os.Lstat(t); err == nil {
+			table := strings.Replace(strings.TrimSuffix(rs.rel, ".ibd"), "/", ".", 1)
+			return fmt.Errorf("table %s was created with DATA DIRECTORY and its tablespace %s exists: pass --data-directory-map %s=NEWDIR to put it elsewhere, or --no-data-directory to keep it inside the datadir", table, t, filepath.Dir(filepath.Dir(rs.source)))
+		}
+	}
+	return nil
+}
+
+// manifestSpaces lists the DATA DIRECTORY tablespaces a ferry manifest records.
+func manifestSpaces(m *manifest.Manifest) []remoteSpace {
+	var out []remoteSpace
+	for _, f := range m.Files {
+		if f.Remote != "" {
+			out = append(out, remoteSpace{link: strings.TrimSuffix(f.Path, ".ibd") + linkExt, rel: f.Path, source: f.Remote})
+		}
+	}
+	return out
+}
+
+// checkLinks refuses, before anything is copied, a backup directory whose DATA
+// DIRECTORY tablespaces would land on existing files.
+func checkLinks(dir string, d DataDirs) error {
+	spaces, err := readLinks(dir)
+	if err != nil {
+		return err
+	}
+	return d.checkFree(spaces)
+}
+
+// withLinksAside runs recovery on dir with its link files removed, so that the server
+// opens the copies inside dir (the redo names were localized) and never a source's
+// live tablespace through a link; the links are written back afterwards.
+func withLinksAside(dir string, recover func() error) error {
+	spaces, err := readLinks(dir)
+	if err != nil {
+		return err
+	}
+	for _, rs := range spaces {
+		if err := os.Remove(filepath.Join(dir, rs.link)); err != nil {
+			return fmt.Errorf("prepare: set aside %s: %w", rs.link, err)
+		}
+	}
+	rerr := recover()
+	for _, rs := range spaces {
+		if err := writeLink(filepath.Join(dir, rs.link), rs.source); err != nil && rerr == nil {
+			rerr = err
+		}
+	}
+	return rerr
+}
+
+// writeLink writes a link file holding path, as the server writes one (no newline).
+func writeLink(link, path string) error {
+	if err := os.WriteFile(link, []byte(path), 0o640); err != nil {
+		return fmt.Errorf("write DATA DIRECTORY link %s: %w", link, err)
+	}
+	return nil
+}
+
+// localizeRedo rewrites the absolute tablespace names of dir's ib_logfile0 in place
+// (redo.LocalizeFileNames), through a shared mapping of the file.
+func localizeRedo(dir string) (int, error) {
+	path := filepath.Join(dir, "ib_logfile0")
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, fmt.Errorf("prepare: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0, err
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return 0, fmt.Errorf("prepare: map %s: %w", path, err)
+	}
+	n, lerr := redo.LocalizeFileNames(b)
+	if n > 0 {
+		if err := unix.Msync(b, unix.MS_SYNC); err != nil && lerr == nil {
+			lerr = err
+		}
+	}
+	if err := unix.Munmap(b); err != nil && lerr == nil {
+		lerr = err
+	}
+	if lerr != nil {
+		return n, fmt.Errorf("prepare: redo log of %s: %w", dir, lerr)
+	}
+	return n, nil
+}
+
+// placed is a tablespace moved out of staging: from where, to where.
+type placed struct{ from, to string }
+
+// placeRemote moves each DATA DIRECTORY tablespace of staging to where the policy
+// sends it and points its link there, or (Inside) drops the link so that the server
+// opens the copy in the datadir. It returns what it moved, so that a failed swap can
+// move it back.
+func placeRemote(staging string, d DataDirs, owner ownerIDs) ([]placed, error) {
+	spaces, err := readLinks(staging)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkFree(spaces); err != nil {
+		return nil, err
+	}
+	var done []placed
+	for _, rs := range spaces {
+		t, from := d.target(rs), filepath.Join(staging, rs.rel)
+		if t == "" {
+			err = os.Remove(filepath.Join(staging, rs.link))
+		} else if err = placeOne(from, t, owner); err == nil {
+			done = append(done, placed{from, t})
+			err = writeLink(filepath.Join(staging, rs.link), t)
+		}
+		if err != nil {
+			unplace(done)
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// placeOne moves a tablespace out of staging to path (created, never replaced):
+// renamed on the same filesystem, copied and synced otherwise.
+func placeOne(from, to string, owner ownerIDs) error {
+	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
+		return fmt.Errorf("create DATA DIRECTORY %s: %w", filepath.Dir(to), err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE); err != nil {
+		if !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("move tablespace to %s: %w", to, err)
+		}
+		if _, _, err := filecopy.CopyPlain(context.Background(), from, to, nil); err != nil {
+			os.Remove(to)
+			return fmt.Errorf("copy tablespace to %s: %w", to, err)
+		}
+		if err := syncFile(to); err != nil {
+			return err
+		}
+		os.Remove(from)
+	}
+	if owner.set {
+		if err := os.Lchown(to, owner.uid, owner.gid); err != nil {
+			return fmt.Errorf("set owner of %s: %w", to, err)
+		}
+	}
+	return nil
+}
+
+// unplace moves placed tablespaces back into staging.
+func unplace(done []placed) {
+	for _, p := range done {
+		if os.Rename(p.to, p.from) != nil {
+			if _, _, err := filecopy.CopyPlain(context.Background(), p.to, p.from, nil); err == nil {
+				os.Remove(p.to)
+			}
+		}
+	}
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}
