@@ -43,6 +43,9 @@ func TestDataDirectoryTables(t *testing.T) {
 	stop := writeAccounts(t, src)
 	dir := filepath.Join(tmp, "full")
 	mustFerry(t, backupArgs(src, dir, "--max-rate", "10M")...)
+	repoDir := filepath.Join(tmp, "repo")
+	os.MkdirAll(repoDir, 0o750)
+	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", repoDir)
 	// mariadb-backup's backup under the same writes, for interop both ways.
 	mbDir := filepath.Join(tmp, "mb")
 	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+mbDir).CombinedOutput(); err != nil {
@@ -69,6 +72,8 @@ func TestDataDirectoryTables(t *testing.T) {
 		noDatadir(t, datadir)
 		wantFail(t, nil, "dd.acct", "restore", "--from", stream, "--datadir", datadir)
 		noDatadir(t, datadir)
+		wantFail(t, nil, "--no-data-directory", "restore", "--repo", repoDir, "latest", "--datadir", datadir)
+		noDatadir(t, datadir)
 	})
 	for _, c := range []struct {
 		name string
@@ -79,6 +84,7 @@ func TestDataDirectoryTables(t *testing.T) {
 		{"map, directory", []string{"--target-dir", dir, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext2")}, filepath.Join(tmp, "ext2"), false},
 		{"map, stream", []string{"--from", stream, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext3")}, filepath.Join(tmp, "ext3"), true},
 		{"inside", []string{"--target-dir", dir, "--no-data-directory"}, "", false},
+		{"repository", []string{"--repo", repoDir, "latest", "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext6")}, filepath.Join(tmp, "ext6"), false},
 		{"mariadb-backup's backup", []string{"--target-dir", mbDir, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext4")}, filepath.Join(tmp, "ext4"), false},
 		{"prepared by mariadb-backup", []string{"--target-dir", mbPrepared, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext5")}, filepath.Join(tmp, "ext5"), false},
 	} {
