@@ -76,7 +76,7 @@ func Start(t testing.TB, opt Options) *Server {
 	s.ConfigFile = filepath.Join(base, "my.cnf")
 	if s.Datadir == "" {
 		s.Datadir = filepath.Join(base, "data")
-		installDB(t, s.Datadir)
+		installDB(t, s.Datadir, opt.Args)
 	}
 	t.Cleanup(func() { s.cleanup(t) })
 	for attempt := 0; ; attempt++ {
@@ -107,15 +107,21 @@ func shortDir(t testing.TB) string {
 	return d
 }
 
-// installDB creates a fresh datadir with mariadb-install-db.
-func installDB(t testing.TB, datadir string) {
+// installDB creates a fresh datadir with mariadb-install-db; the InnoDB layout options
+// among args (page size, system and undo tablespaces) must be given at creation.
+func installDB(t testing.TB, datadir string, args []string) {
 	t.Helper()
 	bin, err := exec.LookPath("mariadb-install-db")
 	if err != nil {
 		t.Fatalf("mariadb-install-db not found on PATH: install mariadb-server to run end-to-end tests")
 	}
-	out, err := exec.Command(bin, "--no-defaults", "--datadir="+datadir, "--user=root",
-		"--auth-root-authentication-method=normal").CombinedOutput()
+	cmd := []string{"--no-defaults", "--datadir=" + datadir, "--user=root", "--auth-root-authentication-method=normal"}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--innodb") {
+			cmd = append(cmd, a)
+		}
+	}
+	out, err := exec.Command(bin, cmd...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mariadb-install-db --datadir=%s: %v\n%s", datadir, err, tail(string(out), 30))
 	}
