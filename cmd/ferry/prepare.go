@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newPrepareCmd(g *globals) *cobra.Command {
@@ -26,6 +27,14 @@ func newPrepareCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.Dir, "target-dir", "", "backup directory to prepare (required)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary of the backup's version (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	addKeyFlags(f, &cfg.Keys)
 	cmd.MarkFlagRequired("target-dir")
 	return cmd
+}
+
+// addKeyFlags adds the flags that name this host's key files for a backup whose
+// server encrypted data at rest (file_key_management).
+func addKeyFlags(f *pflag.FlagSet, k *restore.KeyFiles) {
+	f.StringVar(&k.KeyFile, "key-file", "", "the source's file_key_management key file, at its path on this host (for a backup of a server that encrypts data at rest)")
+	f.StringVar(&k.PasswordFile, "key-password-file", "", "file holding the password the key file is encrypted with (file_key_management_filekey)")
 }

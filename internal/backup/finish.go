@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
@@ -80,6 +81,14 @@ func (j *job) prepareSettings() map[string]string {
 	s["innodb_undo_directory"] = "./"
 	if v := j.info.Vars["lower_case_table_names"]; v != "" {
 		s["lower_case_table_names"] = v
+	}
+	// Encryption at rest: the key plugin and where the source kept its keys, so that
+	// restore asks for them; never a key or the key file's password.
+	if j.info.KeyPlugin == mariadb.FileKeyManagement {
+		s["plugin_load"] = mariadb.FileKeyManagement + "=" + mariadb.FileKeyManagement // mariadb-backup --prepare reads this form
+		s["file_key_management_filename"] = j.info.Vars["file_key_management_filename"]
+		s["file_key_management_encryption_algorithm"] = j.info.Vars["file_key_management_encryption_algorithm"]
+		s["plugin_dir"] = j.info.Vars["plugin_dir"] // mariadb-backup --prepare loads the plugin from it
 	}
 	return s
 }

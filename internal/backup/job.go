@@ -176,7 +176,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		j.bufs <- directio.AlignedBuffer(j.cfg.ChunkSize)
 	}
 	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.target(),
-		"compression", j.cfg.Compression, "encrypted", len(j.cfg.Recipients) > 0,
+		"compression", j.cfg.Compression, "backup_encryption", j.backupEncryption(), "server_encryption_at_rest", j.info.AtRest(),
 		"parallel", j.cfg.Parallel, "memory_budget_mib", j.memoryBudget()>>20)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -278,6 +278,14 @@ func (j *job) connect(ctx context.Context) error {
 
 func (j *job) redoPath() string {
 	return filepath.Join(dirOr(j.info.Vars["innodb_log_group_home_dir"], j.info.Datadir), "ib_logfile0")
+}
+
+// backupEncryption names ferry's own encryption of the backup (not the server's).
+func (j *job) backupEncryption() string {
+	if len(j.cfg.Recipients) > 0 {
+		return "age"
+	}
+	return "none"
 }
 
 // explain turns low-level failures into messages that say what to do.

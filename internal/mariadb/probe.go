@@ -18,6 +18,8 @@ type Info struct {
 	Vars     map[string]string // the server variables ferry reads (lower-case names)
 	Datadir  string            // absolute, without trailing slash
 	PageSize int               // innodb_page_size
+	// KeyPlugin is the active encryption (key management) plugin, "" if none.
+	KeyPlugin string
 }
 
 // varsWanted are the server variables recorded for planning and prepare.
@@ -30,11 +32,14 @@ var varsWanted = []string{
 	"innodb_flush_method", "version_comment", "wsrep_on", "gtid_domain_id", "plugin_dir",
 	"innodb_buffer_pool_size", "log_error", "pid_file", "socket", "general_log_file",
 	"slow_query_log_file", "innodb_temp_data_file_path",
+	"aria_encrypt_tables", "encrypt_tmp_files", "file_key_management_filename",
+	"file_key_management_encryption_algorithm",
 }
 
 var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
 
-// Probe reads the version and variables and checks that ferry supports the server.
+// Probe reads the version, variables and key plugin and checks that ferry supports
+// the server (its version and its encryption at rest).
 func Probe(ctx context.Context, db *sql.DB) (Info, error) {
 	var info Info
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&info.Version); err != nil {
@@ -46,6 +51,12 @@ func Probe(ctx context.Context, db *sql.DB) (Info, error) {
 	}
 	info.Vars = vars
 	if err := info.parseVersion(); err != nil {
+		return info, err
+	}
+	if info.KeyPlugin, err = readKeyPlugin(ctx, db); err != nil {
+		return info, err
+	}
+	if err := info.checkEncryption(); err != nil {
 		return info, err
 	}
 	info.Datadir = strings.TrimRight(vars["datadir"], "/")

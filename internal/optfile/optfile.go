@@ -63,8 +63,11 @@ func Parse(b []byte, groups ...string) (Options, error) {
 			continue
 		}
 		for _, k := range s.Keys() {
-			vals := k.ValueWithShadows()
-			out[Name(k.Name())] = Value(vals[len(vals)-1])
+			v := k.Value()
+			if vals := k.ValueWithShadows(); len(vals) > 0 { // empty for "name="
+				v = vals[len(vals)-1]
+			}
+			out[Name(k.Name())] = Value(v)
 		}
 	}
 	return out, nil

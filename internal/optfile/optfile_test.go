@@ -11,6 +11,7 @@ func TestParseAsMariaDB(t *testing.T) {
 		"q=\"x # y\"\n" +
 		"innodb_data_file_path=ibdata1:12M;ibdata2:10M:autoextend\n" +
 		"innodb-undo-tablespaces=2\ninnodb_undo_tablespaces=3\n" +
+		"file_key_management_filekey=\n" +
 		"[client]\npassword=se;cret\n[mysqld-10.11]\nx=1\n"
 	o, err := Parse([]byte(src), "mysqld")
 	if err != nil {
@@ -24,6 +25,7 @@ func TestParseAsMariaDB(t *testing.T) {
 		"q":                       "x # y",
 		"innodb_data_file_path":   "ibdata1:12M;ibdata2:10M:autoextend",
 		"innodb_undo_tablespaces": "3",
+		"file_key_management_filekey": "",
 	}
 	for k, v := range want {
 		if o[k] != v {
@@ -40,4 +42,14 @@ func TestParseAsMariaDB(t *testing.T) {
 	if err != nil || c["password"] != "se;cret" {
 		t.Errorf("client password = %q, %v; want se;cret", c["password"], err)
 	}
+}
+
+// FuzzParse: no option file, however malformed, makes Parse panic.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"[mysqld]\na=\n", "[mysqld]\nk='\n", "[mysqld]\n\"a\\", "[\n=\n", "[mysqld]\n!include x\nq=\"#\"#'"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Parse(b, "mysqld")
+	})
 }

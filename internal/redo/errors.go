@@ -9,6 +9,10 @@ import (
 // before the tailer copied it; the copy cannot be completed.
 var ErrLogOverwritten = errors.New("redo log was overwritten before it could be copied")
 
+// ErrEncryptedLog means the log is encrypted (innodb_encrypt_log=ON) in a format
+// whose records ferry cannot read yet.
+var ErrEncryptedLog = errors.New("the redo log is encrypted (innodb_encrypt_log=ON), which ferry cannot read yet")
+
 // ErrCorrupt means a mini-transaction below the server's flushed LSN failed
 // validation twice (bad sequence byte, length or CRC-32C).
 var ErrCorrupt = errors.New("corrupt redo log")

@@ -116,9 +116,16 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 	return nil
 }
 
-// Options are the server options the backup's datadir needs (an allow-list of its
-// settings, validated).
-func (b *Backup) Options() (ServerOptions, error) { return serverOptions(b.Settings) }
+// Options are the server options the backup's datadir needs: an allow-list of its
+// settings, validated, and the key plugin with this host's key files if its server
+// encrypted data at rest.
+func (b *Backup) Options(k KeyFiles) (ServerOptions, error) {
+	o, err := serverOptions(b.Settings)
+	if err != nil {
+		return o, err
+	}
+	return o, o.UseKeys(k)
+}
 
 // prepareMariadbd finds the mariadbd for this backup and checks its version.
 func (b *Backup) prepareMariadbd(ctx context.Context, explicit string) (string, string, error) {

@@ -1,11 +1,16 @@
 package restore
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // Option is one server option a restored datadir needs, as in a [mysqld] group.
@@ -19,7 +24,17 @@ type Option struct{ Name, Value string }
 // write outside the staging directory.
 type ServerOptions struct {
 	Layout  []Option // sorted by name
+	Keys    []Option // the key plugin and this host's key file (encryption at rest)
 	Ignored []string // settings the backup carries that are not used, sorted
+
+	keyPlugin, algorithm, sourceKeyFile string
+}
+
+// KeyFiles are the files on this host that hold the keys of a backup encrypted at
+// rest with file_key_management: the key file, and the file holding the password it
+// is encrypted with (file_key_management_filekey), if any.
+type KeyFiles struct {
+	KeyFile, PasswordFile string
 }
 
 // layoutRules validate the values of the allowed options: each returns the value to
@@ -34,10 +49,12 @@ var layoutRules = map[string]func(string) (string, error){
 }
 
 // placedOptions name where files go; the files are in the staging directory (and
-// then the datadir) whatever the source had, so they are known and not used.
+// then the datadir) whatever the source had, so they are known and not used. The
+// encryption switches are the server's own settings, not needed to open the data.
 var placedOptions = map[string]bool{
 	"innodb_log_file_size": true, "innodb_undo_directory": true, "innodb_data_home_dir": true,
-	"innodb_log_group_home_dir": true,
+	"innodb_log_group_home_dir": true, "innodb_encrypt_log": true, "innodb_encrypt_tables": true,
+	"plugin_dir": true,
 }
 
 // serverOptions keeps the allowed layout options of settings, refusing a value that
@@ -45,6 +62,13 @@ var placedOptions = map[string]bool{
 func serverOptions(settings map[string]string) (ServerOptions, error) {
 	var o ServerOptions
 	for name, raw := range settings {
+		known, err := o.keySetting(name, strings.TrimSpace(raw))
+		if err != nil {
+			return ServerOptions{}, err
+		}
+		if known {
+			continue
+		}
 		rule, ok := layoutRules[name]
 		if !ok {
 			if !placedOptions[name] {
@@ -63,11 +87,95 @@ func serverOptions(settings map[string]string) (ServerOptions, error) {
 	return o, nil
 }
 
+// keySetting takes the settings of encryption at rest: the key plugin (only
+// file_key_management; the server loads no other plugin from a backup), its
+// algorithm, and where the source kept its key file (for messages). It says whether
+// name was one of them.
+func (o *ServerOptions) keySetting(name, v string) (bool, error) {
+	switch name {
+	case "plugin_load_add", "plugin_load":
+		for _, p := range strings.Split(v, ";") {
+			lib, file, _ := strings.Cut(p, "=")
+			if file == "" {
+				file = lib
+			}
+			if strings.TrimSuffix(strings.TrimSpace(file), ".so") == mariadb.FileKeyManagement {
+				o.keyPlugin = mariadb.FileKeyManagement
+			} else if p != "" {
+				o.Ignored = append(o.Ignored, name+"="+p)
+			}
+		}
+		return true, nil
+	case "file_key_management_encryption_algorithm":
+		alg, err := oneOf("aes_cbc", "aes_ctr")(v)
+		if err != nil {
+			return true, fmt.Errorf("the backup sets %s to %q: %w; the backup was tampered with or damaged", name, v, err)
+		}
+		o.algorithm = alg
+		return true, nil
+	case "file_key_management_filename":
+		o.sourceKeyFile = v
+		return true, nil
+	}
+	return false, nil
+}
+
+// UseKeys adds the key plugin options for this host's key files, if the backup's
+// server encrypted data at rest; without a key file that is an error naming the
+// plugin and the option.
+func (o *ServerOptions) UseKeys(k KeyFiles) error {
+	if o.keyPlugin == "" {
+		return nil
+	}
+	if k.KeyFile == "" {
+		return fmt.Errorf("the backup's server encrypts data at rest with the %s plugin (its key file was %s): pass --key-file with that key file on this host", o.keyPlugin, o.sourceKeyFile)
+	}
+	key, err := readableFile(k.KeyFile, "--key-file")
+	if err != nil {
+		return err
+	}
+	o.Keys = []Option{{"plugin_load_add", mariadb.FileKeyManagement}, {"file_key_management_filename", key}}
+	if o.algorithm != "" {
+		o.Keys = append(o.Keys, Option{"file_key_management_encryption_algorithm", o.algorithm})
+	}
+	if k.PasswordFile != "" {
+		pw, err := readableFile(k.PasswordFile, "--key-password-file")
+		if err != nil {
+			return err
+		}
+		o.Keys = append(o.Keys, Option{"file_key_management_filekey", "FILE:" + pw})
+	}
+	return nil
+}
+
+// Encrypted says whether the backup's server encrypted data at rest.
+func (o ServerOptions) Encrypted() bool { return o.keyPlugin != "" }
+
+// readableFile returns the absolute path of a regular file the user named.
+func readableFile(path, flag string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(abs); err == nil {
+			var fi os.FileInfo
+			fi, err = f.Stat()
+			f.Close()
+			if err == nil && !fi.Mode().IsRegular() {
+				err = errors.New("not a regular file")
+			}
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return abs, nil
+}
+
 // Args are the options as mariadbd arguments.
 func (o ServerOptions) Args() []string {
-	out := make([]string, len(o.Layout))
-	for i, opt := range o.Layout {
-		out[i] = "--" + strings.ReplaceAll(opt.Name, "_", "-") + "=" + opt.Value
+	var out []string
+	for _, opt := range append(append([]Option(nil), o.Layout...), o.Keys...) {
+		out = append(out, "--"+strings.ReplaceAll(opt.Name, "_", "-")+"="+opt.Value)
 	}
 	return out
 }
@@ -77,7 +185,7 @@ func (o ServerOptions) Cnf(datadir string) []byte {
 	var b strings.Builder
 	b.WriteString("# Options the datadir restored by ferry needs; include this file in the server's my.cnf.\n[mysqld]\n")
 	fmt.Fprintf(&b, "datadir=%s\n", datadir)
-	for _, opt := range o.Layout {
+	for _, opt := range append(append([]Option(nil), o.Layout...), o.Keys...) {
 		fmt.Fprintf(&b, "%s=%s\n", opt.Name, opt.Value)
 	}
 	return []byte(b.String())

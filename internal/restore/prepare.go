@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ type PrepareConfig struct {
 	Dir       string
 	Mariadbd  string // explicit binary; default found on PATH
 	UseMemory string // buffer pool for recovery, default 256M
+	Keys      KeyFiles
 	Log       *slog.Logger
 }
 
@@ -41,7 +43,7 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	// Files the recovery does not touch keep their checksum; the margin covers coarse
 	// file timestamps.
 	since := time.Now().Add(-2 * time.Second)
-	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Log); err != nil {
+	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 		return err
 	}
 	return b.markPrepared(version, since)
@@ -58,7 +60,7 @@ func errLogBeside(dir string) string {
 // recoverDir starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery run and
 // recovered transactions roll back, and shuts it down cleanly. The server's error log
 // is errLog, kept if recovery fails.
-func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, log *slog.Logger) error {
+func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys KeyFiles, log *slog.Logger) error {
 	if mem == "" {
 		mem = "256M"
 	}
@@ -75,7 +77,7 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, lo
 	if err != nil {
 		return err
 	}
-	opts, err := b.Options()
+	opts, err := b.Options(keys)
 	if err != nil {
 		return err
 	}
@@ -93,9 +95,24 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, lo
 	if err := os.Remove(errLog); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
+	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
 	err = withLinksAside(abs, func() error {
-		return runRecovery(ctx, mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}, dir)
+		if err := runRecovery(ctx, pc, dir, nil); err != nil || !opts.Encrypted() {
+			return err
+		}
+		// Recovery reads only the pages the redo touches, and those it builds from the
+		// redo it does not decrypt: a second start with an empty buffer pool reads a
+		// page of each key id from disk.
+		return runRecovery(ctx, pc, dir, func(db *sql.DB) error { return checkKeys(ctx, db, keys.KeyFile, log) })
 	})
+	var ke keyError
+	if errors.As(err, &ke) {
+		os.Remove(errLog) // recovery worked: its log tells nothing about the key
+		return ke.error
+	}
+	if err != nil && opts.Encrypted() {
+		return fmt.Errorf("recovery with the %s keys of --key-file %s failed; if it says it cannot decrypt or finds no key, that is not the source's key file (or --key-password-file is wrong): %w", mariadb.FileKeyManagement, keys.KeyFile, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -105,9 +122,12 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, lo
 	return nil
 }
 
+// keyError is a key file that does not decrypt the backup (recovery itself worked).
+type keyError struct{ error }
+
 // runRecovery starts the private server, waits for the rollback of recovered
-// transactions and shuts it down cleanly.
-func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string) error {
+// transactions, runs check (if set) on it, and shuts it down cleanly.
+func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string, check func(*sql.DB) error) error {
 	p, err := mariadb.StartPrivate(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
@@ -115,6 +135,12 @@ func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string) err
 	if err := waitRollback(ctx, p); err != nil {
 		p.Shutdown(ctx)
 		return err
+	}
+	if check != nil {
+		if err := check(p.DB()); err != nil {
+			p.Shutdown(ctx)
+			return keyError{err}
+		}
 	}
 	if err := p.Shutdown(ctx); err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)

@@ -31,6 +31,9 @@ func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, erro
 		return nil, err
 	}
 	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}
+	if _, err := b.Options(cfg.Keys); err != nil {
+		return nil, err
+	}
 	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 	if err != nil {
 		return nil, err
@@ -124,7 +127,7 @@ func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, stagin
 	}
 	b.Source = cfg.Repo.Location() + " " + m.ID
 	cfg.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
-	if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Log); err != nil {
+	if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 		return nil, err
 	}
 	if err := removeBackupOnlyFiles(staging); err != nil {

@@ -46,6 +46,7 @@ type Config struct {
 	Replace    bool     // move a non-empty datadir aside (never deleted) and restore in its place
 	Owner      string   // user[:group] for the restored files; default the datadir's (or its parent's) owner
 	DataDirs   DataDirs // where DATA DIRECTORY tablespaces go
+	Keys       KeyFiles // this host's key files, for a backup encrypted at rest
 	Parallel   int
 	Mariadbd   string
 	UseMemory  string
@@ -93,6 +94,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err := checkLinks(b.Dir, cfg.DataDirs); err != nil {
 		return nil, err
 	}
+	if _, err := b.Options(cfg.Keys); err != nil {
+		return nil, err
+	}
 	bin := ""
 	if !b.Prepared {
 		if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
@@ -138,7 +142,7 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 		return nil, err
 	}
 	if !b.Prepared {
-		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Log); err != nil {
+		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -148,7 +152,7 @@ func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string
 // finishStaging sets ownership, makes the staging dir durable, puts DATA DIRECTORY
 // tablespaces where they go and renames the staging dir in.
 func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, owner ownerIDs, cfg Config) (*Result, error) {
-	opts, err := b.Options()
+	opts, err := b.Options(cfg.Keys)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, own
 		if err := b.CheckMariadbd(bin, version); err != nil {
 			return nil, err
 		}
-		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Log); err != nil {
+		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 	}

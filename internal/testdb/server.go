@@ -117,8 +117,10 @@ func installDB(t testing.TB, datadir string, args []string) {
 	}
 	cmd := []string{"--no-defaults", "--datadir=" + datadir, "--user=root", "--auth-root-authentication-method=normal"}
 	for _, a := range args {
-		if strings.HasPrefix(a, "--innodb") {
-			cmd = append(cmd, a)
+		for _, layout := range []string{"--innodb-page-size=", "--innodb-data-file-path=", "--innodb-undo-tablespaces=", "--innodb-checksum-algorithm="} {
+			if strings.HasPrefix(a, layout) {
+				cmd = append(cmd, a)
+			}
 		}
 	}
 	out, err := exec.Command(bin, cmd...).CombinedOutput()

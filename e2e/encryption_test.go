@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// TestEncryptionAtRest: a server encrypting its tables at rest with file_key_management
+// (every InnoDB table, one table under a second key id, an Aria table), with a plain
+// key file and with one encrypted by a password (file_key_management_filekey), backed
+// up under the bank workload to a directory, a stream and a repository. Each is
+// restored with the key file at another path on this host, started with exactly the
+// options --write-cnf wrote, and checked (invariants at its GTID, mariadb-check
+// --extended, replication, checksums). A missing and a wrong key file each fail with
+// one line and leave nothing; mariadb-backup prepares ferry's backup and ferry
+// restores mariadb-backup's. A server that encrypts its redo log is refused before
+// anything is copied.
+func TestEncryptionAtRest(t *testing.T) {
+	for _, withPassword := range []bool{false, true} {
+		name := "plain key file"
+		if withPassword {
+			name = "key file encrypted with a password"
+		}
+		t.Run(name, func(t *testing.T) { encryptionCycle(t, withPassword) })
+	}
+	t.Run("encrypted redo log is refused", func(t *testing.T) {
+		keys, _, args := keyFiles(t, shortTemp(t), false)
+		_ = keys
+		src := testdb.Start(t, testdb.Options{ServerID: 1, Args: append(args, "--innodb-encrypt-log=ON")})
+		target := filepath.Join(shortTemp(t), "never")
+		wantFail(t, nil, "innodb_encrypt_log=ON", backupArgs(src, target)...)
+		if _, err := os.Stat(target); err == nil {
+			t.Errorf("a refused backup created %s", target)
+		}
+	})
+}
+
+func encryptionCycle(t *testing.T, withPassword bool) {
+	tmp := shortTemp(t)
+	keys, pw, args := keyFiles(t, tmp, withPassword)
+	src, load := loadedSource(t, testdb.Options{ServerID: 1, Args: append(args, "--innodb-encrypt-tables=ON", "--aria-encrypt-tables=ON")}, 2, 10000)
+	src.Exec(t, "CREATE DATABASE sec")
+	src.Exec(t, "CREATE TABLE sec.k2 (id INT PRIMARY KEY, secret VARCHAR(100)) ENGINE=InnoDB ENCRYPTION_KEY_ID=2")
+	src.Exec(t, "INSERT INTO sec.k2 SELECT seq, CONCAT('classified-', seq) FROM sec.seq_1_to_5000")
+	src.Exec(t, "CREATE TABLE sec.aria (id INT PRIMARY KEY, secret VARCHAR(100)) ENGINE=Aria")
+	src.Exec(t, "INSERT INTO sec.aria SELECT seq, CONCAT('aria-secret-', seq) FROM sec.seq_1_to_5000")
+	flushAndCheckpoint(t, src) // the tables' pages are on disk before the backup, as on a production server
+	for _, f := range []string{"sec/k2.ibd", "sec/aria.MAD"} {
+		if b, _ := os.ReadFile(filepath.Join(src.Datadir, f)); len(b) == 0 || strings.Contains(string(b), "secret") || strings.Contains(string(b), "classified") {
+			t.Fatalf("%s is empty or not encrypted on disk: the test would prove nothing", f)
+		}
+	}
+
+	load.Start()
+	time.Sleep(300 * time.Millisecond)
+	dir := filepath.Join(tmp, "dir")
+	r := mustFerry(t, backupArgs(src, dir)...)
+	if !strings.Contains(r.stderr, "server_encryption_at_rest=") || !strings.Contains(r.stderr, "backup_encryption=none") {
+		t.Errorf("the backup log does not tell the server's encryption from the backup's:\n%s", tail(r.stderr, 5))
+	}
+	stream := filepath.Join(tmp, "full.xbs")
+	backupToFile(t, src, stream)
+	repo := filepath.Join(tmp, "repo")
+	os.MkdirAll(repo, 0o750)
+	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", repo)
+	mbDir := filepath.Join(tmp, "mb")
+	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+mbDir).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
+	}
+	load.Stop(t)
+	want := testdb.Checksums(t, src.DB(t))
+	if b, _ := os.ReadFile(filepath.Join(dir, "backup-my.cnf")); withPassword && strings.Contains(string(b), "filekey") {
+		t.Errorf("backup-my.cnf records the key file's password:\n%s", b)
+	}
+
+	// The key files at another path on the restore host.
+	elsewhere := filepath.Join(tmp, "restore-host")
+	os.MkdirAll(elsewhere, 0o700)
+	hostKeys := copyFile(t, keys, filepath.Join(elsewhere, "keys"))
+	keyArgs := []string{"--key-file", hostKeys}
+	if withPassword {
+		keyArgs = append(keyArgs, "--key-password-file", copyFile(t, pw, filepath.Join(elsewhere, "pw")))
+	}
+	never := filepath.Join(tmp, "never")
+	wantFail(t, nil, "--key-file", "restore", "--target-dir", dir, "--datadir", never)
+	noDatadir(t, never)
+	wrong, _, _ := keyFiles(t, shortTemp(t), false)
+	wantFail(t, nil, "not the source's key file", "restore", "--target-dir", dir, "--datadir", never, "--key-file", wrong)
+	noDatadir(t, never)
+	if ents, _ := filepath.Glob(filepath.Join(tmp, ".never*")); len(ents) > 1 || len(ents) == 1 && !strings.HasSuffix(ents[0], ".ferry-prepare.err") {
+		t.Errorf("a refused restore left %v (only the failed recovery's error log may stay)", ents)
+	}
+
+	// mariadb-backup --prepare reads the key plugin's options from backup-my.cnf; ferry
+	// never records the key file's password there, so it prepares only a plain key file.
+	mbPrepared := copyBackup(t, dir, filepath.Join(tmp, "ferry-mb-prepared"))
+	if !withPassword {
+		if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+mbPrepared).CombinedOutput(); err != nil {
+			t.Fatalf("mariadb-backup --prepare of ferry's backup of an encrypted server: %v\n%s", err, tail(string(out), 20))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		from []string
+		gtid func(stdout string) string
+	}{
+		{"directory", []string{"--target-dir", dir}, nil},
+		{"stream", []string{"--from", stream}, nil},
+		{"repository", []string{"--repo", repo, "latest"}, nil},
+		{"mariadb-backup's backup", []string{"--target-dir", mbDir}, nil},
+		{"prepared by mariadb-backup", []string{"--target-dir", mbPrepared}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			slug := strings.NewReplacer(" ", "-", "'", "").Replace(c.name)
+			datadir := filepath.Join(tmp, "data-"+slug)
+			cnf := filepath.Join(tmp, slug+".cnf")
+			out := mustFerry(t, append(append([]string{"restore", "--datadir", datadir, "--write-cnf", cnf}, c.from...), keyArgs...)...)
+			args := cnfArgs(t, cnf)
+			if !strings.Contains(strings.Join(args, " "), "--file-key-management-filename="+hostKeys) {
+				t.Errorf("--write-cnf does not load the key plugin with this host's key file: %v", args)
+			}
+			checkRestored(t, src, load, datadir, restoredGTID(t, out.stdout), args, want, checkSecrets)
+		})
+	}
+}
+
+// flushAndCheckpoint writes every dirty page and makes a checkpoint, so that the
+// next backup's redo starts after the tables were written.
+func flushAndCheckpoint(t testing.TB, s *testdb.Server) {
+	t.Helper()
+	s.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0.001")
+	s.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	deadline := time.Now().Add(time.Minute)
+	for s.QueryString(t, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'") != "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("dirty pages were not flushed within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Exec(t, "SET GLOBAL innodb_log_checkpoint_now = ON")
+	s.Exec(t, "FLUSH TABLES")
+	s.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 90")
+}
+
+// checkSecrets reads the tables of the second key id and the encrypted Aria table.
+func checkSecrets(t testing.TB, s *testdb.Server) {
+	t.Helper()
+	got := s.QueryString(t, "SELECT CONCAT((SELECT COUNT(*) FROM sec.k2 WHERE secret LIKE 'classified-%'), ' ', (SELECT COUNT(*) FROM sec.aria WHERE secret LIKE 'aria-secret-%'))")
+	if got != "5000 5000" {
+		t.Errorf("encrypted tables of the restored copy: %s rows, want 5000 5000", got)
+	}
+}
+
+// keyFiles writes a file_key_management key file with key ids 1 and 2 (encrypted
+// with a password, as `openssl enc -aes-256-cbc -md sha1` makes it, when asked) and
+// returns it, the password file, and the server options that load it.
+func keyFiles(t testing.TB, dir string, withPassword bool) (keys, pw string, args []string) {
+	t.Helper()
+	keys = filepath.Join(dir, "keys.txt")
+	plain := run(t, "", "openssl", "rand", "-hex", "32")
+	plain2 := run(t, "", "openssl", "rand", "-hex", "32")
+	if err := os.WriteFile(keys, []byte("1;"+strings.TrimSpace(plain)+"\n2;"+strings.TrimSpace(plain2)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = []string{"--plugin-load-add=file_key_management", "--file-key-management-encryption-algorithm=aes_cbc"}
+	if !withPassword {
+		return keys, "", append(args, "--file-key-management-filename="+keys)
+	}
+	pw = filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("correct horse battery staple"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	enc := keys + ".enc"
+	run(t, "", "openssl", "enc", "-aes-256-cbc", "-md", "sha1", "-pass", "file:"+pw, "-in", keys, "-out", enc)
+	return enc, pw, append(args, "--file-key-management-filename="+enc, "--file-key-management-filekey=FILE:"+pw)
+}
+
+// copyFile copies a small file to a new path and returns that path.
+func copyFile(t testing.TB, from, to string) string {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return to
+}
