@@ -18,13 +18,13 @@ func TestParseAsMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"plugin_dir":              "/usr/lib/mysql/plugin/",
-		"innodb_page_size":        "4k",
-		"skip_networking":         "true",
-		"path":                    `a\b c`,
-		"q":                       "x # y",
-		"innodb_data_file_path":   "ibdata1:12M;ibdata2:10M:autoextend",
-		"innodb_undo_tablespaces": "3",
+		"plugin_dir":                  "/usr/lib/mysql/plugin/",
+		"innodb_page_size":            "4k",
+		"skip_networking":             "true",
+		"path":                        `a\b c`,
+		"q":                           "x # y",
+		"innodb_data_file_path":       "ibdata1:12M;ibdata2:10M:autoextend",
+		"innodb_undo_tablespaces":     "3",
 		"file_key_management_filekey": "",
 	}
 	for k, v := range want {
