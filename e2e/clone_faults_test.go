@@ -112,7 +112,10 @@ func dirSize(dir string) (int64, error) {
 func TestCloneErrors(t *testing.T) {
 	d := startDonor(t, 1000)
 	dir := shortTemp(t)
-	wrong := writeFile(t, dir, "wrong", "not the token")
+	wrong := writeFile(t, dir, "wrong", "not the donor token at all")
+	short := writeFile(t, dir, "short", "guessable")
+	open := writeFile(t, dir, "open", "correct horse battery staple 7f3a")
+	os.Chmod(open, 0o644)
 	old := filepath.Join(dir, "old")
 	os.MkdirAll(old, 0o750)
 	writeFile(t, old, "keep.me", "x")
@@ -132,6 +135,9 @@ func TestCloneErrors(t *testing.T) {
 	}{
 		{"wrong token", "wrong token", append(base, "--token-file", wrong, "--datadir", fresh)},
 		{"no credentials", "needs --token-file", append(base, "--datadir", fresh)},
+		{"short token", "at least 16", append(base, "--token-file", short, "--datadir", fresh)},
+		{"token readable by others", "chmod 600", append(base, "--token-file", open, "--datadir", fresh)},
+		{"serve with a short token", "at least 16", []string{"serve", "--listen", "127.0.0.1:0", "--socket", d.src.Socket, "--token-file", short}},
 		{"other CA", "signed by --tls-ca", append(base, "--tls-ca", caCert, "--tls-server-name", "donor.example", "--datadir", fresh)},
 		{"other series", "install mariadb-server 10.11", append(base, "--token-file", d.token, "--datadir", fresh, "--mariadbd", fakeBin)},
 		{"datadir not empty", "is not empty", append(base, "--token-file", d.token, "--datadir", old)},

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,9 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 	}
 	load.Stop(t)
 	want := testdb.Checksums(t, src.DB(t))
+	token := writeFile(t, tmp, "token", "correct horse battery staple 7f3a")
+	serveAddr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
+	startFerry(t, nil, "serve", "--listen", serveAddr, "--token-file", token, "--socket", src.Socket, "--user", "root")
 	if b, _ := os.ReadFile(filepath.Join(dir, "backup-my.cnf")); withPassword && strings.Contains(string(b), "filekey") {
 		t.Errorf("backup-my.cnf records the key file's password:\n%s", b)
 	}
@@ -105,16 +109,31 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 			t.Fatalf("mariadb-backup --prepare of ferry's backup of an encrypted server: %v\n%s", err, tail(string(out), 20))
 		}
 	}
+	t.Run("clone", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "data-clone")
+		var out result
+		waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
+			out = ferry(t, nil, append([]string{"clone", "--from", serveAddr, "--token-file", token, "--datadir", datadir}, keyArgs...)...)
+			return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
+		})
+		if out.err != nil {
+			t.Fatalf("ferry clone of an encrypted server: %v\n%s", out.err, tail(out.stderr, 10))
+		}
+		args := []string{"--plugin-load-add=file_key_management", "--file-key-management-filename=" + hostKeys}
+		if withPassword {
+			args = append(args, "--file-key-management-filekey=FILE:"+filepath.Join(elsewhere, "pw"))
+		}
+		checkRestored(t, src, load, datadir, clonedGTID(t, out.stdout), args, want, checkSecrets)
+	})
 	for _, c := range []struct {
 		name string
 		from []string
-		gtid func(stdout string) string
 	}{
-		{"directory", []string{"--target-dir", dir}, nil},
-		{"stream", []string{"--from", stream}, nil},
-		{"repository", []string{"--repo", repo, "latest"}, nil},
-		{"mariadb-backup's backup", []string{"--target-dir", mbDir}, nil},
-		{"prepared by mariadb-backup", []string{"--target-dir", mbPrepared}, nil},
+		{"directory", []string{"--target-dir", dir}},
+		{"stream", []string{"--from", stream}},
+		{"repository", []string{"--repo", repo, "latest"}},
+		{"mariadb-backup's backup", []string{"--target-dir", mbDir}},
+		{"prepared by mariadb-backup", []string{"--target-dir", mbPrepared}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			slug := strings.NewReplacer(" ", "-", "'", "").Replace(c.name)

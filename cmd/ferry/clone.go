@@ -15,6 +15,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	var sf securityFlags
 	var impact float64
 	var replPwFile string
+	var dirMaps []string
 	cmd := &cobra.Command{
 		Use:   "clone --from HOST:PORT (--token-file F | --tls-ca CA) --datadir DATADIR [--start [--replicate --repl-user U --repl-password-file F]]",
 		Short: "Clone a running server (ferry serve on it) into a local datadir, optionally start it as a replica",
@@ -31,6 +32,9 @@ func newCloneCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if _, err := clone.ParseCompress(cfg.Compress); err != nil {
+				return err
+			}
+			if err := parseDirMaps(&cfg.DataDirs, dirMaps); err != nil {
 				return err
 			}
 			if replPwFile != "" {
@@ -74,6 +78,9 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Repl.Port, "repl-port", 0, "primary port (default: the donor server's port)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery of the copy")
+	addKeyFlags(f, &cfg.Keys)
+	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")
+	f.BoolVar(&cfg.DataDirs.Inside, "no-data-directory", false, "put DATA DIRECTORY tablespaces inside the datadir as ordinary tablespaces")
 	f.DurationVar(&cfg.Grace, "reconnect-wait", clone.DefaultGrace, "how long to keep reconnecting a broken stream")
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("datadir")
@@ -87,7 +94,7 @@ func printClone(w io.Writer, res *clone.Result) {
 		fmt.Fprintf(w, "The previous datadir is kept in %s.\n", res.MovedAside)
 	}
 	if res.Server == nil {
-		fmt.Fprintf(w, "Start it with: mariadbd --datadir=%s (or your service manager)\n", res.Datadir)
+		fmt.Fprintf(w, "Start it with: %s (or your service manager with these options)\n", startCommand(res.Datadir, res.Options))
 	} else {
 		fmt.Fprintf(w, "mariadbd is running on it (pid %d).\n", res.Server.Pid)
 	}

@@ -2,6 +2,7 @@ package clone
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -13,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"strings"
@@ -33,15 +35,32 @@ type Security struct {
 	ServerName string // recipient: name the donor's certificate must carry (default: host of the address)
 }
 
-// ReadToken reads a token file: any string, surrounding whitespace ignored.
+// MinToken is the shortest token ferry accepts: the token proof is not a PAKE, so a
+// guessable token could be attacked offline by an impostor donor.
+const MinToken = 16
+
+// ReadToken reads a token file: any string of at least MinToken bytes, surrounding
+// whitespace ignored, in a file only its owner can read.
 func ReadToken(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --token-file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read --token-file: %w", err)
+	}
+	if fi.Mode().Perm()&0o044 != 0 {
+		return nil, fmt.Errorf("--token-file %s is readable by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {
 		return nil, fmt.Errorf("read --token-file: %w", err)
 	}
 	t := []byte(strings.TrimSpace(string(b)))
-	if len(t) == 0 {
-		return nil, fmt.Errorf("--token-file %s is empty: put a shared secret in it (e.g. openssl rand -hex 32 > %s)", path, path)
+	if len(t) < MinToken {
+		return nil, fmt.Errorf("--token-file %s holds %d bytes: a token needs at least %d (e.g. openssl rand -hex 32 > %s)", path, len(t), MinToken, path)
 	}
 	return t, nil
 }
@@ -206,8 +225,22 @@ type bufConn struct {
 	w *bufio.Writer
 }
 
+// newBufConn starts with small buffers: a peer that has not authenticated gets no
+// more than a few KiB of memory. grow gives an authenticated connection its own.
 func newBufConn(c *tls.Conn) *bufConn {
-	return &bufConn{c: c, r: bufio.NewReaderSize(c, 1<<20), w: bufio.NewWriterSize(c, 256<<10)}
+	return &bufConn{c: c, r: bufio.NewReaderSize(c, maxHandshake), w: bufio.NewWriterSize(c, maxHandshake)}
+}
+
+// grow gives an authenticated connection the buffers of a data stream, keeping any
+// bytes already read ahead.
+func (b *bufConn) grow() {
+	var src io.Reader = b.c
+	if n := b.r.Buffered(); n > 0 {
+		ahead, _ := b.r.Peek(n)
+		src = io.MultiReader(bytes.NewReader(append([]byte(nil), ahead...)), b.c)
+	}
+	b.r = bufio.NewReaderSize(src, 1<<20)
+	b.w = bufio.NewWriterSize(b.c, 256<<10)
 }
 
 // send writes and flushes one frame.

@@ -44,6 +44,8 @@ type Config struct {
 	StartTimeout time.Duration
 	Mariadbd     string
 	UseMemory    string
+	DataDirs     restore.DataDirs // where DATA DIRECTORY tablespaces go on this host
+	Keys         restore.KeyFiles // this host's key files, for a donor encrypting data at rest
 	Version      string
 	Log          *slog.Logger
 	Progress     io.Writer
@@ -59,6 +61,7 @@ type Result struct {
 	Replica     mariadb.Replica // the position and primary to replicate from
 	Server      *mariadb.Server // the started server, with Start
 	Replicating bool
+	Options     restore.ServerOptions // what the clone's server must be started with
 }
 
 // Clone copies the donor's running server into a staging directory beside the datadir,
@@ -89,7 +92,8 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		h: hello{Protocol: protocolVersion, Ferry: cfg.Version, Compress: cfg.Compress, MaxRate: cfg.MaxRate, MaxImpact: cfg.MaxImpact}}
 	var w welcome
 	rcfg := restore.Config{Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd, UseMemory: cfg.UseMemory,
-		Staging: staging, FillName: "clone of " + cfg.From, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal}
+		Staging: staging, FillName: "clone of " + cfg.From, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal,
+		DataDirs: cfg.DataDirs, Keys: cfg.Keys}
 	rcfg.Fill = func(ctx context.Context, dir string) (*stream.Unpacked, error) {
 		got, wl, err := receive(ctx, cfg, d, dir)
 		w = wl
@@ -99,7 +103,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port}
+	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
 	if out.Replica.Host == "" {

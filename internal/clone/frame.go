@@ -90,8 +90,16 @@ func writeFrame(w *bufio.Writer, f *frame) error {
 // errProtocol marks a peer that does not speak the protocol.
 var errProtocol = errors.New("protocol error")
 
+// maxHandshake bounds a frame read before the peer has authenticated (a hello or a
+// welcome is a few hundred bytes): a stranger cannot make ferry allocate more.
+const maxHandshake = 4 << 10
+
 // readFrame reads one frame from r; the payload is freshly allocated.
-func readFrame(r *bufio.Reader) (*frame, error) {
+func readFrame(r *bufio.Reader) (*frame, error) { return readFrameMax(r, maxPayload) }
+
+// readFrameMax reads one frame whose path and payload together are at most limit
+// bytes; a larger one is refused before anything is allocated for it.
+func readFrameMax(r *bufio.Reader, limit int) (*frame, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
@@ -106,6 +114,9 @@ func readFrame(r *bufio.Reader) (*frame, error) {
 	f.crc = binary.LittleEndian.Uint32(h[38:])
 	if f.typ < frameJSON || f.typ > frameError || plen > maxPath || n > maxPayload || f.rawLen > maxPayload {
 		return nil, fmt.Errorf("%w: bad frame header (type %d, path %d bytes, payload %d bytes)", errProtocol, f.typ, plen, n)
+	}
+	if plen+n > limit {
+		return nil, fmt.Errorf("%w: a frame of %d bytes before authentication (at most %d)", errProtocol, plen+n, limit)
 	}
 	buf := make([]byte, plen+n)
 	if _, err := io.ReadFull(r, buf); err != nil {

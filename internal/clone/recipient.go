@@ -3,13 +3,11 @@ package clone
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/safepath"
 	"github.com/ferry-backup/ferry/internal/stream"
 )
 
@@ -163,14 +162,15 @@ func (r *receiver) applyFrame(f *frame) error {
 
 // file returns the file of a handle, registering it under its path.
 func (r *receiver) file(f *frame) (*rfile, error) {
-	if !filepath.IsLocal(f.path) {
-		return nil, fmt.Errorf("%w: the donor sent a file outside the datadir: %q", errProtocol, f.path)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rf, ok := r.files[f.handle]
 	if !ok {
-		rf = &rfile{path: f.path, full: filepath.Join(r.dir, f.path), sparse: f.flags&flagSparse != 0, spans: map[uint64]span{}}
+		full, err := safepath.MkdirParents(r.dir, f.path, 0o750)
+		if err != nil {
+			return nil, peerPathErr(err)
+		}
+		rf = &rfile{path: f.path, full: full, sparse: f.flags&flagSparse != 0, spans: map[uint64]span{}}
 		r.files[f.handle] = rf
 		r.byPath[f.path] = rf
 	}
@@ -294,15 +294,25 @@ func (rf *rfile) tiledCRC() (uint32, bool) {
 	return crc, at == rf.size
 }
 
+// peerPathErr tells a name from the donor that leaves the datadir (a protocol error)
+// from a failure to create its directory here.
+func peerPathErr(err error) error {
+	if errors.Is(err, safepath.ErrUnsafe) {
+		return fmt.Errorf("%w: the donor named a file outside the datadir: %w", errProtocol, err)
+	}
+	return filecopy.WrapWriteErr(err)
+}
+
 // remove forgets a stale copy.
 func (r *receiver) remove(rel string) error {
-	if !filepath.IsLocal(rel) {
-		return fmt.Errorf("%w: remove outside the datadir: %q", errProtocol, rel)
+	p, err := safepath.Join(r.dir, rel)
+	if err != nil {
+		return fmt.Errorf("%w: remove outside the datadir: %w", errProtocol, err)
 	}
 	r.mu.Lock()
 	delete(r.byPath, rel)
 	r.mu.Unlock()
-	if err := os.Remove(filepath.Join(r.dir, rel)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale copy %s: %w", rel, err)
 	}
 	return nil
@@ -310,12 +320,13 @@ func (r *receiver) remove(rel string) error {
 
 // rename moves a finished copy (DDL during the clone); done twice it is a no-op.
 func (r *receiver) rename(from, to string) error {
-	if !filepath.IsLocal(from) || !filepath.IsLocal(to) {
-		return fmt.Errorf("%w: rename outside the datadir: %q to %q", errProtocol, from, to)
+	src, err := safepath.Join(r.dir, from)
+	if err != nil {
+		return fmt.Errorf("%w: rename outside the datadir: %w", errProtocol, err)
 	}
-	src, dst := filepath.Join(r.dir, from), filepath.Join(r.dir, to)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
-		return filecopy.WrapWriteErr(err)
+	dst, err := safepath.MkdirParents(r.dir, to, 0o750)
+	if err != nil {
+		return peerPathErr(err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -340,9 +351,9 @@ func (r *receiver) rename(from, to string) error {
 
 // commit checks every file is complete, keeps the manifest and ends the clone.
 func (r *receiver) commit(payload []byte) error {
-	var m manifest.Manifest
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return fmt.Errorf("%w: bad manifest: %v", errProtocol, err)
+	m, err := manifest.Parse(payload, "the donor's manifest")
+	if err != nil {
+		return fmt.Errorf("%w: %w", errProtocol, err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -354,7 +365,7 @@ func (r *receiver) commit(payload []byte) error {
 			return fmt.Errorf("%s lacks data frames at the end of the clone (internal error)", rf.path)
 		}
 	}
-	r.manifest = &m
+	r.manifest = m
 	return nil
 }
 
@@ -407,7 +418,7 @@ func (d *dialer) dial(ctx context.Context, session string) (*bufConn, welcome, e
 		err = bc.send(f)
 	}
 	if err == nil {
-		f, err = readFrame(bc.r)
+		f, err = readFrameMax(bc.r, maxHandshake)
 	}
 	if err == nil {
 		err = decodeJSON(f, &w)
@@ -421,6 +432,7 @@ func (d *dialer) dial(ctx context.Context, session string) (*bufConn, welcome, e
 		return nil, w, fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr)
 	}
 	tc.SetDeadline(time.Time{})
+	bc.grow()
 	return bc, w, nil
 }
 

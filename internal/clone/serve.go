@@ -102,7 +102,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 }
 
+// maxStrangers bounds the connections that have not authenticated yet; one more is
+// closed at once, so a flood of them costs neither memory nor goroutines.
+const maxStrangers = 16
+
 func (d *donor) accept(ctx context.Context, ln net.Listener) {
+	strangers := make(chan struct{}, maxStrangers)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -111,7 +116,14 @@ func (d *donor) accept(ctx context.Context, ln net.Listener) {
 			}
 			return
 		}
-		go d.handle(ctx, c)
+		select {
+		case strangers <- struct{}{}:
+		default:
+			d.cfg.Log.Warn("refused a connection: too many connections are authenticating", "peer", c.RemoteAddr().String(), "limit", maxStrangers)
+			c.Close()
+			continue
+		}
+		go d.handle(ctx, c, func() { <-strangers })
 	}
 }
 
@@ -168,8 +180,12 @@ func (d *donor) estimate() int64 {
 	return n
 }
 
-// handle authenticates one connection and attaches it to a new or running clone.
-func (d *donor) handle(ctx context.Context, c net.Conn) {
+// handle authenticates one connection and attaches it to a new or running clone;
+// authenticated (or refused) is called once the peer is no longer a stranger.
+func (d *donor) handle(ctx context.Context, c net.Conn, authenticated func()) {
+	var once sync.Once
+	release := func() { once.Do(authenticated) }
+	defer release()
 	peer := c.RemoteAddr().String()
 	tc := tls.Server(c, d.tls)
 	tc.SetDeadline(time.Now().Add(15 * time.Second))
@@ -188,6 +204,8 @@ func (d *donor) handle(ctx context.Context, c net.Conn) {
 		return
 	}
 	tc.SetDeadline(time.Time{})
+	release()
+	bc.grow()
 	if h.Session == "" {
 		d.newClone(ctx, bc, h, peer)
 		return
@@ -198,7 +216,7 @@ func (d *donor) handle(ctx context.Context, c net.Conn) {
 // authenticate reads the hello and checks the recipient's proof of the token.
 func (d *donor) authenticate(bc *bufConn) (hello, error) {
 	var h hello
-	f, err := readFrame(bc.r)
+	f, err := readFrameMax(bc.r, maxHandshake)
 	if err != nil {
 		return h, fmt.Errorf("no hello: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/restore"
 )
 
 // startAndReplicate starts the local mariadbd on the new datadir and, with Replicate,
@@ -24,7 +25,10 @@ func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) 
 		return rollback(res, err)
 	}
 	cfg.Log.Info("starting mariadbd on the clone", "datadir", res.Datadir, "defaults_file", cfg.DefaultsFile)
-	srv, err := mariadb.StartServer(ctx, bin, cfg.DefaultsFile, res.Datadir, local, cfg.StartTimeout)
+	// The layout options the clone needs (page size, system and undo tablespaces); the
+	// key plugin, if the donor encrypts data at rest, must be in the host's my.cnf.
+	layout := restore.ServerOptions{Layout: res.Options.Layout}
+	srv, err := mariadb.StartServer(ctx, bin, cfg.DefaultsFile, res.Datadir, layout.Args(), local, cfg.StartTimeout)
 	if err != nil {
 		if srv != nil {
 			srv.Stop(time.Minute)

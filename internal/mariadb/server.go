@@ -42,14 +42,15 @@ func ServerOptions(ctx context.Context, bin, defaultsFile string) (map[string]st
 	return opts, nil
 }
 
-// StartServer starts bin on datadir with defaultsFile in its own session (it keeps
-// running when ferry exits) and waits until conn reaches it, it exits, or timeout.
-func StartServer(ctx context.Context, bin, defaultsFile, datadir string, conn ConnConfig, timeout time.Duration) (*Server, error) {
+// StartServer starts bin on datadir with defaultsFile and the extra options (the
+// datadir's layout) in its own session (it keeps running when ferry exits) and waits
+// until conn reaches it, it exits, or timeout.
+func StartServer(ctx context.Context, bin, defaultsFile, datadir string, extra []string, conn ConnConfig, timeout time.Duration) (*Server, error) {
 	var args []string
 	if defaultsFile != "" {
 		args = append(args, "--defaults-file="+defaultsFile)
 	}
-	args = append(args, "--datadir="+datadir)
+	args = append(append(args, "--datadir="+datadir), extra...)
 	logPath := filepath.Join(datadir, "ferry-start.log")
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
