@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -51,7 +52,24 @@ func TestDataDirectoryTables(t *testing.T) {
 	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+mbDir).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
 	}
+	// A clone under the same writes, its DATA DIRECTORY tablespaces sent elsewhere.
+	token := writeFile(t, tmp, "token", "correct horse battery staple 7f3a")
+	serveAddr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
+	serve := startFerry(t, nil, "serve", "--listen", serveAddr, "--token-file", token, "--socket", src.Socket, "--user", "root", "--once")
+	cloned := filepath.Join(tmp, "data-clone")
+	var out result
+	waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
+		out = ferry(t, nil, "clone", "--from", serveAddr, "--token-file", token, "--datadir", cloned, "--data-directory-map", ext+"="+filepath.Join(tmp, "ext7"))
+		return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
+	})
+	if out.err != nil {
+		t.Fatalf("ferry clone with DATA DIRECTORY tables: %v\n%s", out.err, tail(out.stderr, 10))
+	}
+	serve.Wait()
 	stop()
+	if b, _ := os.ReadFile(filepath.Join(cloned, "dd", "acct.isl")); string(b) != filepath.Join(tmp, "ext7", "dd", "acct.ibd") {
+		t.Errorf("the clone's dd/acct.isl holds %q", b)
+	}
 	stream := filepath.Join(tmp, "full.xbs")
 	backupToFile(t, src, stream)
 	// mariadb-backup prepares a copy of ferry's directory backup.
@@ -84,13 +102,16 @@ func TestDataDirectoryTables(t *testing.T) {
 		{"map, directory", []string{"--target-dir", dir, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext2")}, filepath.Join(tmp, "ext2"), false},
 		{"map, stream", []string{"--from", stream, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext3")}, filepath.Join(tmp, "ext3"), true},
 		{"inside", []string{"--target-dir", dir, "--no-data-directory"}, "", false},
+		{"clone", nil, filepath.Join(tmp, "ext7"), false},
 		{"repository", []string{"--repo", repoDir, "latest", "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext6")}, filepath.Join(tmp, "ext6"), false},
 		{"mariadb-backup's backup", []string{"--target-dir", mbDir, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext4")}, filepath.Join(tmp, "ext4"), false},
 		{"prepared by mariadb-backup", []string{"--target-dir", mbPrepared, "--data-directory-map", ext + "=" + filepath.Join(tmp, "ext5")}, filepath.Join(tmp, "ext5"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			datadir := filepath.Join(tmp, "data-"+strings.NewReplacer(", ", "-", " ", "-", "'", "").Replace(c.name))
-			mustFerry(t, append([]string{"restore", "--datadir", datadir}, c.args...)...)
+			if c.args != nil {
+				mustFerry(t, append([]string{"restore", "--datadir", datadir}, c.args...)...)
+			}
 			where := filepath.Join(datadir, "dd", "acct.ibd")
 			if c.ext != "" {
 				where = filepath.Join(c.ext, "dd", "acct.ibd")
