@@ -87,13 +87,22 @@ func (c *lz4Compressor) Compress(dst, src []byte) ([]byte, error) {
 	return out, nil
 }
 
+// MaxZstdWindow bounds the window a zstd frame may ask a decoder to keep: ferry
+// compresses 1 MiB blocks into frames of their own, whose window is at most 1 MiB, so
+// a frame asking for more is not ferry's and is refused instead of allocated.
+const MaxZstdWindow = 2 << 20
+
+// MaxDecoderMemory bounds what one decoder holds (a zstd window and block, or an lz4
+// block and its copy), for the memory budget of a reader of many files at once.
+const MaxDecoderMemory = 8 << 20
+
 // NewReader decodes a stream of concatenated frames of c read from r.
 func NewReader(c Compression, r io.Reader) (io.ReadCloser, error) {
 	switch c {
 	case None:
 		return io.NopCloser(r), nil
 	case Zstd:
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(MaxZstdWindow))
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}

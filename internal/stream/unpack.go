@@ -15,6 +15,20 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
+// perFile is what a file being decoded holds besides its queued payloads: its 1 MiB
+// copy buffer and a decoder (a zstd window of at most codec.MaxZstdWindow and its
+// block, or an lz4 block).
+const perFile = 1<<20 + codec.MaxDecoderMemory/2
+
+// minOpen is the fewest files a restore decodes at once, whatever the budget: ferry's
+// backup interleaves --parallel + 8 files, mariadb-backup --parallel.
+const minOpen = 16
+
+// OpenLimit is how many files a stream may have open at once under a memory budget:
+// half the budget over perFile, at least minOpen. A restore thus holds at most the
+// budget plus minOpen×perFile, whatever the stream does.
+func OpenLimit(budget int64) int { return max(minOpen, int(budget/2/perFile)) }
+
 // UnpackOptions configures Unpack.
 type UnpackOptions struct {
 	Identities []age.Identity // for encrypted files
@@ -45,7 +59,11 @@ func Unpack(ctx context.Context, r io.Reader, dir string, o UnpackOptions) (*Unp
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g, gctx := errgroup.WithContext(ctx)
-	u := &unpacker{dir: dir, o: o, ctx: gctx, g: g, mem: semaphore.NewWeighted(o.MaxMemory),
+	// Half the budget holds payloads on their way to the files, the other half the
+	// files open at once (each a copy buffer and a decoder): a stream that opens more
+	// than that is refused instead of growing memory per file.
+	o.MaxMemory = max(o.MaxMemory/2, 1<<20)
+	u := &unpacker{dir: dir, o: o, ctx: gctx, g: g, mem: semaphore.NewWeighted(o.MaxMemory), maxOpen: OpenLimit(o.MaxMemory * 2),
 		open: map[string]*inFile{}, seen: map[string]bool{}, res: &Unpacked{Files: map[string]FileSum{}}}
 	err := u.dispatch(xbstream.NewReader(r))
 	if err != nil {
@@ -69,6 +87,8 @@ type unpacker struct {
 	open map[string]*inFile
 	seen map[string]bool
 	n    int
+	// maxOpen bounds the files open at once (OpenLimit).
+	maxOpen int
 
 	mu  sync.Mutex
 	res *Unpacked
@@ -138,6 +158,9 @@ func (u *unpacker) file(name string) (*inFile, error) {
 	}
 	if strings.HasSuffix(name, ".qp") || strings.HasSuffix(name, ".xbcrypt") {
 		return nil, fmt.Errorf("%s is compressed or encrypted by mariadb-backup/xtrabackup (qpress, xbcrypt), which ferry does not read: unpack with mbstream -x and mariadb-backup --decompress, then restore the directory", name)
+	}
+	if len(u.open) >= u.maxOpen {
+		return nil, fmt.Errorf("the stream has more than %d files open at once, which --max-memory %d MiB allows (each needs up to %d MiB to decode): it is not a ferry or mariadb-backup stream, or the backup ran with a large --parallel; raise --max-memory", u.maxOpen, 2*u.o.MaxMemory>>20, perFile>>20)
 	}
 	path, comp, enc := codec.ParseStoredName(name)
 	dst, err := xbstream.SafePath(u.dir, path)
