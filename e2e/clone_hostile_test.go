@@ -35,7 +35,7 @@ func TestServeBoundsStrangers(t *testing.T) {
 				return // closed at once: over the limit of connections authenticating
 			}
 			var h [42]byte
-			h[0] = 1                                       // a control frame
+			h[0] = 1                                        // a control frame
 			binary.LittleEndian.PutUint32(h[34:], 64<<20-1) // declaring a 64 MiB payload
 			c.Write(h[:])
 			c.Write(make([]byte, 1024)) // and a little of it, then stall
