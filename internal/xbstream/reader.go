@@ -22,6 +22,17 @@ func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 1
 // The Payload slice is only valid until the following call. A truncated or damaged
 // stream gives an error wrapping ErrCorrupt that says where.
 func (x *Reader) Next() (*Chunk, error) {
+	for {
+		c, err := x.next()
+		if c != nil || err != nil {
+			return c, err
+		}
+	}
+}
+
+// next reads one chunk; nil without an error for an ignorable chunk of an unknown
+// type (skipped in a loop, so a stream of them cannot grow the stack).
+func (x *Reader) next() (*Chunk, error) {
 	start := x.pos
 	head, err := x.read(len(Magic) + 2 + 4)
 	if err == io.EOF && x.pos == start {
@@ -50,7 +61,7 @@ func (x *Reader) Next() (*Chunk, error) {
 		return c, x.payload(c, start)
 	}
 	if c.Flags&FlagIgnorable != 0 {
-		return x.Next()
+		return nil, nil
 	}
 	return nil, corrupt(start, "unknown chunk type %q for %s", c.Type, c.Path)
 }
