@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,27 +44,13 @@ func TestDataDirectoryTables(t *testing.T) {
 	dir := filepath.Join(tmp, "full")
 	mustFerry(t, backupArgs(src, dir, "--max-rate", "10M")...)
 	repoDir := filepath.Join(tmp, "repo")
-	os.MkdirAll(repoDir, 0o750)
-	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", repoDir)
+	dirRepoBackup(t, src, repoDir)
 	// mariadb-backup's backup under the same writes, for interop both ways.
 	mbDir := filepath.Join(tmp, "mb")
-	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+mbDir).CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
-	}
+	mariabackup(t, src, mbDir)
 	// A clone under the same writes, its DATA DIRECTORY tablespaces sent elsewhere.
-	token := writeFile(t, tmp, "token", "correct horse battery staple 7f3a")
-	serveAddr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
-	serve := startFerry(t, nil, "serve", "--listen", serveAddr, "--token-file", token, "--socket", src.Socket, "--user", "root", "--once")
 	cloned := filepath.Join(tmp, "data-clone")
-	var out result
-	waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
-		out = ferry(t, nil, "clone", "--from", serveAddr, "--token-file", token, "--datadir", cloned, "--data-directory-map", ext+"="+filepath.Join(tmp, "ext7"))
-		return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
-	})
-	if out.err != nil {
-		t.Fatalf("ferry clone with DATA DIRECTORY tables: %v\n%s", out.err, tail(out.stderr, 10))
-	}
-	serve.Wait()
+	cloneOf(t, src, tmp, cloned, "--data-directory-map", ext+"="+filepath.Join(tmp, "ext7"))
 	stop()
 	if b, _ := os.ReadFile(filepath.Join(cloned, "dd", "acct.isl")); string(b) != filepath.Join(tmp, "ext7", "dd", "acct.ibd") {
 		t.Errorf("the clone's dd/acct.isl holds %q", b)

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,17 +67,11 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 	stream := filepath.Join(tmp, "full.xbs")
 	backupToFile(t, src, stream)
 	repo := filepath.Join(tmp, "repo")
-	os.MkdirAll(repo, 0o750)
-	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", repo)
+	dirRepoBackup(t, src, repo)
 	mbDir := filepath.Join(tmp, "mb")
-	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+src.Socket, "--user=root", "--target-dir="+mbDir).CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
-	}
+	mariabackup(t, src, mbDir)
 	load.Stop(t)
 	want := testdb.Checksums(t, src.DB(t))
-	token := writeFile(t, tmp, "token", "correct horse battery staple 7f3a")
-	serveAddr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
-	startFerry(t, nil, "serve", "--listen", serveAddr, "--token-file", token, "--socket", src.Socket, "--user", "root")
 	if b, _ := os.ReadFile(filepath.Join(dir, "backup-my.cnf")); withPassword && strings.Contains(string(b), "filekey") {
 		t.Errorf("backup-my.cnf records the key file's password:\n%s", b)
 	}
@@ -111,14 +104,7 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 	}
 	t.Run("clone", func(t *testing.T) {
 		datadir := filepath.Join(tmp, "data-clone")
-		var out result
-		waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
-			out = ferry(t, nil, append([]string{"clone", "--from", serveAddr, "--token-file", token, "--datadir", datadir}, keyArgs...)...)
-			return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
-		})
-		if out.err != nil {
-			t.Fatalf("ferry clone of an encrypted server: %v\n%s", out.err, tail(out.stderr, 10))
-		}
+		out := cloneOf(t, src, tmp, datadir, keyArgs...)
 		args := []string{"--plugin-load-add=file_key_management", "--file-key-management-filename=" + hostKeys}
 		if withPassword {
 			args = append(args, "--file-key-management-filekey=FILE:"+filepath.Join(elsewhere, "pw"))

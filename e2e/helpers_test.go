@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,4 +90,40 @@ func checkReplica(t testing.TB, src *testdb.Server, load *testdb.Workload, datad
 	testdb.WaitCaughtUp(t, rep, src, 2*time.Minute)
 	compareChecksums(t, want, testdb.Checksums(t, rdb))
 	rep.Stop(t)
+}
+
+// dirRepoBackup backs s up into a new directory repository dir.
+func dirRepoBackup(t testing.TB, s *testdb.Server, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	mustFerry(t, "backup", "--socket", s.Socket, "--user", "root", "--repo", dir)
+}
+
+// mariabackup runs mariadb-backup --backup of s into dir.
+func mariabackup(t testing.TB, s *testdb.Server, dir string) {
+	t.Helper()
+	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, tail(string(out), 20))
+	}
+}
+
+// cloneOf runs ferry serve --once on s and ferry clone into datadir with the extra
+// clone flags, and returns the clone's output.
+func cloneOf(t testing.TB, s *testdb.Server, tmp, datadir string, extra ...string) result {
+	t.Helper()
+	token := writeFile(t, tmp, "clone-token", "correct horse battery staple 7f3a")
+	addr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
+	serve := startFerry(t, nil, "serve", "--listen", addr, "--token-file", token, "--socket", s.Socket, "--user", "root", "--once")
+	var out result
+	waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
+		out = ferry(t, nil, append([]string{"clone", "--from", addr, "--token-file", token, "--datadir", datadir}, extra...)...)
+		return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
+	})
+	if out.err != nil {
+		t.Fatalf("ferry clone: %v\n%s", out.err, tail(out.stderr, 10))
+	}
+	serve.Wait()
+	return out
 }

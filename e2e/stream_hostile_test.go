@@ -2,16 +2,13 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ferry-backup/ferry/internal/xbstream"
-	"github.com/klauspost/compress/zstd"
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // TestStreamOpeningThousandsOfFiles: a crafted stream that opens 2000 zstd files at once
@@ -21,17 +18,8 @@ import (
 // Before the bound, such a stream grew the restore by ~2 MiB per file.
 func TestStreamOpeningThousandsOfFiles(t *testing.T) {
 	tmp := shortTemp(t)
-	raw := make([]byte, 256<<10)
-	rand.Read(raw)
-	enc, _ := zstd.NewWriter(nil)
-	frame := enc.EncodeAll(raw, nil)
-	var s bytes.Buffer
-	w := xbstream.NewWriter(&s)
-	for i := 0; i < 2000; i++ {
-		w.WritePayload(fmt.Sprintf("db/t%d.ibd.zst", i), 0, frame[:len(frame)/2])
-	}
 	file := filepath.Join(tmp, "open.xbs")
-	if err := os.WriteFile(file, s.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(file, testdb.OpenFilesStream(2000), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	datadir := filepath.Join(tmp, "never")

@@ -20,7 +20,7 @@ func TestServerOptionsAllowList(t *testing.T) {
 	if args != want {
 		t.Errorf("args = %q, want %q", args, want)
 	}
-	if got := strings.Join(o.Ignored, ","); got != "general_log_file,init_file,plugin_dir" {
+	if got := strings.Join(o.Ignored, ","); got != "general_log_file,init_file" {
 		t.Errorf("ignored = %q", got)
 	}
 	cnf := string(o.Cnf("/var/lib/mysql"))

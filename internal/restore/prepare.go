@@ -64,30 +64,15 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 	if mem == "" {
 		mem = "256M"
 	}
-	if err := applyDDLMarkers(dir); err != nil {
-		return err
-	}
 	run, err := os.MkdirTemp("", "ferry-prep-")
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer os.RemoveAll(run)
 	abs, _ := filepath.Abs(dir)
-	logSize, err := padRedo(abs)
+	opts, logSize, err := readyForRecovery(b, abs, keys, log)
 	if err != nil {
 		return err
-	}
-	opts, err := b.Options(keys)
-	if err != nil {
-		return err
-	}
-	if len(opts.Ignored) > 0 {
-		log.Warn("prepare: the backup carries server settings that recovery does not take from a backup; they are ignored", "settings", strings.Join(opts.Ignored, ","))
-	}
-	if n, err := localizeRedo(abs); err != nil {
-		return err
-	} else if n > 0 {
-		log.Info("prepare: DATA DIRECTORY tablespaces are recovered from their copies in the backup", "redo_names_localized", n)
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
 	t0 := time.Now()
@@ -96,30 +81,62 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
-	err = withLinksAside(abs, func() error {
-		if err := runRecovery(ctx, pc, dir, nil); err != nil || !opts.Encrypted() {
-			return err
-		}
-		// Recovery reads only the pages the redo touches, and those it builds from the
-		// redo it does not decrypt: a second start with an empty buffer pool reads a
-		// page of each key id from disk.
-		return runRecovery(ctx, pc, dir, func(db *sql.DB) error { return checkKeys(ctx, db, keys.KeyFile, log) })
-	})
-	var ke keyError
-	if errors.As(err, &ke) {
-		os.Remove(errLog) // recovery worked: its log tells nothing about the key
-		return ke.error
-	}
-	if err != nil && opts.Encrypted() {
-		return fmt.Errorf("recovery with the %s keys of --key-file %s failed; if it says it cannot decrypt or finds no key, that is not the source's key file (or --key-password-file is wrong): %w", mariadb.FileKeyManagement, keys.KeyFile, err)
-	}
-	if err != nil {
+	if err := recoverChecked(ctx, pc, dir, opts, keys, log); err != nil {
 		return err
 	}
 	os.Remove(filepath.Join(abs, "ibtmp1"))
 	os.Remove(errLog)
 	log.Info("prepare: recovery finished", "took", time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// readyForRecovery applies the DDL markers, pads the redo log, takes the server
+// options the backup may give (warning about the rest) and localizes the redo's
+// DATA DIRECTORY names. It returns the options and the redo log's size.
+func readyForRecovery(b *Backup, abs string, keys KeyFiles, log *slog.Logger) (ServerOptions, int64, error) {
+	if err := applyDDLMarkers(abs); err != nil {
+		return ServerOptions{}, 0, err
+	}
+	logSize, err := padRedo(abs)
+	if err != nil {
+		return ServerOptions{}, 0, err
+	}
+	opts, err := b.Options(keys)
+	if err != nil {
+		return opts, 0, err
+	}
+	if len(opts.Ignored) > 0 {
+		log.Warn("prepare: the backup carries server settings that recovery does not take from a backup; they are ignored", "settings", strings.Join(opts.Ignored, ","))
+	}
+	n, err := localizeRedo(abs)
+	if err != nil {
+		return opts, 0, err
+	}
+	if n > 0 {
+		log.Info("prepare: DATA DIRECTORY tablespaces are recovered from their copies in the backup", "redo_names_localized", n)
+	}
+	return opts, logSize, nil
+}
+
+// recoverChecked runs recovery with the links set aside and, for a backup encrypted
+// at rest, checks the key file on a second start: recovery reads only the pages the
+// redo touches, and those it builds from the redo it does not decrypt.
+func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, opts ServerOptions, keys KeyFiles, log *slog.Logger) error {
+	err := withLinksAside(pc.Datadir, func() error {
+		if err := runRecovery(ctx, pc, dir, nil); err != nil || !opts.Encrypted() {
+			return err
+		}
+		return runRecovery(ctx, pc, dir, func(db *sql.DB) error { return checkKeys(ctx, db, keys.KeyFile, log) })
+	})
+	var ke keyError
+	switch {
+	case errors.As(err, &ke):
+		os.Remove(pc.ErrLog) // recovery worked: its log tells nothing about the key
+		return ke.error
+	case err != nil && opts.Encrypted():
+		return fmt.Errorf("recovery with the %s keys of --key-file %s failed; if it says it cannot decrypt or finds no key, that is not the source's key file (or --key-password-file is wrong): %w", mariadb.FileKeyManagement, keys.KeyFile, err)
+	}
+	return err
 }
 
 // keyError is a key file that does not decrypt the backup (recovery itself worked).

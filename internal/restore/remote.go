@@ -130,26 +130,46 @@ func checkLinks(dir string, d DataDirs) error {
 	return d.checkFree(spaces)
 }
 
-// withLinksAside runs recovery on dir with its link files removed, so that the server
-// opens the copies inside dir (the redo names were localized) and never a source's
-// live tablespace through a link; the links are written back afterwards.
+// asideExt marks a link set aside during recovery; a run killed meanwhile leaves it,
+// and the next run puts it back first.
+const asideExt = ".ferry-aside"
+
+// withLinksAside runs recovery on dir with its link files renamed away, so that the
+// server opens the copies inside dir (the redo names were localized) and never a
+// source's live tablespace through a link; the links are put back afterwards.
 func withLinksAside(dir string, recover func() error) error {
+	if err := restoreAsideLinks(dir); err != nil {
+		return err
+	}
 	spaces, err := readLinks(dir)
 	if err != nil {
 		return err
 	}
 	for _, rs := range spaces {
-		if err := os.Remove(filepath.Join(dir, rs.link)); err != nil {
+		p := filepath.Join(dir, rs.link)
+		if err := os.Rename(p, p+asideExt); err != nil {
 			return fmt.Errorf("prepare: set aside %s: %w", rs.link, err)
 		}
 	}
 	rerr := recover()
-	for _, rs := range spaces {
-		if err := writeLink(filepath.Join(dir, rs.link), rs.source); err != nil && rerr == nil {
-			rerr = err
-		}
+	if err := restoreAsideLinks(dir); err != nil && rerr == nil {
+		rerr = err
 	}
 	return rerr
+}
+
+// restoreAsideLinks puts back the links a recovery set aside.
+func restoreAsideLinks(dir string) error {
+	aside, err := filepath.Glob(filepath.Join(dir, "*", "*"+linkExt+asideExt))
+	if err != nil {
+		return err
+	}
+	for _, p := range aside {
+		if err := os.Rename(p, strings.TrimSuffix(p, asideExt)); err != nil {
+			return fmt.Errorf("put back DATA DIRECTORY link %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // writeLink writes a link file holding path, as the server writes one (no newline).

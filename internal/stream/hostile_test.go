@@ -3,41 +3,19 @@ package stream
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/ferry-backup/ferry/internal/xbstream"
-	"github.com/klauspost/compress/zstd"
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
-
-// openFilesStream is an xbstream that opens n zstd-compressed files, each with the
-// first half of a real frame, and closes none: every file's decoder is started and
-// waits for more.
-func openFilesStream(t testing.TB, n int) []byte {
-	t.Helper()
-	raw := make([]byte, 256<<10)
-	rand.Read(raw)
-	enc, _ := zstd.NewWriter(nil)
-	frame := enc.EncodeAll(raw, nil)
-	var out bytes.Buffer
-	w := xbstream.NewWriter(&out)
-	for i := 0; i < n; i++ {
-		if err := w.WritePayload(fmt.Sprintf("db/t%d.ibd.zst", i), 0, frame[:len(frame)/2]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out.Bytes()
-}
 
 // TestManyOpenFilesAreRefused: a stream opening thousands of files at once is refused
 // with one line once it passes the budget's limit, and the heap stays small; before
 // the limit, nothing is refused.
 func TestManyOpenFilesAreRefused(t *testing.T) {
 	const budget = 16 << 20
-	s := openFilesStream(t, 2000)
+	s := testdb.OpenFilesStream(2000)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -53,7 +31,7 @@ func TestManyOpenFilesAreRefused(t *testing.T) {
 	}
 	// Just under the limit, the stream is not refused for its open files (it ends
 	// before they do: the error is the truncation).
-	_, err = Unpack(context.Background(), bytes.NewReader(openFilesStream(t, OpenLimit(budget))), t.TempDir(), UnpackOptions{MaxMemory: budget})
+	_, err = Unpack(context.Background(), bytes.NewReader(testdb.OpenFilesStream(OpenLimit(budget))), t.TempDir(), UnpackOptions{MaxMemory: budget})
 	if err == nil || strings.Contains(err.Error(), "open at once") || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("a stream with %d files open: %v, want only the truncation", OpenLimit(budget), err)
 	}
