@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-backup/ferry/internal/testdb"
+	"github.com/ferry-backup/ferry/internal/testdb/hostile"
 )
 
 // TestStreamOpeningThousandsOfFiles: a crafted stream that opens 2000 zstd files at once
@@ -19,7 +19,7 @@ import (
 func TestStreamOpeningThousandsOfFiles(t *testing.T) {
 	tmp := shortTemp(t)
 	file := filepath.Join(tmp, "open.xbs")
-	if err := os.WriteFile(file, testdb.OpenFilesStream(2000), 0o600); err != nil {
+	if err := os.WriteFile(file, hostile.OpenFilesStream(2000), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	datadir := filepath.Join(tmp, "never")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-backup/ferry/internal/testdb"
+	"github.com/ferry-backup/ferry/internal/testdb/hostile"
 )
 
 // TestManyOpenFilesAreRefused: a stream opening thousands of files at once is refused
@@ -15,7 +15,7 @@ import (
 // the limit, nothing is refused.
 func TestManyOpenFilesAreRefused(t *testing.T) {
 	const budget = 16 << 20
-	s := testdb.OpenFilesStream(2000)
+	s := hostile.OpenFilesStream(2000)
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -31,7 +31,7 @@ func TestManyOpenFilesAreRefused(t *testing.T) {
 	}
 	// Just under the limit, the stream is not refused for its open files (it ends
 	// before they do: the error is the truncation).
-	_, err = Unpack(context.Background(), bytes.NewReader(testdb.OpenFilesStream(OpenLimit(budget))), t.TempDir(), UnpackOptions{MaxMemory: budget})
+	_, err = Unpack(context.Background(), bytes.NewReader(hostile.OpenFilesStream(OpenLimit(budget))), t.TempDir(), UnpackOptions{MaxMemory: budget})
 	if err == nil || strings.Contains(err.Error(), "open at once") || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("a stream with %d files open: %v, want only the truncation", OpenLimit(budget), err)
 	}

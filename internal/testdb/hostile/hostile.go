@@ -1,4 +1,5 @@
-package testdb
+// Package hostile builds malformed and hostile inputs for tests.
+package hostile
 
 import (
 	"bytes"
