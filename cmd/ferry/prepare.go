@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,7 +35,7 @@ func newPrepareCmd(g *globals) *cobra.Command {
 
 // addKeyFlags adds the flags that name this host's key files for a backup whose
 // server encrypted data at rest (file_key_management).
-func addKeyFlags(f *pflag.FlagSet, k *restore.KeyFiles) {
+func addKeyFlags(f *pflag.FlagSet, k *keyfile.Files) {
 	f.StringVar(&k.KeyFile, "key-file", "", "the source's file_key_management key file, at its path on this host (for a backup of a server that encrypts data at rest)")
 	f.StringVar(&k.PasswordFile, "key-password-file", "", "file holding the password the key file is encrypted with (file_key_management_filekey)")
 }

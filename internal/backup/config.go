@@ -6,6 +6,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"golang.org/x/time/rate"
@@ -58,6 +59,9 @@ type Config struct {
 	Log      *slog.Logger
 	Progress io.Writer // where progress is drawn (stderr)
 	Terminal bool      // Progress is a terminal
-	Version  string    // ferry version, recorded in metadata
-	Command  string    // command line without secrets, recorded in xtrabackup_info
+	// Keys, if set, are the key files that read a server's encrypted redo log
+	// (innodb_encrypt_log=ON); by default the server's own file_key_management files.
+	Keys    keyfile.Files
+	Version string // ferry version, recorded in metadata
+	Command string // command line without secrets, recorded in xtrabackup_info
 }

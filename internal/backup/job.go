@@ -42,6 +42,7 @@ type job struct {
 	bufs    chan []byte
 	tail    *tailer
 	limiter *rate.Limiter // nil without --max-rate
+	logKeys redo.KeyFunc  // reads an encrypted redo log's records (nil if not encrypted)
 
 	sysChecker *innodb.Checker
 	sysHeader  innodb.SpaceHeader
@@ -272,6 +273,10 @@ func (j *job) connect(ctx context.Context) error {
 	if _, err := os.Stat(j.redoPath()); err != nil {
 		j.db.Close()
 		return fmt.Errorf("cannot read the server's redo log %s (%v): ferry backup must run on the database host, as root or the mysql user", j.redoPath(), errors.Unwrap(err))
+	}
+	if err := j.loadLogKeys(); err != nil {
+		j.db.Close()
+		return err
 	}
 	return nil
 }

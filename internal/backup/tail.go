@@ -3,10 +3,12 @@ package backup
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
@@ -47,11 +49,13 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 	w := bufio.NewWriterSize(&appender{f: f}, 1<<20)
 	sum := &sumWriter{w: w}
 	t, err := redo.Open(redo.Config{
-		Path:     j.redoPath(),
-		Out:      sum,
-		Server:   mariadb.LSNSource{DB: j.db},
-		Creator:  "Backup ferry " + j.cfg.Version,
-		OnFileOp: j.addOp,
+		Path:      j.redoPath(),
+		Out:       sum,
+		Server:    mariadb.LSNSource{DB: j.db},
+		Creator:   "Backup ferry " + j.cfg.Version,
+		OnFileOp:  j.addOp,
+		Keys:      j.logKeys,
+		Algorithm: j.info.Vars["file_key_management_encryption_algorithm"],
 	})
 	if err != nil {
 		f.Close(0)
@@ -69,6 +73,37 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 		}
 		j.tail.done <- err
 	}()
+	return nil
+}
+
+// loadLogKeys reads, for a server that encrypts its redo log, the keys the redo copy
+// needs to read the file-level records that tell DDL during the copy: from --key-file
+// if given, else from the server's own file_key_management files as this host sees
+// them. It runs before anything is written.
+func (j *job) loadLogKeys() error {
+	if !j.info.EncryptsLog() {
+		return nil
+	}
+	files, k, err := j.cfg.Keys, (*keyfile.Keys)(nil), error(nil)
+	if files.KeyFile != "" {
+		k, err = files.Load()
+	} else {
+		var pw string
+		if pw, err = keyfile.Secret(j.info.Vars["file_key_management_filekey"]); err == nil {
+			k, err = keyfile.Load(j.info.Vars["file_key_management_filename"], pw)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the server encrypts its redo log (innodb_encrypt_log=ON), whose records ferry reads to follow DDL during the copy, and its key file cannot be read: %w; run ferry as a user that can read it, or pass --key-file (and --key-password-file)", err)
+	}
+	err = redo.CheckLogKey(j.redoPath(), k.Key, j.info.Vars["file_key_management_encryption_algorithm"])
+	if errors.Is(err, redo.ErrWrongKey) {
+		return fmt.Errorf("the key file does not decrypt the server's encrypted redo log (key id 1 of %s): pass --key-file with the server's own key file (and --key-password-file)", mariadb.FileKeyManagement)
+	}
+	if err != nil {
+		return fmt.Errorf("check the key of the server's encrypted redo log: %w", err)
+	}
+	j.logKeys = k.Key
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/restore"
@@ -45,7 +46,7 @@ type Config struct {
 	Mariadbd     string
 	UseMemory    string
 	DataDirs     restore.DataDirs // where DATA DIRECTORY tablespaces go on this host
-	Keys         restore.KeyFiles // this host's key files, for a donor encrypting data at rest
+	Keys         keyfile.Files    // this host's key files, for a donor encrypting data at rest
 	Version      string
 	Log          *slog.Logger
 	Progress     io.Writer

@@ -159,8 +159,10 @@ func IsConnLost(err error) bool {
 			return true
 		}
 	}
-	var ne net.Error
+	// A *net.OpError, not any net.Error: a syscall.Errno is a net.Error too, so that
+	// would take a missing file for a lost connection.
+	var oe *net.OpError
 	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.As(err, &ne)
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.As(err, &oe)
 }

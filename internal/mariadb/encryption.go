@@ -59,8 +59,8 @@ func (info Info) checkEncryption() error {
 	if info.KeyPlugin != "" && info.KeyPlugin != FileKeyManagement {
 		return fmt.Errorf("the server's encryption keys come from the %s plugin, which ferry cannot load to prepare a backup: ferry supports encryption at rest with %s only", info.KeyPlugin, FileKeyManagement)
 	}
-	if on(info.Vars["innodb_encrypt_log"]) {
-		return errors.New("the server encrypts its redo log (innodb_encrypt_log=ON): ferry cannot yet read encrypted redo records, which it must to follow DDL during the copy; encrypted tables with an unencrypted redo log are supported, or use mariadb-backup for this server")
-	}
 	return nil
 }
+
+// EncryptsLog says whether the server encrypts its redo log (innodb_encrypt_log=ON).
+func (info Info) EncryptsLog() bool { return on(info.Vars["innodb_encrypt_log"]) }

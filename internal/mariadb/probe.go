@@ -34,6 +34,9 @@ var varsWanted = []string{
 	"slow_query_log_file", "innodb_temp_data_file_path",
 	"aria_encrypt_tables", "encrypt_tmp_files", "file_key_management_filename",
 	"file_key_management_encryption_algorithm",
+	// The key file's password (or FILE:path), read only to open the key file of an
+	// encrypted redo log; never recorded.
+	"file_key_management_filekey",
 }
 
 var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)

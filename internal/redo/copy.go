@@ -39,7 +39,7 @@ func (t *Tailer) scan(data []byte) (int, error) {
 		if m.status == mtrInvalid {
 			return pos, t.invalid(lsn, pos, m.reason)
 		}
-		if err := t.reportFileOps(data[pos:pos+m.seq], lsn); err != nil {
+		if err := t.reportFileOps(data[pos:pos+m.size], m, lsn); err != nil {
 			return 0, err
 		}
 		data[pos+m.seq] = 1
@@ -63,13 +63,13 @@ func (t *Tailer) invalid(lsn uint64, pos int, reason string) error {
 		ErrCorrupt, lsn, t.log.ring.offset(lsn), t.log.path, reason)
 }
 
-// reportFileOps passes the file-level records of one mini-transaction to
+// reportFileOps passes the file-level records of one mini-transaction, b, to
 // OnFileOp.
-func (t *Tailer) reportFileOps(recs []byte, lsn uint64) error {
-	if t.cfg.OnFileOp == nil || recs[0]&0x80 == 0 {
+func (t *Tailer) reportFileOps(b []byte, m mtr, lsn uint64) error {
+	if t.cfg.OnFileOp == nil || b[0]&0x80 == 0 {
 		return nil
 	}
-	ops, err := fileOps(recs, lsn)
+	ops, err := mtrFileOps(b, m, lsn, t.crypt)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}

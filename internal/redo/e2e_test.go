@@ -65,7 +65,7 @@ func TestTailLiveServer(t *testing.T) {
 	if end < stop || end-a < 3*capacity {
 		t.Fatalf("end LSN %d: want >= stop %d and >= 3 laps from %d", end, stop, a)
 	}
-	ll, err := VerifyLinear(out.Bytes())
+	ll, err := VerifyLinear(out.Bytes(), nil, "")
 	if err != nil {
 		t.Fatalf("VerifyLinear: %v", err)
 	}

@@ -9,9 +9,9 @@ import (
 // before the tailer copied it; the copy cannot be completed.
 var ErrLogOverwritten = errors.New("redo log was overwritten before it could be copied")
 
-// ErrEncryptedLog means the log is encrypted (innodb_encrypt_log=ON) in a format
-// whose records ferry cannot read yet.
-var ErrEncryptedLog = errors.New("the redo log is encrypted (innodb_encrypt_log=ON), which ferry cannot read yet")
+// ErrNeedKey means the log's file-level records are encrypted (innodb_encrypt_log=ON,
+// FormatKey) and no LogCrypt was given to read them.
+var ErrNeedKey = errors.New("the redo log is encrypted (innodb_encrypt_log=ON) and reading its file-level records needs the key file")
 
 // ErrCorrupt means a mini-transaction below the server's flushed LSN failed
 // validation twice (bad sequence byte, length or CRC-32C).

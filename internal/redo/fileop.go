@@ -50,6 +50,19 @@ const (
 	recFileCheckpoint = 0xF0
 )
 
+// mtrFileOps returns the file-level records of the valid mini-transaction b (parsed
+// as m), decrypting its records with c if the log is FormatKey (c is nil otherwise).
+func mtrFileOps(b []byte, m mtr, lsn uint64, c *LogCrypt) ([]FileOp, error) {
+	recs := b[:m.seq]
+	if c != nil && recs[0]&0x80 != 0 {
+		var err error
+		if recs, err = c.Decrypt(recs, b[m.seq+1:m.size-4]); err != nil {
+			return nil, fmt.Errorf("LSN %d: %w", lsn, err)
+		}
+	}
+	return fileOps(recs, lsn)
+}
+
 // fileOps returns the file-level records of a valid mini-transaction whose
 // record bytes (up to, not including, the sequence byte) are recs and whose
 // first byte has LSN lsn. File-level records are the leading records with
@@ -77,12 +90,7 @@ func fileOps(recs []byte, lsn uint64) ([]FileOp, error) {
 
 // recordBody returns the bytes of record r after its header byte and, for
 // the long form, after its length varint.
-func recordBody(r []byte) []byte {
-	if r[0]&0x0F != 0 {
-		return r[1:]
-	}
-	return r[1+varintLen(r[1]):]
-}
+func recordBody(r []byte) []byte { return r[recordHeaderLen(r):] }
 
 // parseFileOp decodes the body of a FILE_CREATE/DELETE/RENAME/MODIFY record:
 // varint space id, varint page number (0), then the name(s).

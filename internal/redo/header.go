@@ -20,9 +20,13 @@ const (
 	FormatPhys uint32 = 0x50687973
 	// FormatEncrypted is the bit set in the format tag of an encrypted log.
 	FormatEncrypted uint32 = 0x80000000
-	// FormatKey is the tag MariaDB 10.11.19 writes for an encrypted log
-	// (innodb_encrypt_log=ON): U+1F5DD "old key" in UTF-8, checked on a real server.
-	// Its record encryption is not read by ferry yet.
+	// FormatEnc108 is the 10.8 encrypted format (log_t::FORMAT_ENC_10_8): page
+	// records' payloads are encrypted, file-level records are not.
+	FormatEnc108 = FormatPhys | FormatEncrypted
+	// FormatKey is the encrypted format MariaDB 10.11.19 writes (log_t::FORMAT_ENC_11,
+	// U+1F5DD "old key" in UTF-8, checked on a real server): everything but the
+	// records' type and length bytes is encrypted, file names too, so reading the
+	// file-level records needs the key (LogCrypt).
 	FormatKey uint32 = 0xf09f979d
 	// formatPHYS is the 10.5–10.7 tag "PHYS" (log_t::FORMAT_10_5).
 	formatPHYS uint32 = 0x50485953
@@ -44,7 +48,7 @@ func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 // Header is the decoded header block of ib_logfile0.
 type Header struct {
-	Format   uint32   // format tag, FormatPhys possibly with FormatEncrypted set
+	Format   uint32   // format tag: FormatPhys, FormatEnc108 or FormatKey
 	FirstLSN uint64   // LSN stored at file offset StartOffset
 	Creator  string   // e.g. "MariaDB 10.11.19" or "Backup 10.11.19"
 	Crypt    [28]byte // header bytes 48..75: encryption key id, version, message, nonce
@@ -52,7 +56,11 @@ type Header struct {
 
 // Encrypted reports whether the log is encrypted (innodb_encrypt_log=ON);
 // its mini-transactions then carry an 8-byte nonce after the sequence byte.
-func (h Header) Encrypted() bool { return h.Format&FormatEncrypted != 0 }
+func (h Header) Encrypted() bool { return h.Format != FormatPhys }
+
+// RecordsEncrypted reports whether the file-level records are encrypted too
+// (FormatKey), so that reading them needs a LogCrypt.
+func (h Header) RecordsEncrypted() bool { return h.Format == FormatKey }
 
 // nonceLen is the number of nonce bytes after each sequence byte.
 func (h Header) nonceLen() int {
@@ -69,7 +77,7 @@ func ParseHeader(b []byte) (Header, error) {
 		return Header{}, fmt.Errorf("redo log header: %d bytes, need %d", len(b), HeaderSize)
 	}
 	format := binary.BigEndian.Uint32(b)
-	if format&^FormatEncrypted != FormatPhys {
+	if format != FormatPhys && format != FormatEnc108 && format != FormatKey {
 		return Header{}, fmt.Errorf("redo log format %#08x: %w", format, formatHint(format))
 	}
 	if z := binary.BigEndian.Uint32(b[4:]); z != 0 {
@@ -90,9 +98,6 @@ func ParseHeader(b []byte) (Header, error) {
 // formatHint wraps ErrUnsupportedFormat with the server version a format
 // tag belongs to, where known.
 func formatHint(format uint32) error {
-	if format == FormatKey {
-		return ErrEncryptedLog
-	}
 	if format&^FormatEncrypted == formatPHYS {
 		return fmt.Errorf("%w: written by MariaDB 10.5–10.7", ErrUnsupportedFormat)
 	}

@@ -15,14 +15,19 @@ type LinearLog struct {
 // (BackupHeader followed by mini-transactions): valid header and checkpoint,
 // every mini-transaction from the first LSN on valid with sequence byte 1,
 // the checkpoint's end LSN on a mini-transaction boundary, and nothing but
-// zero padding after the last one.
-func VerifyLinear(b []byte) (LinearLog, error) {
+// zero padding after the last one. keys and algorithm read a FormatKey log's
+// file-level records (NewLogCrypt); without keys such a log fails with ErrNeedKey.
+func VerifyLinear(b []byte, keys KeyFunc, algorithm string) (LinearLog, error) {
 	var ll LinearLog
 	var err error
 	if ll.Header, err = ParseHeader(b); err != nil {
 		return ll, err
 	}
 	if ll.Checkpoint, err = ParseCheckpoint(b, ll.Header.FirstLSN); err != nil {
+		return ll, err
+	}
+	c, err := NewLogCrypt(ll.Header, keys, algorithm)
+	if err != nil {
 		return ll, err
 	}
 	g, nonce := linear(ll.Header.FirstLSN), ll.Header.nonceLen()
@@ -36,7 +41,7 @@ func VerifyLinear(b []byte) (LinearLog, error) {
 		case mtrInvalid:
 			return ll, fmt.Errorf("backup redo log: invalid mini-transaction at LSN %d: %s", lsn, m.reason)
 		}
-		ops, err := fileOps(b[pos:pos+m.seq], lsn)
+		ops, err := mtrFileOps(b[pos:pos+m.size], m, lsn, c)
 		if err != nil {
 			return ll, fmt.Errorf("backup redo log: %w", err)
 		}

@@ -14,9 +14,14 @@ import (
 // inside the backup ("./////db/t.ibd"), and fixes the mini-transaction's CRC-32C.
 // The stock server's recovery opens the names the log holds: without this, preparing
 // a backup would open, and write to, the source server's live tablespace where it
-// exists. Lengths are kept, so no LSN moves. It returns how many names it rewrote.
-func LocalizeFileNames(b []byte) (int, error) {
+// exists. Lengths are kept, so no LSN moves. keys and algorithm read and re-encrypt
+// the records of a FormatKey log (NewLogCrypt). It returns how many names it rewrote.
+func LocalizeFileNames(b []byte, keys KeyFunc, algorithm string) (int, error) {
 	h, err := ParseHeader(b)
+	if err != nil {
+		return 0, err
+	}
+	c, err := NewLogCrypt(h, keys, algorithm)
 	if err != nil {
 		return 0, err
 	}
@@ -27,23 +32,44 @@ func LocalizeFileNames(b []byte) (int, error) {
 		if m.status != mtrOK {
 			break // the end of the log (VerifyLinear tells a damaged one)
 		}
-		k, err := localizeMtr(b[pos:pos+m.seq], lsn)
+		k, err := localizeOne(b[pos:pos+m.size], m, lsn, c)
 		if err != nil {
 			return n, err
 		}
-		if k > 0 {
-			if nonce > 0 {
-				return n, fmt.Errorf("the encrypted redo log names a tablespace outside the datadir at LSN %d: such a backup cannot be prepared yet", lsn)
-			}
-			crc := crc32c(b[pos : pos+m.seq])
-			crc = crc32.Update(crc, castagnoli, b[pos+m.seq+1:pos+m.seq+1+nonce])
-			binary.BigEndian.PutUint32(b[pos+m.size-4:], crc)
-			n += k
-		}
+		n += k
 		pos += m.size
 		lsn += uint64(m.size)
 	}
 	return n, nil
+}
+
+// localizeOne localizes the names of one valid mini-transaction, b (parsed as m),
+// decrypting and re-encrypting its records with c for a FormatKey log.
+func localizeOne(b []byte, m mtr, lsn uint64, c *LogCrypt) (int, error) {
+	if b[0]&0x80 == 0 {
+		return 0, nil
+	}
+	recs, nonce := b[:m.seq], b[m.seq+1:m.size-4]
+	if c != nil {
+		var err error
+		if recs, err = c.Decrypt(recs, nonce); err != nil {
+			return 0, fmt.Errorf("LSN %d: %w", lsn, err)
+		}
+	}
+	k, err := localizeMtr(recs, lsn)
+	if err != nil || k == 0 {
+		return 0, err
+	}
+	if c != nil {
+		if err := c.Encrypt(recs, nonce); err != nil {
+			return 0, err
+		}
+		copy(b, recs)
+	}
+	crc := crc32c(b[:m.seq])
+	crc = crc32.Update(crc, castagnoli, nonce)
+	binary.BigEndian.PutUint32(b[m.size-4:], crc)
+	return k, nil
 }
 
 // localizeMtr rewrites the absolute names of the leading file-level records of one

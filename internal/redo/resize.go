@@ -16,9 +16,9 @@ func (t *Tailer) followResize() error {
 		if err != nil {
 			return fmt.Errorf("redo log was replaced (online resize?) at copied LSN %d: %w", t.cur, err)
 		}
-		if nl.hdr.Format != t.log.hdr.Format {
+		if nl.hdr.Format != t.log.hdr.Format || nl.hdr.Crypt != t.log.hdr.Crypt {
 			nl.close()
-			return fmt.Errorf("redo log was replaced at copied LSN %d by one of format %#08x (was %#08x): cannot continue",
+			return fmt.Errorf("redo log was replaced at copied LSN %d by one of format %#08x (was %#08x) or other encryption: cannot continue",
 				t.cur, nl.hdr.Format, t.log.hdr.Format)
 		}
 		t.next = nl

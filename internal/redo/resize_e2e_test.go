@@ -47,7 +47,7 @@ func TestTailOnlineResize(t *testing.T) {
 	if got := tl.log.ring.capacity; got != 6291456-StartOffset {
 		t.Errorf("capacity after the resize = %d, want %d", got, 6291456-StartOffset)
 	}
-	ll, err := VerifyLinear(out.Bytes())
+	ll, err := VerifyLinear(out.Bytes(), nil, "")
 	if err != nil || ll.EndLSN != tl.EndLSN() || ll.EndLSN < stop {
 		t.Fatalf("VerifyLinear: %+v, %v (end %d, stop %d)", ll, err, tl.EndLSN(), stop)
 	}

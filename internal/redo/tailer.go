@@ -31,13 +31,18 @@ type ServerLSN interface {
 
 // Config configures a Tailer.
 type Config struct {
-	Path     string        // the server's ib_logfile0
-	Out      io.Writer     // receives BackupHeader(...) first, then the copied mini-transactions with every sequence byte set to 1
-	Server   ServerLSN     // bounds reads (flushed LSN) and detects laps (current LSN)
-	Creator  string        // creator of the backup log, e.g. "Backup ferry 0.1"
-	OnFileOp func(FileOp)  // optional: file-level records in the copied range, called from Run's goroutine
-	Poll     time.Duration // idle poll interval; 0 means DefaultPoll
-	ReadSize int           // bytes per read; 0 means DefaultReadSize
+	Path     string       // the server's ib_logfile0
+	Out      io.Writer    // receives BackupHeader(...) first, then the copied mini-transactions with every sequence byte set to 1
+	Server   ServerLSN    // bounds reads (flushed LSN) and detects laps (current LSN)
+	Creator  string       // creator of the backup log, e.g. "Backup ferry 0.1"
+	OnFileOp func(FileOp) // optional: file-level records in the copied range, called from Run's goroutine
+	// Keys and Algorithm read an encrypted log's file-level records (FormatKey):
+	// the key management plugin's keys and file_key_management_encryption_algorithm.
+	// Open fails with ErrNeedKey for such a log without Keys, if OnFileOp is set.
+	Keys      KeyFunc
+	Algorithm string
+	Poll      time.Duration // idle poll interval; 0 means DefaultPoll
+	ReadSize  int           // bytes per read; 0 means DefaultReadSize
 }
 
 // Tailer copies the redo log of a running server from its latest checkpoint
@@ -47,6 +52,7 @@ type Tailer struct {
 	log   *logFile // the file being read
 	next  *logFile // the file that replaced log (online resize), not read yet
 	start Checkpoint
+	crypt *LogCrypt // reads the file-level records of a FormatKey log
 	buf   []byte
 	cur   uint64 // next LSN to copy; owned by Run
 	bad   uint64 // LSN of an invalid mini-transaction seen once already
@@ -78,7 +84,14 @@ func Open(cfg Config) (*Tailer, error) {
 		l.close()
 		return nil, fmt.Errorf("redo log %s: %w", cfg.Path, err)
 	}
-	t := &Tailer{cfg: cfg, log: l, start: cp, cur: cp.LSN,
+	var crypt *LogCrypt
+	if cfg.OnFileOp != nil {
+		if crypt, err = NewLogCrypt(l.hdr, cfg.Keys, cfg.Algorithm); err != nil {
+			l.close()
+			return nil, fmt.Errorf("redo log %s: %w", cfg.Path, err)
+		}
+	}
+	t := &Tailer{cfg: cfg, log: l, start: cp, cur: cp.LSN, crypt: crypt,
 		buf: alignedBuf(cfg.ReadSize + 2*align), stop: newStopSignal()}
 	t.prog.init(cp.LSN)
 	return t, nil

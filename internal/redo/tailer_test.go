@@ -142,7 +142,7 @@ func TestTailerSyntheticWraps(t *testing.T) {
 	if !bytes.Equal(out.Bytes(), want) {
 		t.Fatalf("output differs from the written stream (%d vs %d bytes)", out.Len(), len(want))
 	}
-	ll, err := VerifyLinear(out.Bytes())
+	ll, err := VerifyLinear(out.Bytes(), nil, "")
 	if err != nil || ll.EndLSN != end || ll.MTRs != k+1 {
 		t.Fatalf("VerifyLinear: %+v, %v", ll, err)
 	}

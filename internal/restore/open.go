@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
@@ -119,7 +120,7 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 // Options are the server options the backup's datadir needs: an allow-list of its
 // settings, validated, and the key plugin with this host's key files if its server
 // encrypted data at rest.
-func (b *Backup) Options(k KeyFiles) (ServerOptions, error) {
+func (b *Backup) Options(k keyfile.Files) (ServerOptions, error) {
 	o, err := serverOptions(b.Settings)
 	if err != nil {
 		return o, err

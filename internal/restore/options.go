@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/redo"
 )
 
 // Option is one server option a restored datadir needs, as in a [mysqld] group.
@@ -28,13 +30,7 @@ type ServerOptions struct {
 	Ignored []string // settings the backup carries that are not used, sorted
 
 	keyPlugin, algorithm, sourceKeyFile string
-}
-
-// KeyFiles are the files on this host that hold the keys of a backup encrypted at
-// rest with file_key_management: the key file, and the file holding the password it
-// is encrypted with (file_key_management_filekey), if any.
-type KeyFiles struct {
-	KeyFile, PasswordFile string
+	keyFiles                            keyfile.Files // this host's, once UseKeys took them
 }
 
 // layoutRules validate the values of the allowed options: each returns the value to
@@ -123,7 +119,7 @@ func (o *ServerOptions) keySetting(name, v string) (bool, error) {
 // UseKeys adds the key plugin options for this host's key files, if the backup's
 // server encrypted data at rest; without a key file that is an error naming the
 // plugin and the option.
-func (o *ServerOptions) UseKeys(k KeyFiles) error {
+func (o *ServerOptions) UseKeys(k keyfile.Files) error {
 	if o.keyPlugin == "" {
 		return nil
 	}
@@ -144,8 +140,25 @@ func (o *ServerOptions) UseKeys(k KeyFiles) error {
 			return err
 		}
 		o.Keys = append(o.Keys, Option{"file_key_management_filekey", "FILE:" + pw})
+		k.PasswordFile = pw
 	}
+	k.KeyFile = key
+	o.keyFiles = k
 	return nil
+}
+
+// LogKeys loads the keys that read the backup's encrypted redo log (nil if its server
+// did not encrypt data at rest) and the plugin's algorithm. A key file that does not
+// load is an error naming the option.
+func (o ServerOptions) LogKeys() (redo.KeyFunc, string, error) {
+	if o.keyPlugin == "" {
+		return nil, "", nil
+	}
+	k, err := o.keyFiles.Load()
+	if err != nil {
+		return nil, "", fmt.Errorf("--key-file: %w", err)
+	}
+	return k.Key, o.algorithm, nil
 }
 
 // Encrypted says whether the backup's server encrypted data at rest.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
@@ -21,7 +22,7 @@ type PrepareConfig struct {
 	Dir       string
 	Mariadbd  string // explicit binary; default found on PATH
 	UseMemory string // buffer pool for recovery, default 256M
-	Keys      KeyFiles
+	Keys      keyfile.Files
 	Log       *slog.Logger
 }
 
@@ -60,7 +61,7 @@ func errLogBeside(dir string) string {
 // recoverDir starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery run and
 // recovered transactions roll back, and shuts it down cleanly. The server's error log
 // is errLog, kept if recovery fails.
-func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys KeyFiles, log *slog.Logger) error {
+func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
 	if mem == "" {
 		mem = "256M"
 	}
@@ -93,7 +94,7 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 // readyForRecovery applies the DDL markers, pads the redo log, takes the server
 // options the backup may give (warning about the rest) and localizes the redo's
 // DATA DIRECTORY names. It returns the options and the redo log's size.
-func readyForRecovery(b *Backup, abs string, keys KeyFiles, log *slog.Logger) (ServerOptions, int64, error) {
+func readyForRecovery(b *Backup, abs string, keys keyfile.Files, log *slog.Logger) (ServerOptions, int64, error) {
 	if err := applyDDLMarkers(abs); err != nil {
 		return ServerOptions{}, 0, err
 	}
@@ -108,7 +109,7 @@ func readyForRecovery(b *Backup, abs string, keys KeyFiles, log *slog.Logger) (S
 	if len(opts.Ignored) > 0 {
 		log.Warn("prepare: the backup carries server settings that recovery does not take from a backup; they are ignored", "settings", strings.Join(opts.Ignored, ","))
 	}
-	n, err := localizeRedo(abs)
+	n, err := localizeRedo(abs, opts)
 	if err != nil {
 		return opts, 0, err
 	}
@@ -121,7 +122,7 @@ func readyForRecovery(b *Backup, abs string, keys KeyFiles, log *slog.Logger) (S
 // recoverChecked runs recovery with the links set aside and, for a backup encrypted
 // at rest, checks the key file on a second start: recovery reads only the pages the
 // redo touches, and those it builds from the redo it does not decrypt.
-func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, opts ServerOptions, keys KeyFiles, log *slog.Logger) error {
+func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, opts ServerOptions, keys keyfile.Files, log *slog.Logger) error {
 	err := withLinksAside(pc.Datadir, func() error {
 		if err := runRecovery(ctx, pc, dir, nil); err != nil || !opts.Encrypted() {
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/safepath"
 	"golang.org/x/sys/unix"
@@ -181,8 +182,13 @@ func writeLink(link, path string) error {
 }
 
 // localizeRedo rewrites the absolute tablespace names of dir's ib_logfile0 in place
-// (redo.LocalizeFileNames), through a shared mapping of the file.
-func localizeRedo(dir string) (int, error) {
+// (redo.LocalizeFileNames), through a shared mapping of the file. An encrypted log
+// is first checked against the key file (redo.CheckKey).
+func localizeRedo(dir string, opts ServerOptions) (int, error) {
+	keys, alg, err := opts.LogKeys()
+	if err != nil {
+		return 0, err
+	}
 	path := filepath.Join(dir, "ib_logfile0")
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -197,13 +203,14 @@ func localizeRedo(dir string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("prepare: map %s: %w", path, err)
 	}
-	n, lerr := redo.LocalizeFileNames(b)
-	if errors.Is(lerr, redo.ErrEncryptedLog) {
-		// The stock server reads it with the key plugin; only DATA DIRECTORY names,
-		// which ferry would have to rewrite, cannot be handled.
-		if spaces, _ := readLinks(dir); len(spaces) == 0 {
-			lerr = nil
-		}
+	n, lerr := 0, redo.CheckKey(b, keys, alg)
+	switch {
+	case errors.Is(lerr, redo.ErrNeedKey):
+		lerr = errors.New("the backup's redo log is encrypted (innodb_encrypt_log=ON): pass --key-file with the source's file_key_management key file on this host")
+	case errors.Is(lerr, redo.ErrWrongKey):
+		lerr = fmt.Errorf("the key file %s (--key-file) does not decrypt the backup's redo log, encrypted with key id 1 by %s: it is not the source's key file, or --key-password-file is wrong", opts.keyFiles.KeyFile, mariadb.FileKeyManagement)
+	case lerr == nil:
+		n, lerr = redo.LocalizeFileNames(b, keys, alg)
 	}
 	if n > 0 {
 		if err := unix.Msync(b, unix.MS_SYNC); err != nil && lerr == nil {

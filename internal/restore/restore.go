@@ -13,6 +13,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -42,11 +43,11 @@ type Config struct {
 	Identities []age.Identity // for encrypted streams and repositories
 	MaxMemory  int64          // stream data buffered between the reader and the writers
 	Datadir    string
-	Move       bool     // move files out of the backup instead of copying (consumes the backup)
-	Replace    bool     // move a non-empty datadir aside (never deleted) and restore in its place
-	Owner      string   // user[:group] for the restored files; default the datadir's (or its parent's) owner
-	DataDirs   DataDirs // where DATA DIRECTORY tablespaces go
-	Keys       KeyFiles // this host's key files, for a backup encrypted at rest
+	Move       bool          // move files out of the backup instead of copying (consumes the backup)
+	Replace    bool          // move a non-empty datadir aside (never deleted) and restore in its place
+	Owner      string        // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	DataDirs   DataDirs      // where DATA DIRECTORY tablespaces go
+	Keys       keyfile.Files // this host's key files, for a backup encrypted at rest
 	Parallel   int
 	Mariadbd   string
 	UseMemory  string
