@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,9 +38,13 @@ func TestEncryptionAtRest(t *testing.T) {
 }
 
 // encryptedRedoUnderDDL backs up, to a stream slowed to 4 MiB/s, a server encrypting
-// its redo log while tables are created, altered, renamed, truncated and dropped, and
-// restores it with the key file elsewhere: every table the DDL loop left is there and
-// readable. A --key-file that is not the server's key file refuses the backup.
+// its redo log while tables are created, altered, renamed, truncated and dropped and a
+// DATA DIRECTORY table is written, and restores it with the key file elsewhere and the
+// DATA DIRECTORY table mapped away from the source's live file (whose name restore
+// rewrites inside the encrypted redo records): every table the DDL loop left is there
+// and readable, the DATA DIRECTORY table holds its invariant, and the source's file is
+// untouched. A key file ferry cannot read, or one that is not the server's, refuses
+// the backup before anything is written.
 func encryptedRedoUnderDDL(t *testing.T) {
 	tmp := shortTemp(t)
 	keys, pw, args := keyFiles(t, tmp, true)
@@ -52,7 +57,16 @@ func encryptedRedoUnderDDL(t *testing.T) {
 		t.Errorf("a refused backup created %s", never)
 	}
 	wantFail(t, nil, "does not decrypt", append(backupArgs(src, never), "--key-file", bad)...)
+	ext := filepath.Join(tmp, "ext")
+	os.MkdirAll(ext, 0o777)
+	src.Exec(t, "CREATE DATABASE dd")
+	src.Exec(t, fmt.Sprintf("CREATE TABLE dd.acct (id INT PRIMARY KEY, a BIGINT, b BIGINT, pad CHAR(200)) ENGINE=InnoDB DATA DIRECTORY='%s'", ext))
+	src.Exec(t, "INSERT INTO dd.acct SELECT seq, 1000, 1000, REPEAT('x', 200) FROM dd.seq_1_to_20000")
+	src.Exec(t, "CREATE TABLE dd.part (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+	src.Exec(t, "INSERT INTO dd.part SELECT seq, 0 FROM dd.seq_1_to_5000")
+	flushAndCheckpoint(t, src) // the backup's redo then names dd/acct.ibd only in the writes during the copy
 	ddl := testdb.NewDDL(t, src.DB(t))
+	stopWrites := writeAccounts(t, src)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var ddlErr error
@@ -63,15 +77,25 @@ func encryptedRedoUnderDDL(t *testing.T) {
 	backupToFile(t, src, file, "--max-rate", "4M")
 	stop()
 	wg.Wait()
+	stopWrites()
+	src.Stop(t) // from here nothing but ferry could change the source's files
+	before := treeState(t, ext)
 	if ddlErr != nil {
 		t.Fatalf("ddl workload: %v", ddlErr)
 	}
 	t.Logf("DDL statements during the backup: %d", ddl.Ops())
 	datadir := filepath.Join(tmp, "restored")
-	mustFerry(t, "restore", "--from", file, "--datadir", datadir, "--key-file", copyFile(t, keys, filepath.Join(tmp, "k2")),
-		"--key-password-file", pw)
+	out := mustFerry(t, "restore", "--from", file, "--datadir", datadir, "--key-file", copyFile(t, keys, filepath.Join(tmp, "k2")),
+		"--key-password-file", pw, "--data-directory-map", ext+"="+filepath.Join(tmp, "ext2"))
+	if !strings.Contains(out.stderr, "redo_names_localized") {
+		t.Errorf("restore did not rewrite the DATA DIRECTORY name in the encrypted redo log:\n%s", tail(out.stderr, 10))
+	}
 	s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2, Args: args})
 	ddl.Check(t, s.DB(t))
+	checkAccounts(t, s.DB(t))
+	if after := treeState(t, ext); after != before {
+		t.Errorf("the source's DATA DIRECTORY files changed during the restore:\n%s\n%s", before, after)
+	}
 }
 
 func encryptionCycle(t *testing.T, withPassword bool) {

@@ -86,6 +86,9 @@ func recordLen(b []byte) (int, mtr) {
 	if n := int(b[0] & 0x0F); n != 0 {
 		return 1 + n, mtr{status: mtrOK}
 	}
+	if len(b) < 2 {
+		return 0, mtr{status: mtrPremature}
+	}
 	v, n := decodeVarint(b[1:])
 	switch {
 	case n == 0:
