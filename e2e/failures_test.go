@@ -151,7 +151,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 	dir := filepath.Join(mnt, "bk")
-	wantFail(t, nil, "target filesystem is full", backupArgs(src, dir)...)
+	wantFail(t, nil, "is full", backupArgs(src, dir)...)
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
 		t.Errorf("partial backup on a full disk is not marked incomplete")
 	}

@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -16,17 +20,22 @@ import (
 // backupFlags are the flags that need checking before they become a backup.Config.
 type backupFlags struct {
 	chunk       int64
+	targetDir   string
 	stream      bool
 	repo        repoFlags
 	compress    string
+	level       int
 	encryptTo   []string
 	encryptFile []string
+	maxMemory   int64
+	partSize    int64
+	uploads     int
 }
 
 func newBackupCmd(g *globals) *cobra.Command {
 	var cfg backup.Config
 	var fl backupFlags
-	cfg.MaxMemory = backup.DefaultMaxMemory
+	fl.maxMemory = backup.DefaultMaxMemory
 	cmd := &cobra.Command{
 		Use:   "backup (--target-dir DIR | --stream | --repo REPO) [connection options]",
 		Short: "Take a hot full backup of a running MariaDB into a directory, an xbstream on stdout, or a repository (S3 or a directory)",
@@ -37,17 +46,10 @@ func newBackupCmd(g *globals) *cobra.Command {
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			if err := fl.apply(cmd, &cfg); err != nil {
 				return err
 			}
-			if fl.repo.url != "" {
-				r, err := fl.repo.open(cmd.Context(), g.log, true, version)
-				if err != nil {
-					return err
-				}
-				cfg.Repo = r
-			}
-			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			cfg.Version = version
 			cfg.Command = strings.Join(os.Args[1:], " ")
 			res, err := backup.Run(cmd.Context(), cfg)
@@ -55,30 +57,30 @@ func newBackupCmd(g *globals) *cobra.Command {
 				return err
 			}
 			m := res.Manifest
-			g.log.Info("backup completed OK", "to", destination(cfg, res), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
+			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
 				"took", m.EndTime.Sub(m.StartTime).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads)
 			switch {
-			case cfg.Repo != nil:
+			case fl.repo.url != "":
 				fmt.Fprintln(cmd.OutOrStdout(), m.ID)
-			case cfg.Stream == nil:
-				fmt.Fprintln(cmd.OutOrStdout(), res.Dir)
+			case !fl.stream:
+				fmt.Fprintln(cmd.OutOrStdout(), fl.targetDir)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	addConnFlags(f, &cfg.Conn)
-	f.StringVar(&cfg.TargetDir, "target-dir", "", "new or empty directory to write the backup to")
+	f.StringVar(&fl.targetDir, "target-dir", "", "new or empty directory to write the backup to")
 	f.BoolVar(&fl.stream, "stream", false, "write an xbstream to stdout instead of a directory (mbstream -x can unpack it)")
 	fl.repo.add(f)
 	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream and --repo, none for a directory)")
-	f.IntVar(&cfg.Level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
+	f.IntVar(&fl.level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
 	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream or repository backup to this age public key (age1...; repeatable)")
 	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line), or to the public key of an identity file such as ferry keygen writes (repeatable)")
-	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
-	f.Var(byteSize{&cfg.PartSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
-	f.IntVar(&cfg.Uploads, "uploads", 0, "repository: most objects uploading at once (default 16: ferry starts with 2 and adds one whenever parts wait for the link)")
+	f.Var(byteSize{&fl.maxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
+	f.Var(byteSize{&fl.partSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
+	f.IntVar(&fl.uploads, "uploads", 0, "repository: most objects uploading at once (default 16: ferry starts with 2 and adds one whenever parts wait for the link)")
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
@@ -87,11 +89,12 @@ func newBackupCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// apply checks the flag combination and fills cfg.
+// apply checks the flag combination and fills cfg, its sink included (a repository is
+// opened, nothing is created yet).
 func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	cfg.ChunkSize = int(fl.chunk)
 	dests := 0
-	for _, set := range []bool{fl.stream, cfg.TargetDir != "", fl.repo.url != ""} {
+	for _, set := range []bool{fl.stream, fl.targetDir != "", fl.repo.url != ""} {
 		if set {
 			dests++
 		}
@@ -104,7 +107,7 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return errors.New("--target-dir DIR, --stream or --repo REPO is required")
 	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
 		return errors.New("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
-	case fl.repo.url == "" && (cfg.PartSize != 0 || cfg.Uploads != 0):
+	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0):
 		return errors.New("--part-size and --uploads apply to --repo")
 	}
 	comp := fl.compress
@@ -115,26 +118,31 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	if err != nil {
 		return fmt.Errorf("--compress: %w", err)
 	}
-	cfg.Compression = c
-	if cfg.Recipients, err = codec.Recipients(fl.encryptTo, fl.encryptFile); err != nil {
+	recipients, err := codec.Recipients(fl.encryptTo, fl.encryptFile)
+	if err != nil {
 		return err
 	}
-	if fl.stream {
+	pipe := stream.Options{Compression: c, Level: fl.level, Recipients: recipients,
+		Workers: runtime.NumCPU(), MaxMemory: fl.maxMemory, OpenFiles: cfg.Parallel + 8}
+	switch {
+	case fl.stream:
 		if term.IsTerminal(int(os.Stdout.Fd())) {
 			return errors.New("--stream writes the backup to stdout, which is a terminal: redirect it to a file or pipe it to a command")
 		}
-		cfg.Stream = cmd.OutOrStdout()
+		cfg.Sink, err = stream.NewSink(cmd.OutOrStdout(), pipe)
+	case fl.repo.url != "":
+		o := repo.WriterOptions{Pipeline: pipe, PartSize: fl.partSize, MaxMemory: fl.maxMemory, Uploads: fl.uploads,
+			Version: version, Log: cfg.Log}
+		if err = o.Check(); err != nil {
+			return err
+		}
+		var r *repo.Repo
+		if r, err = fl.repo.open(cmd.Context(), cfg.Log, true, version); err != nil {
+			return err
+		}
+		cfg.Sink, err = repo.NewSink(r, o)
+	default:
+		cfg.Sink, err = sink.NewDir(fl.targetDir)
 	}
-	return nil
-}
-
-// destination names where a finished backup went.
-func destination(cfg backup.Config, res *backup.Result) string {
-	switch {
-	case cfg.Repo != nil:
-		return cfg.Repo.Location()
-	case cfg.Stream != nil:
-		return "stream"
-	}
-	return res.Dir
+	return err
 }

@@ -4,11 +4,9 @@ import (
 	"io"
 	"log/slog"
 
-	"filippo.io/age"
-	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
-	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/sink"
 	"golang.org/x/time/rate"
 )
 
@@ -25,34 +23,18 @@ const DefaultChunkSize = 256 << 10
 // server's disk, and 1 MiB reads matched an O_DIRECT dd (256 KiB: 1.1x its time).
 const DefaultStreamChunkSize = 1 << 20
 
-// DefaultRepoMaxMemory is the default budget of a backup into a repository: block
-// buffers, parts being filled, packs and uploads.
-const DefaultRepoMaxMemory = repo.DefaultMaxMemory
-
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
-	Conn      mariadb.ConnConfig
-	TargetDir string    // the backup directory, unless Stream is set
-	Stream    io.Writer // set: write an xbstream here (stdout) instead of a directory
-	// Repo, when set, receives the backup instead of a directory or a stream; PartSize
-	// and Uploads tune it (0: defaults), MaxMemory bounds its buffers.
-	Repo *repo.Repo
-	// Sink, when set, receives the backup instead (a clone's recipient); Monitor, if
-	// set, is updated so the caller can watch the redo copy.
-	Sink     Sink
-	Monitor  *Monitor
-	PartSize int64
-	Uploads  int
-	// Compression, Level and Recipients (age public keys: encrypted if any) apply to
-	// streams and repositories; MaxMemory bounds their pipeline's buffers.
-	Compression codec.Compression
-	Level       int
-	Recipients  []age.Recipient
-	MaxMemory   int64
-	Parallel    int   // copy workers; default number of cores
-	ChunkSize   int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
-	Segment     int64 // large files are split into segments copied in parallel; default 256 MiB
-	MaxRate     int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
+	Conn mariadb.ConnConfig
+	// Sink is where the backup goes: a directory (sink.NewDir), a stream
+	// (stream.NewSink), a repository (repo.NewSink) or a clone's recipient. Monitor,
+	// if set, is updated so the caller can watch the redo copy.
+	Sink      sink.Sink
+	Monitor   *Monitor
+	Parallel  int   // copy workers; default number of cores
+	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
+	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
+	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
 	// Limiter, when set, paces data file reads instead of MaxRate; its owner may change
 	// the limit while the backup runs (a clone adapts it to the server's load).
 	Limiter  *rate.Limiter

@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/sink"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -43,7 +44,7 @@ type copiedFile struct {
 // innoJob is an InnoDB file prepared for a segmented copy.
 type innoJob struct {
 	src     srcFile
-	out     storeFile
+	out     sink.File
 	stored  string // name in the backup when not src.Rel
 	once    sync.Once
 	outErr  error
@@ -105,7 +106,7 @@ func (j *job) openOut(ij *innoJob) error {
 		if ij.stored = j.storedName(ij.src.Rel); ij.stored == ij.src.Rel {
 			ij.stored = ""
 		}
-		ij.out, ij.outErr = j.store.create(cmp.Or(ij.stored, ij.src.Rel), ij.sparse)
+		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse})
 	})
 	return ij.outErr
 }
@@ -213,11 +214,11 @@ func (j *job) dropVanished(ij *innoJob) error {
 	if err := ij.out.Close(0); err != nil {
 		return err
 	}
-	if !j.store.rewritable() {
+	if !j.sink.Caps().Rewrite {
 		j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Kind: manifest.KindInnoDB})
 		return nil
 	}
-	return j.store.remove(ij.src.Rel)
+	return j.sink.Remove(ij.src.Rel)
 }
 
 // space describes the tablespace for the manifest (nil when page 0 was not written).

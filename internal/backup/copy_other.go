@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/sink"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -22,7 +23,7 @@ const (
 // openCopy is a file whose copy is under way: off bytes stored so far.
 type openCopy struct {
 	src  srcFile
-	out  storeFile
+	out  sink.File
 	off  int64
 	crc  uint32
 	kind string
@@ -56,7 +57,7 @@ func (j *job) startCopy(f srcFile) (*openCopy, error) {
 	if _, err := os.Stat(f.Abs); err != nil {
 		return nil, err
 	}
-	out, err := j.store.create(f.Rel, false)
+	out, err := j.create(f.Rel, sink.FileOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 	j.mu.Lock()
 	e := summarize(j.ops)
 	j.mu.Unlock()
-	if !j.store.rewritable() {
+	if !j.sink.Caps().Rewrite {
 		return j.reconcileStream(ctx, current, e)
 	}
 	if err := j.applyDropsAndRenames(e); err != nil {
@@ -167,11 +167,11 @@ func (j *job) dropStale(current []srcFile) error {
 
 func (j *job) removeCopy(rel string) error {
 	delete(j.files, rel)
-	return j.store.remove(rel)
+	return j.sink.Remove(rel)
 }
 
 func (j *job) moveCopy(from, to string) error {
-	if err := j.store.rename(from, to); err != nil {
+	if err := j.sink.Rename(from, to); err != nil {
 		return err
 	}
 	f := j.files[from]

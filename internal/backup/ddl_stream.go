@@ -55,18 +55,17 @@ func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffec
 // sendDeletes sends a .del marker for every tablespace copy in the stream that is not
 // kept, so that restore drops it.
 func (j *job) sendDeletes(keep map[string]bool) error {
-	s := j.store.(*streamStore)
 	var dels []string
-	s.mu.Lock()
-	for rel := range s.sent {
+	j.mu.Lock()
+	for rel := range j.sent {
 		if strings.HasSuffix(rel, innodbExt) && !keep[rel] {
 			dels = append(dels, rel)
 		}
 	}
-	s.mu.Unlock()
+	j.mu.Unlock()
 	sort.Strings(dels)
 	for _, rel := range dels {
-		f, err := writeWhole(j.store, strings.TrimSuffix(rel, innodbExt)+delMarker, nil, manifest.KindDDL)
+		f, err := j.writeWhole(strings.TrimSuffix(rel, innodbExt)+delMarker, nil, manifest.KindDDL)
 		if err != nil {
 			return err
 		}
@@ -75,17 +74,10 @@ func (j *job) sendDeletes(keep map[string]bool) error {
 	return nil
 }
 
-// storedName is the name for a new copy of rel: rel itself, or in a stream that already
-// carries rel, <base>.new.
+// storedName is the name for a new copy of rel: rel itself, or in an end that cannot
+// rewrite what it was sent and already carries rel, <base>.new.
 func (j *job) storedName(rel string) string {
-	s, ok := j.store.(*streamStore)
-	if !ok {
-		return rel
-	}
-	s.mu.Lock()
-	sent := s.sent[rel]
-	s.mu.Unlock()
-	if !sent {
+	if j.sink.Caps().Rewrite || !j.wasSent(rel) {
 		return rel
 	}
 	return strings.TrimSuffix(rel, innodbExt) + newCopy

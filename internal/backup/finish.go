@@ -1,6 +1,8 @@
 package backup
 
 import (
+	"cmp"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"sort"
@@ -8,23 +10,21 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
-	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
-	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
 // finish writes the mariabackup-compatible metadata, then the manifest last: only a
 // backup with a manifest is ever prepared or restored.
-func (j *job) finish(res *Result) error {
+func (j *job) finish(ctx context.Context, res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
 	m.Type, m.Engine = "full", "innodb-redo-copy/1"
 	m.EndTime = time.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, Settings: j.prepareSettings()}
-	m.Storage = j.storage()
+	m.Storage = j.sink.Caps().Storage
 	meta := []struct {
 		name string
 		data []byte
@@ -39,35 +39,14 @@ func (j *job) finish(res *Result) error {
 		if f.data == nil {
 			continue
 		}
-		mf, err := writeWhole(j.store, f.name, f.data, manifest.KindMeta)
+		mf, err := j.writeWhole(f.name, f.data, manifest.KindMeta)
 		if err != nil {
 			return filecopy.WrapWriteErr(err)
 		}
 		m.Files = append(m.Files, mf)
 	}
 	sort.Slice(m.Files, func(a, b int) bool { return m.Files[a].Path < m.Files[b].Path })
-	return j.store.commit(m)
-}
-
-// storage records how the files are stored.
-func (j *job) storage() manifest.Storage {
-	if j.cfg.Stream == nil && j.cfg.Repo == nil {
-		return manifest.Storage{Format: "dir"}
-	}
-	s := manifest.Storage{Format: "xbstream"}
-	if j.cfg.Repo != nil {
-		s.Format, s.PartSize = "repository", j.repoOptions().PartSize
-		if s.PartSize == 0 {
-			s.PartSize = repo.DefaultPartSize
-		}
-	}
-	if j.cfg.Compression != codec.None {
-		s.Compression, s.Level = string(j.cfg.Compression), j.cfg.Level
-	}
-	if len(j.cfg.Recipients) > 0 {
-		s.Encryption = "age"
-	}
-	return s
+	return j.sink.Commit(ctx, m)
 }
 
 // prepareSettings are the server settings prepare must reproduce (backup-my.cnf).
@@ -124,13 +103,13 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "partial", Value: "N"},
 		{Key: "incremental", Value: "N"},
 		{Key: "format", Value: j.infoFormat()},
-		{Key: "compressed", Value: map[bool]string{true: string(j.cfg.Compression), false: "N"}[j.cfg.Compression != codec.None && j.cfg.Compression != ""]},
+		{Key: "compressed", Value: cmp.Or(j.sink.Caps().Storage.Compression, "N")},
 	}
 }
 
 // infoFormat is xtrabackup_info's format: mariadb-backup says "file" for a directory.
 func (j *job) infoFormat() string {
-	if f := j.storage().Format; f != "dir" {
+	if f := j.sink.Caps().Storage.Format; f != "dir" {
 		return f
 	}
 	return "file"

@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -24,8 +23,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
-	"github.com/ferry-backup/ferry/internal/repo"
-	"github.com/ferry-backup/ferry/internal/stream"
+	"github.com/ferry-backup/ferry/internal/sink"
 	"golang.org/x/time/rate"
 )
 
@@ -37,10 +35,10 @@ type job struct {
 	info    mariadb.Info
 	lock    *mariadb.BackupLock
 	prog    *progress.Reporter
-	store   store
-	repoW   *repo.Writer // the repository backup, if any
 	bufs    chan []byte
 	tail    *tailer
+	sink    sink.Sink
+	opened  bool          // the sink was opened: a failure leaves a partial backup
 	limiter *rate.Limiter // nil without --max-rate
 	logKeys redo.KeyFunc  // reads an encrypted redo log's records (nil if not encrypted)
 
@@ -49,6 +47,7 @@ type job struct {
 
 	mu    sync.Mutex
 	files map[string]copiedFile // by backup-relative path
+	sent  map[string]bool       // every file started in the sink, by its stored name
 	ops   []redo.FileOp
 	aria  map[string]*openCopy // Aria logs whose end is copied under BLOCK_COMMIT
 
@@ -69,17 +68,14 @@ type Result struct {
 // FERRY_BACKUP_INCOMPLETE marker and has no manifest, so nothing will restore it.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, files: map[string]copiedFile{}, aria: map[string]*openCopy{}}
-	if err := j.checkDestination(); err != nil {
-		return nil, err
+	if cfg.Sink == nil {
+		return nil, errors.New("backup: no destination (internal error)")
 	}
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID()
 	res, err := j.run(ctx)
 	if err != nil {
-		if j.repoW != nil {
-			j.repoW.Abort(err)
-		}
-		return nil, j.explain(err)
+		return nil, j.explain(err, j.opened)
 	}
 	return res, nil
 }
@@ -90,7 +86,7 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
-		if cfg.Stream != nil || cfg.Repo != nil || cfg.Sink != nil {
+		if cfg.Sink.Caps().Remote {
 			cfg.ChunkSize = DefaultStreamChunkSize // nothing is written to the server's disk
 		}
 	}
@@ -98,64 +94,13 @@ func withDefaults(cfg Config) Config {
 	if cfg.Segment <= 0 {
 		cfg.Segment = 256 << 20
 	}
-	if cfg.Stream != nil {
-		cfg.Segment = math.MaxInt64 // a stream takes each file in order: one reader per file
-	}
-	if cfg.Compression == "" {
-		cfg.Compression = codec.None
-	}
-	if cfg.MaxMemory <= 0 {
-		cfg.MaxMemory = DefaultMaxMemory
-		if cfg.Repo != nil {
-			cfg.MaxMemory = DefaultRepoMaxMemory
-		}
+	if !cfg.Sink.Caps().Rewrite {
+		cfg.Segment = math.MaxInt64 // each file is written in order: one reader per file
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	return cfg
-}
-
-// checkDestination refuses a target directory that is not new or empty, and a memory
-// budget too small for the stream or repository pipeline, before connecting.
-func (j *job) checkDestination() error {
-	switch {
-	case j.cfg.Repo != nil:
-		return j.repoOptions().Check()
-	case j.cfg.Stream != nil:
-		return j.streamOptions().Check()
-	case j.cfg.Sink != nil:
-		return nil
-	}
-	return checkTarget(j.cfg.TargetDir)
-}
-
-// checkTarget refuses a target directory that exists and is not empty.
-func checkTarget(dir string) error {
-	if dir == "" {
-		return errors.New("--target-dir is required")
-	}
-	ents, err := os.ReadDir(dir)
-	if err == nil && len(ents) > 0 {
-		return fmt.Errorf("target directory %s is not empty: choose a new --target-dir (ferry never overwrites a backup)", dir)
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("target directory %s: %w", dir, err)
-	}
-	return nil
-}
-
-// createTarget creates the target directory (once the server checks passed) and marks
-// it incomplete until the manifest is written.
-func createTarget(dir string) error {
-	if err := checkTarget(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create target directory %s: %w", dir, filecopy.WrapWriteErr(err))
-	}
-	msg := "ferry backup in progress or interrupted: this directory is not a usable backup.\n"
-	return os.WriteFile(filepath.Join(dir, manifest.IncompleteMarker), []byte(msg), 0o640)
 }
 
 func (j *job) run(ctx context.Context) (*Result, error) {
@@ -164,9 +109,10 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
-	if err := j.openStore(ctx); err != nil {
+	if err := j.sink.Open(ctx, j.m.ID); err != nil {
 		return nil, err
 	}
+	j.opened = true
 	if j.cfg.Limiter != nil {
 		j.limiter = j.cfg.Limiter
 	} else if j.cfg.MaxRate > 0 {
@@ -176,8 +122,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	for range 2 * j.cfg.Parallel {
 		j.bufs <- directio.AlignedBuffer(j.cfg.ChunkSize)
 	}
-	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.target(),
-		"compression", j.cfg.Compression, "backup_encryption", j.backupEncryption(), "server_encryption_at_rest", j.info.AtRest(),
+	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.sink.Name(),
+		"compression", cmp.Or(j.sink.Caps().Storage.Compression, "none"), "backup_encryption", cmp.Or(j.sink.Caps().Storage.Encryption, "none"), "server_encryption_at_rest", j.info.AtRest(),
 		"parallel", j.cfg.Parallel, "memory_budget_mib", j.memoryBudget()>>20)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -192,64 +138,13 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Manifest.StartTime = start
-	return res, j.finish(res)
-}
-
-// openStore creates the target directory, starts the stream, or starts the backup in
-// the repository.
-func (j *job) openStore(ctx context.Context) error {
-	switch {
-	case j.cfg.Repo != nil:
-		w, err := j.cfg.Repo.NewBackup(ctx, j.m.ID, j.repoOptions())
-		if err != nil {
-			return err
-		}
-		j.repoW = w
-		j.store = repoStore{ctx: ctx, w: w}
-		return nil
-	case j.cfg.Stream != nil:
-		s, err := newStreamStore(j.cfg.Stream, j.streamOptions())
-		j.store = s
-		return err
-	case j.cfg.Sink != nil:
-		j.store = sinkStore{j.cfg.Sink}
-		return nil
-	}
-	j.store = dirStore{dir: j.cfg.TargetDir}
-	return createTarget(j.cfg.TargetDir)
-}
-
-func (j *job) streamOptions() stream.Options {
-	return stream.Options{Compression: j.cfg.Compression, Level: j.cfg.Level, Recipients: j.cfg.Recipients,
-		Workers: runtime.NumCPU(), MaxMemory: j.cfg.MaxMemory, OpenFiles: j.cfg.Parallel + 8}
-}
-
-func (j *job) repoOptions() repo.WriterOptions {
-	return repo.WriterOptions{Pipeline: j.streamOptions(), PartSize: j.cfg.PartSize, MaxMemory: j.cfg.MaxMemory,
-		Uploads: j.cfg.Uploads, Version: j.cfg.Version, Log: j.log}
+	return res, j.finish(ctx, res)
 }
 
 // memoryBudget is what the copy buffers and, for a stream or a repository, the
 // pipeline may hold.
 func (j *job) memoryBudget() int64 {
-	n := int64(2 * j.cfg.Parallel * j.cfg.ChunkSize)
-	if j.cfg.Stream != nil || j.cfg.Repo != nil {
-		n += j.cfg.MaxMemory
-	}
-	return n
-}
-
-// target names where the backup goes, for messages.
-func (j *job) target() string {
-	switch {
-	case j.cfg.Repo != nil:
-		return j.cfg.Repo.Location() + " as " + j.m.ID
-	case j.cfg.Stream != nil:
-		return "stream"
-	case j.cfg.Sink != nil:
-		return "clone recipient"
-	}
-	return j.cfg.TargetDir
+	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory
 }
 
 // connect opens the connection, probes the server and checks privileges and access
@@ -285,30 +180,15 @@ func (j *job) redoPath() string {
 	return filepath.Join(dirOr(j.info.Vars["innodb_log_group_home_dir"], j.info.Datadir), "ib_logfile0")
 }
 
-// backupEncryption names ferry's own encryption of the backup (not the server's).
-func (j *job) backupEncryption() string {
-	if len(j.cfg.Recipients) > 0 {
-		return "age"
-	}
-	return "none"
-}
-
 // explain turns low-level failures into messages that say what to do.
-func (j *job) explain(err error) error {
-	partial := fmt.Sprintf("the partial backup in %s is marked incomplete", j.cfg.TargetDir)
-	switch {
-	case j.cfg.Repo != nil:
-		partial = fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", j.m.ID)
-	case j.cfg.Stream != nil:
-		partial = "the partial stream has no manifest, so restore will refuse it"
-	case j.cfg.Sink != nil:
-		partial = "the recipient never received a manifest, so it discards the partial clone"
+func (j *job) explain(err error, opened bool) error {
+	partial := "nothing was written"
+	if opened {
+		partial = j.sink.Abort(err)
 	}
 	switch {
-	case errors.Is(err, filecopy.ErrDiskFull) && j.cfg.Repo != nil:
-		return fmt.Errorf("the repository's filesystem is full (%v): free space there or run ferry expire; %s", err, partial)
 	case errors.Is(err, filecopy.ErrDiskFull):
-		return fmt.Errorf("target filesystem is full (%v): free space or choose another --target-dir; %s", err, partial)
+		return fmt.Errorf("the filesystem of %s is full (%v): free space there, choose another destination or (a repository) run ferry expire; %s", j.sink.Name(), err, partial)
 	case errors.Is(err, syscall.EPIPE):
 		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):

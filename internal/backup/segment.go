@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/sink"
 )
 
 // copySegment copies one segment of an InnoDB file: large O_DIRECT reads, every page
@@ -52,7 +53,7 @@ type chunkWriter struct {
 
 // startWriter writes chunks in order and returns their buffers to the pool. The channel
 // is unbuffered, so a worker holds at most two buffers: one being read, one being written.
-func (j *job) startWriter(out storeFile) chunkWriter {
+func (j *job) startWriter(out sink.File) chunkWriter {
 	w := chunkWriter{chunks: make(chan chunk), done: make(chan error, 1)}
 	go func() {
 		var err error

@@ -1,47 +1,6 @@
 package backup
 
-import (
-	"sync"
-
-	"github.com/ferry-backup/ferry/internal/manifest"
-)
-
-// Sink receives a backup that goes neither to a directory, a stream nor a repository:
-// a clone's recipient on another host. Like a directory it is rewritable: files may be
-// written at any offset by parallel segments, removed and renamed (DDL during the
-// backup), and nothing is final before Commit.
-type Sink interface {
-	// Create starts a file of the backup; sparse asks for holes where pages are zero.
-	Create(rel string, sparse bool) (SinkFile, error)
-	// Remove forgets a file (a stale copy); a missing file is not an error.
-	Remove(rel string) error
-	// Rename moves a finished file to a new path.
-	Rename(from, to string) error
-	// Commit receives the manifest last and makes the backup complete.
-	Commit(m *manifest.Manifest) error
-}
-
-// SinkFile is one file being written into a Sink; WriteAt may not keep p.
-type SinkFile interface {
-	WriteAt(p []byte, off int64) error
-	// Close ends the file at size.
-	Close(size int64) error
-}
-
-// sinkStore adapts a Sink to the job's store.
-type sinkStore struct{ s Sink }
-
-func (s sinkStore) rewritable() bool { return true }
-
-func (s sinkStore) create(rel string, sparse bool) (storeFile, error) { return s.s.Create(rel, sparse) }
-
-func (s sinkStore) createSmall(rel string) (storeFile, error) { return s.s.Create(rel, false) }
-
-func (s sinkStore) remove(rel string) error { return s.s.Remove(rel) }
-
-func (s sinkStore) rename(from, to string) error { return s.s.Rename(from, to) }
-
-func (s sinkStore) commit(m *manifest.Manifest) error { return s.s.Commit(m) }
+import "sync"
 
 // Monitor lets the caller of Run watch the redo copy while the backup runs (the clone's
 // throttle backs off before the server's redo log can lap the copier).

@@ -48,7 +48,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: j.cfg.TargetDir, BlockDDL: ddlWait}
+	res := &Result{Dir: j.sink.Name(), BlockDDL: ddlWait}
 	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
 		return nil, err
 	}

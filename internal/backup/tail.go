@@ -11,12 +11,13 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/sink"
 )
 
 // tailer runs the redo copy into the backup's ib_logfile0 in the background.
 type tailer struct {
 	t    *redo.Tailer
-	f    storeFile
+	f    sink.File
 	w    *bufio.Writer
 	sum  *sumWriter
 	done chan error
@@ -42,7 +43,7 @@ func (s *sumWriter) Write(p []byte) (int, error) {
 // startTail opens the server's redo log at its current checkpoint and starts copying;
 // a tailer failure (e.g. lapped by the server) cancels the whole job through fail.
 func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error {
-	f, err := j.store.create("ib_logfile0", false)
+	f, err := j.create("ib_logfile0", sink.FileOptions{})
 	if err != nil {
 		return fmt.Errorf("create backup redo log: %w", err)
 	}
@@ -134,9 +135,9 @@ func (j *job) finishTail(end uint64) (uint64, error) {
 	return j.tail.t.EndLSN(), nil
 }
 
-// appender writes a storeFile sequentially.
+// appender writes a sink.File sequentially.
 type appender struct {
-	f   storeFile
+	f   sink.File
 	off int64
 }
 

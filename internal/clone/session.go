@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/sink"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
@@ -208,32 +208,50 @@ func (s *session) oldestInflight() uint64 {
 	return oldest
 }
 
-// Create implements backup.Sink.
-func (s *session) Create(rel string, sparse bool) (backup.SinkFile, error) {
+// Name implements sink.Sink.
+func (s *session) Name() string { return "clone recipient" }
+
+// Caps implements sink.Sink: like a directory, the recipient's staging copy takes
+// writes at any offset, removes and renames until the manifest; nothing goes to the
+// server's disks. It is recorded as a directory, which it becomes.
+func (s *session) Caps() sink.Caps {
+	return sink.Caps{Rewrite: true, Remote: true, Storage: manifest.Storage{Format: "dir"}}
+}
+
+// Open implements sink.Sink: the session is open.
+func (s *session) Open(context.Context, string) error { return s.err() }
+
+// Abort implements sink.Sink: the recipient discards what it received.
+func (s *session) Abort(error) string {
+	return "the recipient never received a manifest, so it discards the partial clone"
+}
+
+// Create implements sink.Sink.
+func (s *session) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	s.mu.Lock()
 	s.nextHandle++
 	h := s.nextHandle
 	s.mu.Unlock()
 	var flags byte
-	if sparse {
+	if o.Sparse {
 		flags = flagSparse
 	}
 	return &sinkFile{s: s, rel: rel, handle: h, flags: flags}, s.err()
 }
 
-// Remove implements backup.Sink.
+// Remove implements sink.Sink.
 func (s *session) Remove(rel string) error {
 	return s.call(&frame{typ: frameRemove, path: rel})
 }
 
-// Rename implements backup.Sink.
+// Rename implements sink.Sink.
 func (s *session) Rename(from, to string) error {
 	return s.call(&frame{typ: frameRename, path: from, payload: []byte(to)})
 }
 
-// Commit implements backup.Sink: once every file is acknowledged, the manifest goes in
+// Commit implements sink.Sink: once every file is acknowledged, the manifest goes in
 // the commit frame, and the recipient writes it last.
-func (s *session) Commit(m *manifest.Manifest) error {
+func (s *session) Commit(_ context.Context, m *manifest.Manifest) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)

@@ -1,0 +1,79 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/sink"
+)
+
+// Sink writes a backup into a repository. Nothing is final before the manifest, so
+// DDL during the backup is reconciled as in a directory: a stale copy is forgotten
+// (Remove), a renamed one re-keyed (Rename), and the tablespace copied again.
+type Sink struct {
+	r    *Repo
+	opts WriterOptions
+	id   string
+	w    *Writer
+}
+
+// NewSink returns the end for a backup into r, checking the options.
+func NewSink(r *Repo, o WriterOptions) (*Sink, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	return &Sink{r: r, opts: o}, nil
+}
+
+// Name is the repository and, once open, the backup's id.
+func (s *Sink) Name() string {
+	if s.id == "" {
+		return s.r.Location()
+	}
+	return s.r.Location() + " as " + s.id
+}
+
+// Caps: rewritable until the manifest; nothing goes to the server's disks.
+func (s *Sink) Caps() sink.Caps {
+	o := s.opts.withDefaults()
+	st := manifest.Storage{Format: "repository", PartSize: o.PartSize}
+	if c := o.Pipeline.Compression; c != codec.None && c != "" {
+		st.Compression, st.Level = string(c), o.Pipeline.Level
+	}
+	if o.Pipeline.Encrypted() {
+		st.Encryption = "age"
+	}
+	return sink.Caps{Rewrite: true, Remote: true, Memory: o.MaxMemory, Storage: st}
+}
+
+// Open starts backup id in the repository.
+func (s *Sink) Open(ctx context.Context, id string) error {
+	w, err := s.r.NewBackup(ctx, id, s.opts)
+	if err != nil {
+		return err
+	}
+	s.id, s.w = id, w
+	return nil
+}
+
+// Create starts a file of the backup.
+func (s *Sink) Create(rel string, _ sink.FileOptions) (sink.File, error) { return s.w.Create(rel) }
+
+// Remove forgets a stale copy.
+func (s *Sink) Remove(rel string) error { return s.w.Remove(rel) }
+
+// Rename re-keys a copy.
+func (s *Sink) Rename(from, to string) error { return s.w.Rename(from, to) }
+
+// Commit writes the manifest last.
+func (s *Sink) Commit(ctx context.Context, m *manifest.Manifest) error { return s.w.Commit(ctx, m) }
+
+// Abort stops the uploads; the partial backup has no manifest.
+func (s *Sink) Abort(err error) string {
+	if s.w != nil {
+		s.w.Abort(err)
+	}
+	return fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", s.id)
+}

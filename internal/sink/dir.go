@@ -1,0 +1,124 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// Dir writes a backup directory in mariabackup's layout. It is marked incomplete
+// until the manifest is written.
+type Dir struct{ dir string }
+
+// NewDir returns the end for a backup into dir, which must be new or empty; it
+// creates nothing before Open.
+func NewDir(dir string) (*Dir, error) {
+	if err := checkTarget(dir); err != nil {
+		return nil, err
+	}
+	return &Dir{dir: dir}, nil
+}
+
+// Name is the directory.
+func (d *Dir) Name() string { return d.dir }
+
+// Caps: a directory can be rewritten until the manifest is written.
+func (d *Dir) Caps() Caps { return Caps{Rewrite: true, Storage: manifest.Storage{Format: "dir"}} }
+
+// Open creates the directory and marks it incomplete until Commit.
+func (d *Dir) Open(context.Context, string) error {
+	if err := checkTarget(d.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.dir, 0o750); err != nil {
+		return fmt.Errorf("create target directory %s: %w", d.dir, filecopy.WrapWriteErr(err))
+	}
+	msg := "ferry backup in progress or interrupted: this directory is not a usable backup.\n"
+	return os.WriteFile(filepath.Join(d.dir, manifest.IncompleteMarker), []byte(msg), 0o640)
+}
+
+// checkTarget refuses a target directory that exists and is not empty.
+func checkTarget(dir string) error {
+	if dir == "" {
+		return errors.New("--target-dir is required")
+	}
+	ents, err := os.ReadDir(dir)
+	if err == nil && len(ents) > 0 {
+		return fmt.Errorf("target directory %s is not empty: choose a new --target-dir (ferry never overwrites a backup)", dir)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("target directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Create starts a file in the directory.
+func (d *Dir) Create(rel string, o FileOptions) (File, error) {
+	path := filepath.Join(d.dir, rel)
+	t, err := filecopy.Create(path, o.Sparse)
+	if err != nil {
+		return nil, err
+	}
+	t.Close()
+	t, err = filecopy.Open(path, o.Sparse, true)
+	if err != nil {
+		return nil, err
+	}
+	return dirFile{t}, nil
+}
+
+type dirFile struct{ t *filecopy.Target }
+
+func (f dirFile) WriteAt(p []byte, off int64) error { return f.t.WriteAt(p, off) }
+
+func (f dirFile) Close(size int64) error {
+	err := f.t.Truncate(size)
+	if cerr := f.t.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", filecopy.WrapWriteErr(cerr))
+	}
+	return err
+}
+
+// Remove deletes a stale copy.
+func (d *Dir) Remove(rel string) error {
+	if err := os.Remove(filepath.Join(d.dir, rel)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale copy %s: %w", rel, err)
+	}
+	return nil
+}
+
+// Rename moves a copy.
+func (d *Dir) Rename(from, to string) error {
+	dst := filepath.Join(d.dir, to)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(d.dir, from), dst); err != nil {
+		return fmt.Errorf("rename copy %s to %s: %w", from, to, err)
+	}
+	return nil
+}
+
+// Commit syncs the files, writes the manifest and removes the incomplete marker.
+func (d *Dir) Commit(_ context.Context, m *manifest.Manifest) error {
+	if err := filecopy.SyncFS(d.dir); err != nil {
+		return err
+	}
+	if err := manifest.Write(d.dir, m); err != nil {
+		return filecopy.WrapWriteErr(err)
+	}
+	if err := os.Remove(filepath.Join(d.dir, manifest.IncompleteMarker)); err != nil {
+		return fmt.Errorf("remove incomplete marker: %w", err)
+	}
+	return manifest.SyncDir(d.dir)
+}
+
+// Abort leaves the partial directory with its incomplete marker.
+func (d *Dir) Abort(error) string {
+	return fmt.Sprintf("the partial backup in %s is marked incomplete", d.dir)
+}

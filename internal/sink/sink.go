@@ -1,0 +1,65 @@
+// Package sink defines the one interface every end a backup is written to implements
+// (a directory, a stream, a repository, a clone's recipient), and the directory end.
+// The backup engine talks to an end only through Sink and never asks which it has: it
+// reads what the end can do from its Caps.
+package sink
+
+import (
+	"context"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// Sink is where a backup goes. Nothing in it is a backup before Commit.
+type Sink interface {
+	// Name says where the backup goes, for logs and messages.
+	Name() string
+	// Caps says what the end can do; it does not change once Open returned.
+	Caps() Caps
+	// Open prepares the end for the backup id, once the server checks passed (a
+	// directory is created here, not before).
+	Open(ctx context.Context, id string) error
+	// Create starts a file of the backup.
+	Create(rel string, o FileOptions) (File, error)
+	// Remove forgets a file (a stale copy); a missing file is not an error. Only an
+	// end whose Caps().Rewrite is set supports it.
+	Remove(rel string) error
+	// Rename moves a finished file to a new path (Caps().Rewrite only).
+	Rename(from, to string) error
+	// Commit receives the manifest last and makes the backup complete; the end
+	// records in m how it stored each file.
+	Commit(ctx context.Context, m *manifest.Manifest) error
+	// Abort gives up a failed backup and says how the partial backup is left, for
+	// the error message.
+	Abort(err error) string
+}
+
+// Caps is what an end can do.
+type Caps struct {
+	// Rewrite: before Commit, files may be written at any offset (by parallel
+	// segments), removed and renamed. Otherwise each file is written once, in order,
+	// and what was sent stays sent.
+	Rewrite bool
+	// Remote: the end writes nothing to the server's disks, so larger reads cost the
+	// server less (the copy's reads are the only I/O it adds there).
+	Remote bool
+	// Memory is what the end's own pipeline may hold (compression, encryption,
+	// uploads), counted in the job's memory budget.
+	Memory int64
+	// Storage is how the files are stored, for the manifest.
+	Storage manifest.Storage
+}
+
+// FileOptions describe a file being created.
+type FileOptions struct {
+	Sparse bool // holes where pages are zero (page_compressed tablespaces)
+	Meta   bool // a small metadata file: stored whole, never compressed
+}
+
+// File is one file being written into a Sink. WriteAt may not keep p. Without
+// Caps().Rewrite, writes come in order.
+type File interface {
+	WriteAt(p []byte, off int64) error
+	// Close ends the file at size.
+	Close(size int64) error
+}
