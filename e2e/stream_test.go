@@ -34,7 +34,14 @@ type piped struct {
 // the bytes (and keeping a copy when keep is set).
 func pipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool) piped {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	return slowPipeline(t, backupArgs, restoreArgs, keep, 0, 60*time.Second)
+}
+
+// slowPipeline is pipeline through a link of rate bytes per second (0: unlimited),
+// given timeout to finish.
+func slowPipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool, rate int, timeout time.Duration) piped {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	bk := exec.CommandContext(ctx, ferryBin, backupArgs...)
 	rs := exec.CommandContext(ctx, ferryBin, restoreArgs...)
@@ -65,6 +72,9 @@ func pipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool) piped {
 		var w io.Writer = in
 		if keep {
 			w = io.MultiWriter(in, &kept)
+		}
+		if rate > 0 {
+			w = &slowWriter{w: w, rate: rate, start: time.Now()}
 		}
 		io.Copy(w, out)
 		in.Close()
@@ -167,4 +177,21 @@ func noDatadir(t testing.TB, datadir string) {
 			t.Errorf("failed restore left %s", e.Name())
 		}
 	}
+}
+
+// slowWriter passes bytes on at about rate bytes per second, as a slow link does.
+type slowWriter struct {
+	w     io.Writer
+	rate  int
+	start time.Time
+	n     int64
+}
+
+func (s *slowWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	s.n += int64(n)
+	if ahead := time.Duration(float64(s.n)/float64(s.rate)*float64(time.Second)) - time.Since(s.start); ahead > 0 {
+		time.Sleep(ahead)
+	}
+	return n, err
 }

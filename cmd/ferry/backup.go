@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -84,6 +85,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
+	addSpoolFlags(f, &cfg.Spool)
 	f.StringVar(&cfg.Keys.KeyFile, "key-file", "", "a server encrypting its redo log: its file_key_management key file, if not readable where the server's settings say")
 	f.StringVar(&cfg.Keys.PasswordFile, "key-password-file", "", "file holding the password --key-file is encrypted with (file_key_management_filekey)")
 	return cmd
@@ -145,4 +147,10 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		cfg.Sink, err = sink.NewDir(fl.targetDir)
 	}
 	return err
+}
+
+// addSpoolFlags adds the redo spool's place and bound.
+func addSpoolFlags(f *pflag.FlagSet, o *backup.SpoolOptions) {
+	f.StringVar(&o.Dir, "tmpdir", "", "where the redo copy spools while the destination is slower than the server's redo (default the system temp dir)")
+	f.Var(byteSize{&o.Max}, "max-spool", "most redo the spool may hold, e.g. 20G (default nine tenths of the space free in --tmpdir)")
 }

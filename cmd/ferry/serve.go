@@ -40,6 +40,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on the bytes each clone sends per second, e.g. 100M (default unlimited)")
 	f.Float64Var(&impact, "max-impact", 0, "percent of the server's write throughput a clone may cost: the copy slows down while writes fall further (default: not watched)")
 	f.Var(byteSize{&cfg.Memory}, "max-memory", "memory for data not yet acknowledged by the recipient, per clone (default 64M)")
+	addSpoolFlags(f, &cfg.Backup.Spool)
 	f.IntVar(&cfg.Backup.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.BoolVar(&cfg.Once, "once", false, "serve one clone, then exit with its result")
 	f.DurationVar(&cfg.Grace, "reconnect-wait", clone.DefaultGrace, "how long a clone waits for a recipient whose connections broke")

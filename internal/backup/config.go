@@ -41,9 +41,18 @@ type Config struct {
 	Log      *slog.Logger
 	Progress io.Writer // where progress is drawn (stderr)
 	Terminal bool      // Progress is a terminal
+	// Spool is where the redo copy waits for a slow end: its directory (default the
+	// system temp dir) and most bytes (default nine tenths of the space free there).
+	Spool SpoolOptions
 	// Keys, if set, are the key files that read a server's encrypted redo log
 	// (innodb_encrypt_log=ON); by default the server's own file_key_management files.
 	Keys    keyfile.Files
 	Version string // ferry version, recorded in metadata
 	Command string // command line without secrets, recorded in xtrabackup_info
+}
+
+// SpoolOptions place and bound the redo spool.
+type SpoolOptions struct {
+	Dir string
+	Max int64
 }

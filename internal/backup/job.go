@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/spool"
 	"golang.org/x/time/rate"
 )
 
@@ -144,7 +145,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // memoryBudget is what the copy buffers and, for a stream or a repository, the
 // pipeline may hold.
 func (j *job) memoryBudget() int64 {
-	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory
+	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory
 }
 
 // connect opens the connection, probes the server and checks privileges and access
@@ -189,6 +190,8 @@ func (j *job) explain(err error, opened bool) error {
 	switch {
 	case errors.Is(err, filecopy.ErrDiskFull):
 		return fmt.Errorf("the filesystem of %s is full (%v): free space there, choose another destination or (a repository) run ferry expire; %s", j.sink.Name(), err, partial)
+	case errors.Is(err, spool.ErrFull):
+		return fmt.Errorf("the redo copy outran the destination (%v): give --max-spool more, or --tmpdir a directory with more space, or a faster destination; %s", err, partial)
 	case errors.Is(err, syscall.EPIPE):
 		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):

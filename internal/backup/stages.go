@@ -13,9 +13,11 @@ import (
 // copies, then waits for the redo copy to reach the end LSN read under BLOCK_COMMIT.
 func (j *job) stages(parent context.Context) (*Result, error) {
 	ctx, fail := context.WithCancelCause(parent)
-	defer fail(nil)
 	res, err := j.stagesIn(ctx, fail)
-	if cause := context.Cause(ctx); err != nil && cause != nil && cause != context.Canceled {
+	cause := context.Cause(ctx)
+	fail(nil)
+	j.releaseTail()
+	if err != nil && cause != nil && cause != context.Canceled {
 		return nil, cause
 	}
 	return res, err
@@ -52,7 +54,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
 		return nil, err
 	}
-	last, err := j.finishTail(j.m.EndLSN)
+	last, err := j.finishTail(ctx, j.m.EndLSN)
 	if err != nil {
 		return nil, err
 	}

@@ -2,9 +2,11 @@ package backup
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -12,16 +14,28 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/spool"
+	"golang.org/x/sys/unix"
 )
 
-// tailer runs the redo copy into the backup's ib_logfile0 in the background.
+// tailer runs the redo copy in the background: the redo tailer reads the server's log
+// at local disk speed into a spool, and a drainer writes the spool into the backup's
+// ib_logfile0 as fast as the end takes it, so a slow end never holds the tailer back
+// (it would be lapped by the server).
 type tailer struct {
-	t    *redo.Tailer
-	f    sink.File
-	w    *bufio.Writer
-	sum  *sumWriter
-	done chan error
+	t     *redo.Tailer
+	f     sink.File
+	w     *bufio.Writer
+	sum   *sumWriter
+	spool *spool.Spool
+
+	ran, drained       chan struct{} // closed when Run, Drain return
+	runErr, drainErr   error
+	released, finished bool
 }
+
+// spoolMemory is the spool's memory tier; beyond it the redo waits in a file.
+const spoolMemory = 32 << 20
 
 // sumWriter counts and checksums what it passes on.
 type sumWriter struct {
@@ -49,9 +63,15 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 	}
 	w := bufio.NewWriterSize(&appender{f: f}, 1<<20)
 	sum := &sumWriter{w: w}
+	max, err := j.spoolMax()
+	if err != nil {
+		f.Close(0)
+		return err
+	}
+	sp := spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: max})
 	t, err := redo.Open(redo.Config{
 		Path:      j.redoPath(),
-		Out:       sum,
+		Out:       sp,
 		Server:    mariadb.LSNSource{DB: j.db},
 		Creator:   "Backup ferry " + j.cfg.Version,
 		OnFileOp:  j.addOp,
@@ -62,19 +82,55 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 		f.Close(0)
 		return err
 	}
-	j.tail = &tailer{t: t, f: f, w: w, sum: sum, done: make(chan error, 1)}
+	j.tail = &tailer{t: t, f: f, w: w, sum: sum, spool: sp, ran: make(chan struct{}), drained: make(chan struct{})}
 	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
 		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
 		return cur, err
 	}, j.redoCapacity())
 	go func() {
-		err := t.Run(ctx)
-		if err != nil {
-			fail(err)
+		defer close(j.tail.ran)
+		if j.tail.runErr = t.Run(ctx); j.tail.runErr != nil {
+			fail(j.tail.runErr)
+			sp.Abort(j.tail.runErr)
 		}
-		j.tail.done <- err
+	}()
+	go func() {
+		defer close(j.tail.drained)
+		if j.tail.drainErr = sp.Drain(sum, 1<<20); j.tail.drainErr != nil {
+			fail(fmt.Errorf("write backup redo log: %w", j.tail.drainErr))
+		}
 	}()
 	return nil
+}
+
+// spoolMax is --max-spool, or by default nine tenths of the space free in the spool's
+// directory at the start.
+func (j *job) spoolMax() (int64, error) {
+	if j.cfg.Spool.Max > 0 {
+		return j.cfg.Spool.Max, nil
+	}
+	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("redo spool directory %s (--tmpdir): %w", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize / 10 * 9, nil
+}
+
+// releaseTail stops whatever of the redo copy still runs (after a failure) and frees
+// the spool; the job's context is already cancelled, so Run returns.
+func (j *job) releaseTail() {
+	if j.tail == nil || j.tail.released {
+		return
+	}
+	j.tail.released = true
+	j.tail.spool.Abort(context.Canceled)
+	<-j.tail.ran
+	<-j.tail.drained
+	if !j.tail.finished {
+		j.tail.f.Close(j.tail.sum.n)
+	}
+	j.tail.spool.Release()
 }
 
 // loadLogKeys reads, for a server that encrypts its redo log, the keys the redo copy
@@ -117,22 +173,39 @@ func (j *job) addOp(op redo.FileOp) {
 	j.mu.Unlock()
 }
 
-// finishTail stops the copy at end (an mtr boundary at or after it) and records the file.
-func (j *job) finishTail(end uint64) (uint64, error) {
-	j.tail.t.StopAt(end)
-	if err := <-j.tail.done; err != nil {
-		j.tail.f.Close(j.tail.sum.n)
-		return 0, err
+// finishTail stops the copy at end (an mtr boundary at or after it), drains the spool
+// into the backup and records the file. On failure releaseTail cleans up.
+func (j *job) finishTail(ctx context.Context, end uint64) (uint64, error) {
+	tl := j.tail
+	tl.t.StopAt(end)
+	<-tl.ran
+	if tl.runErr != nil {
+		return 0, tl.runErr
 	}
-	if err := j.tail.w.Flush(); err != nil {
-		j.tail.f.Close(j.tail.sum.n)
+	tl.spool.Close()
+	if tl.spool.Held() > 0 {
+		j.log.Info("redo copy: draining the spool into the backup", "bytes", tl.spool.Held())
+	}
+	select {
+	case <-tl.drained:
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
+	if tl.drainErr != nil {
+		return 0, fmt.Errorf("write backup redo log: %w", tl.drainErr)
+	}
+	tl.finished = true
+	if err := tl.w.Flush(); err != nil {
+		tl.f.Close(tl.sum.n)
 		return 0, fmt.Errorf("write backup redo log: %w", filecopy.WrapWriteErr(err))
 	}
-	if err := j.tail.f.Close(j.tail.sum.n); err != nil {
+	if err := tl.f.Close(tl.sum.n); err != nil {
 		return 0, fmt.Errorf("write backup redo log: %w", filecopy.WrapWriteErr(err))
 	}
-	j.record(copiedFile{Rel: "ib_logfile0", Size: j.tail.sum.n, CRC: j.tail.sum.crc, Kind: "redo"})
-	return j.tail.t.EndLSN(), nil
+	j.record(copiedFile{Rel: "ib_logfile0", Size: tl.sum.n, CRC: tl.sum.crc, Kind: "redo"})
+	j.log.Info("redo copy finished", "redo_bytes", tl.sum.n, "spool_peak_bytes", tl.spool.Peak(),
+		"spool_dir", cmp.Or(j.cfg.Spool.Dir, os.TempDir()))
+	return tl.t.EndLSN(), nil
 }
 
 // appender writes a sink.File sequentially.
