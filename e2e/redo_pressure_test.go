@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -76,6 +78,7 @@ func TestSlowStreamUnderRedoPressure(t *testing.T) {
 		}
 		restored["clone"], gtids["clone"] = datadir, clonedGTID(t, out.stdout)
 	})
+	t.Run("killed", func(t *testing.T) { killWhileSpooling(t, src) })
 	load.Stop(t)
 	want := testdb.Checksums(t, src.DB(t))
 	for _, name := range []string{"plain", "zstd+age", "clone"} {
@@ -120,4 +123,46 @@ func after(s, key string) string {
 		return s[i+len(key):]
 	}
 	return ""
+}
+
+// killWhileSpooling streams a backup into a reader too slow for the redo, waits until
+// the spool has its file tier open (a deleted ferry-spool-* file among the process's
+// descriptors: it was unlinked at creation, so --tmpdir never shows it), then kills
+// ferry with SIGKILL: --tmpdir is empty before and after, nothing is left to clean.
+func killWhileSpooling(t *testing.T, src *testdb.Server) {
+	spoolDir := shortTemp(t)
+	stopBulk := bulkUpdater(t, src.DB(t), 2000, 200*time.Millisecond)
+	defer stopBulk()
+	cmd := exec.Command(ferryBin, streamArgs(src, "--compress", "none", "--tmpdir", spoolDir)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go slowRead(out, 256<<10)
+	found := ""
+	for deadline := time.Now().Add(90 * time.Second); found == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", cmd.Process.Pid, fd.Name())); strings.Contains(l, "ferry-spool-") {
+				found = l
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("--tmpdir shows %v while the backup runs: the spool file must be unlinked at creation", ents)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if found == "" {
+		t.Fatal("the spool never used its file tier within 90 s: the test proves nothing")
+	}
+	if !strings.HasSuffix(found, "(deleted)") {
+		t.Errorf("the spool file %s is not unlinked", found)
+	}
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("the killed backup left %v in --tmpdir", ents)
+	}
 }
