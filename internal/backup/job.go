@@ -42,6 +42,8 @@ type job struct {
 	opened  bool          // the sink was opened: a failure leaves a partial backup
 	limiter *rate.Limiter // nil without --max-rate
 	logKeys redo.KeyFunc  // reads an encrypted redo log's records (nil if not encrypted)
+	// spoolLimit bounds the redo spool (--max-spool or its default)
+	spoolLimit int64
 
 	sysChecker *innodb.Checker
 	sysHeader  innodb.SpaceHeader
@@ -65,13 +67,13 @@ type Result struct {
 	PageRereads int64
 }
 
-// Run takes a full hot backup into cfg.TargetDir. On failure the directory keeps its
-// FERRY_BACKUP_INCOMPLETE marker and has no manifest, so nothing will restore it.
+// Run takes a full hot backup into cfg.Sink. On failure the end never gets a manifest,
+// so nothing will restore the partial backup; the error says how it was left.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	cfg = withDefaults(cfg)
 	if cfg.Sink == nil {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
+	cfg = withDefaults(cfg)
 	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID()
 	res, err := j.run(ctx)
@@ -110,6 +112,10 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
+	var err error
+	if j.spoolLimit, err = j.spoolMax(); err != nil {
+		return nil, err
+	}
 	if err := j.sink.Open(ctx, j.m.ID); err != nil {
 		return nil, err
 	}
@@ -142,8 +148,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	return res, j.finish(ctx, res)
 }
 
-// memoryBudget is what the copy buffers and, for a stream or a repository, the
-// pipeline may hold.
+// memoryBudget is what the copy buffers, the end's own pipeline and the redo spool's
+// memory tier may hold.
 func (j *job) memoryBudget() int64 {
 	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory
 }

@@ -63,12 +63,7 @@ func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error
 	}
 	w := bufio.NewWriterSize(&appender{f: f}, 1<<20)
 	sum := &sumWriter{w: w}
-	max, err := j.spoolMax()
-	if err != nil {
-		f.Close(0)
-		return err
-	}
-	sp := spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: max})
+	sp := spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: j.spoolLimit})
 	t, err := redo.Open(redo.Config{
 		Path:      j.redoPath(),
 		Out:       sp,

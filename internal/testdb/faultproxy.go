@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Faults is a schedule of faults a FaultProxy injects, counted over requests.
@@ -17,6 +19,9 @@ type Faults struct {
 	SlowDownEvery int           // every Nth request is answered 503 SlowDown
 	DropEvery     int           // every Nth request's connection is cut mid-response
 	Delay         time.Duration // every response waits this long first
+	// Rate caps the request bodies (uploads) of all requests together, in bytes per
+	// second (0: unlimited): a slow link to the bucket.
+	Rate int
 	// Only restricts the faults to requests whose path contains it ("" = all).
 	Only string
 }
@@ -31,11 +36,12 @@ type FaultProxy struct {
 	srv    *http.Server
 	client *http.Client
 
-	mu     sync.Mutex
-	faults Faults
-	n      int            // requests matching the schedule
-	stats  map[string]int // "slowdown", "drop", "delay", "requests"
-	gets   map[string]int // GETs per path
+	mu      sync.Mutex
+	faults  Faults
+	limiter *rate.Limiter  // Faults.Rate, nil if unlimited
+	n       int            // requests matching the schedule
+	stats   map[string]int // "slowdown", "drop", "delay", "requests"
+	gets    map[string]int // GETs per path
 }
 
 // StartFaultProxy proxies to the S3 server at target (http://host:port).
@@ -58,6 +64,10 @@ func (p *FaultProxy) Set(f Faults) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults, p.n = f, 0
+	p.limiter = nil
+	if f.Rate > 0 {
+		p.limiter = rate.NewLimiter(rate.Limit(f.Rate), 64<<10)
+	}
 }
 
 // Stats returns how many requests went through and how many faults were injected.
@@ -121,6 +131,11 @@ func (p *FaultProxy) decide(r *http.Request) (fault string, delay time.Duration)
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault, delay := p.decide(r)
 	time.Sleep(delay)
+	p.mu.Lock()
+	if l := p.limiter; l != nil {
+		r.Body = &slowBody{r.Body, l, r.Context()}
+	}
+	p.mu.Unlock()
 	if fault == "slowdown" {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/xml")
@@ -185,4 +200,24 @@ func (p *FaultProxy) drop(w http.ResponseWriter, resp *http.Response) {
 			conn.Close()
 		}
 	}
+}
+
+// slowBody reads a request body no faster than its limiter allows.
+type slowBody struct {
+	io.ReadCloser
+	l   *rate.Limiter
+	ctx context.Context
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if len(p) > b.l.Burst() {
+		p = p[:b.l.Burst()]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		if werr := b.l.WaitN(b.ctx, n); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
 }
