@@ -53,13 +53,14 @@ func newBackupCmd(g *globals) *cobra.Command {
 			}
 			cfg.Version = version
 			cfg.Command = strings.Join(os.Args[1:], " ")
+			start := time.Now() // the manifest's end time is the consistent point; uploads may go on after it
 			res, err := backup.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			m := res.Manifest
 			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
-				"took", m.EndTime.Sub(m.StartTime).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
+				"took", time.Since(start).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads)
 			switch {
 			case fl.repo.url != "":
