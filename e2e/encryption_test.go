@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,22 +65,14 @@ func encryptedRedoUnderDDL(t *testing.T) {
 	flushAndCheckpoint(t, src) // the backup's redo then names dd/acct.ibd only in the writes during the copy
 	ddl := testdb.NewDDL(t, src.DB(t))
 	stopWrites := writeAccounts(t, src)
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var ddlErr error
-	wg.Add(1)
-	go func() { defer wg.Done(); ddlErr = ddl.Run(ctx) }()
+	stopDDL := runDDL(t, ddl)
 	time.Sleep(500 * time.Millisecond)
 	file := filepath.Join(tmp, "ddl.xbs")
 	backupToFile(t, src, file, "--max-rate", "4M")
-	stop()
-	wg.Wait()
+	stopDDL()
 	stopWrites()
 	src.Stop(t) // from here nothing but ferry could change the source's files
 	before := treeState(t, ext)
-	if ddlErr != nil {
-		t.Fatalf("ddl workload: %v", ddlErr)
-	}
 	t.Logf("DDL statements during the backup: %d", ddl.Ops())
 	datadir := filepath.Join(tmp, "restored")
 	out := mustFerry(t, "restore", "--from", file, "--datadir", datadir, "--key-file", copyFile(t, keys, filepath.Join(tmp, "k2")),

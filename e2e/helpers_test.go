@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -126,4 +127,19 @@ func cloneOf(t testing.TB, s *testdb.Server, tmp, datadir string, extra ...strin
 	}
 	serve.Wait()
 	return out
+}
+
+// runDDL runs ddl's loop in the background; the function it returns stops it and
+// fails the test if the loop failed.
+func runDDL(t testing.TB, ddl *testdb.DDL) func() {
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ddl.Run(ctx) }()
+	return func() {
+		t.Helper()
+		stop()
+		if err := <-done; err != nil {
+			t.Fatalf("ddl workload: %v", err)
+		}
+	}
 }

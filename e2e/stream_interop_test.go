@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,19 +78,11 @@ func TestStreamInteropWithStockTools(t *testing.T) {
 
 	t.Run("ferry stream under DDL, mbstream -x, mariadb-backup --prepare", func(t *testing.T) {
 		ddl := testdb.NewDDL(t, src.DB(t))
-		ctx, stop := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		var ddlErr error
-		wg.Add(1)
-		go func() { defer wg.Done(); ddlErr = ddl.Run(ctx) }()
+		stopDDL := runDDL(t, ddl)
 		time.Sleep(500 * time.Millisecond)
 		file := filepath.Join(tmp, "plain.xbs")
 		backupToFile(t, src, file, "--compress", "none", "--max-rate", "10M")
-		stop()
-		wg.Wait()
-		if ddlErr != nil {
-			t.Fatalf("ddl workload: %v", ddlErr)
-		}
+		stopDDL()
 		dir := filepath.Join(tmp, "unpacked")
 		os.Mkdir(dir, 0o750)
 		run(t, file, mbstream, "-x", "-C", dir)
