@@ -34,7 +34,7 @@ type job struct {
 	log     *slog.Logger
 	db      *sql.DB
 	info    mariadb.Info
-	lock    *mariadb.BackupLock
+	lock    stageLock
 	prog    *progress.Reporter
 	bufs    chan []byte
 	tail    *tailer
@@ -56,6 +56,13 @@ type job struct {
 
 	stats struct{ rereads atomic.Int64 }
 	m     manifest.Manifest
+}
+
+// stageLock is the server side of the stage sequence (*mariadb.BackupLock): the
+// BACKUP STAGE locks and what is read under BLOCK_COMMIT. Unit tests fake it.
+type stageLock interface {
+	Enter(ctx context.Context, s mariadb.Stage) (time.Duration, error)
+	ReadEnd(ctx context.Context) (endLSN uint64, c mariadb.Coordinates, err error)
 }
 
 // Result summarises a finished backup.

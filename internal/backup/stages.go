@@ -54,7 +54,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
 		return nil, err
 	}
-	last, err := j.finishTail(ctx, j.m.EndLSN)
+	last, err := j.finishTail(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,22 +139,17 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	return held, nil
 }
 
-// readEnd reads the end LSN and coordinates on the locking connection and makes the
-// redo durable up to the end LSN.
+// readEnd reads the end LSN and coordinates under BLOCK_COMMIT and stops the redo copy
+// at the end LSN while commits are still blocked: redo the tailer reads after the lock
+// is released may hold commits past the binlog position read here, and a copy that ran
+// on into them would restore transactions its GTID does not include.
 func (j *job) readEnd(ctx context.Context) error {
-	conn := j.lock.Conn()
-	var name string
-	if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &j.m.EndLSN); err != nil {
-		return fmt.Errorf("read end LSN: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS"); err != nil {
-		return fmt.Errorf("FLUSH ENGINE LOGS: %w", err)
-	}
-	c, err := mariadb.ReadCoordinates(ctx, conn)
+	end, c, err := j.lock.ReadEnd(ctx)
 	if err != nil {
 		return err
 	}
-	j.m.Coordinates = c
+	j.m.EndLSN, j.m.Coordinates = end, c
+	j.tail.t.StopAt(end)
 	return nil
 }
 

@@ -23,7 +23,7 @@ import (
 // ib_logfile0 as fast as the end takes it, so a slow end never holds the tailer back
 // (it would be lapped by the server).
 type tailer struct {
-	t     *redo.Tailer
+	t     redoCopy
 	f     sink.File
 	w     *bufio.Writer
 	sum   *sumWriter
@@ -32,6 +32,16 @@ type tailer struct {
 	ran, drained       chan struct{} // closed when Run, Drain return
 	runErr, drainErr   error
 	released, finished bool
+}
+
+// redoCopy is what the engine asks of the redo tailer (*redo.Tailer). Unit tests fake it.
+type redoCopy interface {
+	Run(ctx context.Context) error
+	StopAt(lsn uint64)
+	Copied() uint64
+	WaitCopied(ctx context.Context, lsn uint64) error
+	Start() redo.Checkpoint
+	EndLSN() uint64
 }
 
 // spoolMemory is the spool's memory tier; beyond it the redo waits in a file.
@@ -168,11 +178,11 @@ func (j *job) addOp(op redo.FileOp) {
 	j.mu.Unlock()
 }
 
-// finishTail stops the copy at end (an mtr boundary at or after it), drains the spool
-// into the backup and records the file. On failure releaseTail cleans up.
-func (j *job) finishTail(ctx context.Context, end uint64) (uint64, error) {
+// finishTail waits for the copy to reach the stop readEnd set under BLOCK_COMMIT (an
+// mtr boundary at or after the end LSN), drains the spool into the backup and records
+// the file. On failure releaseTail cleans up.
+func (j *job) finishTail(ctx context.Context) (uint64, error) {
 	tl := j.tail
-	tl.t.StopAt(end)
 	<-tl.ran
 	if tl.runErr != nil {
 		return 0, tl.runErr

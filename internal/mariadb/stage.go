@@ -56,6 +56,25 @@ func (l *BackupLock) Stage() (Stage, time.Time) { return l.stage, l.since }
 // Conn is the locking connection; statements that must see the lock run on it.
 func (l *BackupLock) Conn() *sql.Conn { return l.conn }
 
+// ReadEnd reads, under BLOCK_COMMIT, the end LSN of the backup (Innodb_lsn_current),
+// makes the redo durable up to it (FLUSH ENGINE LOGS) and reads the binlog and GTID
+// coordinates that go with it.
+func (l *BackupLock) ReadEnd(ctx context.Context) (uint64, Coordinates, error) {
+	var name string
+	var end uint64
+	if err := l.conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &end); err != nil {
+		return 0, Coordinates{}, fmt.Errorf("read end LSN: %w", err)
+	}
+	if _, err := l.conn.ExecContext(ctx, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS"); err != nil {
+		return 0, Coordinates{}, fmt.Errorf("FLUSH ENGINE LOGS: %w", err)
+	}
+	c, err := ReadCoordinates(ctx, l.conn)
+	if err != nil {
+		return 0, Coordinates{}, err
+	}
+	return end, c, nil
+}
+
 // Close ends the sequence (BACKUP STAGE END if still inside) and releases the connection.
 func (l *BackupLock) Close() error {
 	if l.stage != "" && l.stage != StageEnd {
