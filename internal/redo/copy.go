@@ -39,7 +39,7 @@ func (t *Tailer) scan(data []byte) (int, error) {
 		if m.status == mtrInvalid {
 			return pos, t.invalid(lsn, pos, m.reason)
 		}
-		if err := t.reportFileOps(data[pos:pos+m.size], m, lsn); err != nil {
+		if err := t.readRecords(data[pos:pos+m.size], m, lsn); err != nil {
 			return 0, err
 		}
 		data[pos+m.seq] = 1
@@ -63,18 +63,35 @@ func (t *Tailer) invalid(lsn uint64, pos int, reason string) error {
 		ErrCorrupt, lsn, t.log.ring.offset(lsn), t.log.path, reason)
 }
 
-// reportFileOps passes the file-level records of one mini-transaction, b, to
-// OnFileOp.
-func (t *Tailer) reportFileOps(b []byte, m mtr, lsn uint64) error {
-	if t.cfg.OnFileOp == nil || b[0]&0x80 == 0 {
+// readRecords passes the file-level records of one mini-transaction, b, to OnFileOp
+// and the pages it touches to Pages, decrypting its records first in an encrypted log.
+func (t *Tailer) readRecords(b []byte, m mtr, lsn uint64) error {
+	wantOps := t.cfg.OnFileOp != nil && b[0]&0x80 != 0
+	if !wantOps && t.cfg.Pages == nil {
 		return nil
 	}
-	ops, err := mtrFileOps(b, m, lsn, t.crypt)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	recs := b[:m.seq]
+	if t.crypt != nil {
+		var err error
+		if recs, err = t.crypt.Decrypt(recs, b[m.seq+1:m.size-4]); err != nil {
+			return fmt.Errorf("%w: LSN %d: %w", ErrCorrupt, lsn, err)
+		}
 	}
-	for _, op := range ops {
-		t.cfg.OnFileOp(op)
+	if wantOps {
+		ops, err := fileOps(recs, lsn)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		for _, op := range ops {
+			t.cfg.OnFileOp(op)
+		}
+	}
+	if t.cfg.Pages != nil {
+		var err error
+		if t.ids, err = mtrPages(recs, t.ids); err != nil {
+			return fmt.Errorf("%w: mini-transaction at LSN %d: %w", ErrCorrupt, lsn, err)
+		}
+		t.cfg.Pages.add(t.ids)
 	}
 	return nil
 }

@@ -54,7 +54,8 @@ func encryptedLogCycle(t *testing.T, alg string) {
 	var out bytes.Buffer
 	var mu sync.Mutex
 	var ops []FileOp
-	tl, err := Open(Config{Path: s.logPath(), Out: &out, Server: s, Keys: keyFn, Algorithm: alg,
+	pages := NewPageSet(0)
+	tl, err := Open(Config{Path: s.logPath(), Out: &out, Server: s, Keys: keyFn, Algorithm: alg, Pages: pages,
 		OnFileOp: func(op FileOp) { mu.Lock(); ops = append(ops, op); mu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +80,12 @@ func encryptedLogCycle(t *testing.T, alg string) {
 	farName := filepath.Join(remote, "d", "far.ibd")
 	if !hasOp(ops, FileCreate, farName) {
 		t.Fatalf("no FILE_CREATE of %s among %+v", farName, ops)
+	}
+	// The page ids are inside the encrypted record bodies: the 1,000 rows inserted
+	// into d.far must show as pages of its tablespace, and its root page among them.
+	taken, _ := pages.Take()
+	if far := taken[spaceOf(t, farName)]; !contains(far, 3) {
+		t.Fatalf("the tracked pages of d.far are %v; its root page 3 is not among them", far)
 	}
 
 	log := out.Bytes()

@@ -36,9 +36,11 @@ type Config struct {
 	Server   ServerLSN    // bounds reads (flushed LSN) and detects laps (current LSN)
 	Creator  string       // creator of the backup log, e.g. "Backup ferry 0.1"
 	OnFileOp func(FileOp) // optional: file-level records in the copied range, called from Run's goroutine
+	// Pages, if set, gathers every page the copied mini-transactions touch.
+	Pages *PageSet
 	// Keys and Algorithm read an encrypted log's file-level records (FormatKey):
 	// the key management plugin's keys and file_key_management_encryption_algorithm.
-	// Open fails with ErrNeedKey for such a log without Keys, if OnFileOp is set.
+	// Open fails with ErrNeedKey for such a log without Keys, if OnFileOp or Pages is set.
 	Keys      KeyFunc
 	Algorithm string
 	Poll      time.Duration // idle poll interval; 0 means DefaultPoll
@@ -54,8 +56,9 @@ type Tailer struct {
 	start Checkpoint
 	crypt *LogCrypt // reads the file-level records of a FormatKey log
 	buf   []byte
-	cur   uint64 // next LSN to copy; owned by Run
-	bad   uint64 // LSN of an invalid mini-transaction seen once already
+	cur   uint64   // next LSN to copy; owned by Run
+	bad   uint64   // LSN of an invalid mini-transaction seen once already
+	ids   []PageID // the pages of the mini-transaction being read, reused
 	ran   atomic.Bool
 
 	stop stopSignal
@@ -85,7 +88,7 @@ func Open(cfg Config) (*Tailer, error) {
 		return nil, fmt.Errorf("redo log %s: %w", cfg.Path, err)
 	}
 	var crypt *LogCrypt
-	if cfg.OnFileOp != nil {
+	if cfg.OnFileOp != nil || cfg.Pages != nil {
 		if crypt, err = NewLogCrypt(l.hdr, cfg.Keys, cfg.Algorithm); err != nil {
 			l.close()
 			return nil, fmt.Errorf("redo log %s: %w", cfg.Path, err)
