@@ -61,7 +61,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 			m := res.Manifest
 			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
 				"took", time.Since(start).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
-				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads)
+				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
+				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied)
 			switch {
 			case fl.repo.url != "":
 				fmt.Fprintln(cmd.OutOrStdout(), m.ID)
@@ -87,6 +88,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	addSpoolFlags(f, &cfg.Spool)
+	f.BoolVar(&cfg.FullRedo, "full-redo", false, "keep the whole redo of the copy instead of copying changed pages again after a checkpoint (the three-stage copy, which a directory backup uses by default)")
 	f.StringVar(&cfg.Keys.KeyFile, "key-file", "", "a server encrypting its redo log: its file_key_management key file, if not readable where the server's settings say")
 	f.StringVar(&cfg.Keys.PasswordFile, "key-password-file", "", "file holding the password --key-file is encrypted with (file_key_management_filekey)")
 	return cmd

@@ -46,9 +46,12 @@ type Config struct {
 	Spool SpoolOptions
 	// Keys, if set, are the key files that read a server's encrypted redo log
 	// (innodb_encrypt_log=ON); by default the server's own file_key_management files.
-	Keys    keyfile.Files
-	Version string // ferry version, recorded in metadata
-	Command string // command line without secrets, recorded in xtrabackup_info
+	Keys keyfile.Files
+	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
+	// the copy, even on an end that could take re-copied pages.
+	FullRedo bool
+	Version  string // ferry version, recorded in metadata
+	Command  string // command line without secrets, recorded in xtrabackup_info
 }
 
 // SpoolOptions place and bound the redo spool.

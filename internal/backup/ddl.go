@@ -66,9 +66,7 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 	if err := j.tail.t.WaitCopied(ctx, now); err != nil {
 		return err
 	}
-	j.mu.Lock()
-	e := summarize(j.ops)
-	j.mu.Unlock()
+	e := summarize(j.fileOps())
 	if !j.sink.Caps().Rewrite {
 		return j.reconcileStream(ctx, current, e)
 	}

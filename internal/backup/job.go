@@ -30,18 +30,22 @@ import (
 
 // job is the state of one backup run.
 type job struct {
-	cfg     Config
-	log     *slog.Logger
-	db      *sql.DB
-	info    mariadb.Info
-	lock    stageLock
-	prog    *progress.Reporter
-	bufs    chan []byte
-	tail    *tailer
-	sink    sink.Sink
-	opened  bool          // the sink was opened: a failure leaves a partial backup
-	limiter *rate.Limiter // nil without --max-rate
-	logKeys redo.KeyFunc  // reads an encrypted redo log's records (nil if not encrypted)
+	cfg   Config
+	log   *slog.Logger
+	db    *sql.DB
+	info  mariadb.Info
+	lock  stageLock
+	prog  *progress.Reporter
+	bufs  chan []byte
+	tail  *tailer   // the redo copy the backup keeps
+	tails []*tailer // every redo copy opened, released at the end
+	// retiredOps are the file-level records of redo copies that ended before the kept
+	// one started (the three-stage copy's trackers), below where the next one started.
+	retiredOps []redo.FileOp
+	sink       sink.Sink
+	opened     bool          // the sink was opened: a failure leaves a partial backup
+	limiter    *rate.Limiter // nil without --max-rate
+	logKeys    redo.KeyFunc  // reads an encrypted redo log's records (nil if not encrypted)
 	// spoolLimit bounds the redo spool (--max-spool or its default)
 	spoolLimit int64
 
@@ -51,11 +55,11 @@ type job struct {
 	mu    sync.Mutex
 	files map[string]copiedFile // by backup-relative path
 	sent  map[string]bool       // every file started in the sink, by its stored name
-	ops   []redo.FileOp
-	aria  map[string]*openCopy // Aria logs whose end is copied under BLOCK_COMMIT
+	aria  map[string]*openCopy  // Aria logs whose end is copied under BLOCK_COMMIT
 
-	stats struct{ rereads atomic.Int64 }
-	m     manifest.Manifest
+	stats  struct{ rereads atomic.Int64 }
+	recopy recopyStats
+	m      manifest.Manifest
 }
 
 // stageLock is the server side of the stage sequence (*mariadb.BackupLock): the
@@ -63,6 +67,8 @@ type job struct {
 type stageLock interface {
 	Enter(ctx context.Context, s mariadb.Stage) (time.Duration, error)
 	ReadEnd(ctx context.Context) (endLSN uint64, c mariadb.Coordinates, err error)
+	CheckpointAllowed(ctx context.Context) error
+	Checkpoint(ctx context.Context) error
 }
 
 // Result summarises a finished backup.
@@ -72,6 +78,9 @@ type Result struct {
 	BlockCommit time.Duration
 	BlockDDL    time.Duration
 	PageRereads int64
+	// Rounds and PagesRecopied tell what the three-stage copy did (0: it was off).
+	Rounds        int
+	PagesRecopied int64
 }
 
 // Run takes a full hot backup into cfg.Sink. On failure the end never gets a manifest,

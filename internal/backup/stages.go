@@ -27,7 +27,12 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if _, err := j.lock.Enter(ctx, mariadb.StageStart); err != nil {
 		return nil, err
 	}
-	if err := j.startTail(ctx, fail); err != nil {
+	three := j.wantThreeStage(ctx)
+	kind := tailKept
+	if three {
+		kind = tailTracker // only the redo from the re-copy's checkpoint is kept
+	}
+	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
 	p, err := scanServer(j.info)
@@ -42,6 +47,11 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	}
 	if err := j.copyInnoDB(ctx, p.InnoDB); err != nil {
 		return nil, err
+	}
+	if three {
+		if err := j.threeStage(ctx, fail); err != nil {
+			return nil, err
+		}
 	}
 	// Copies under the backup locks run at full speed: --max-rate spares the server
 	// during the long online copy, not while DDL or commits wait.
@@ -61,6 +71,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	j.m.LastLSN = last
 	j.m.StartLSN = j.tail.t.Start().LSN
 	res.PageRereads = j.stats.rereads.Load()
+	res.Rounds, res.PagesRecopied = j.recopy.rounds, j.recopy.pages
 	res.Manifest = &j.m
 	return res, nil
 }

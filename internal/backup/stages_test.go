@@ -33,6 +33,9 @@ func (l *fakeLock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error)
 	return l.end, l.coords, nil
 }
 
+func (l *fakeLock) CheckpointAllowed(context.Context) error { return nil }
+func (l *fakeLock) Checkpoint(context.Context) error        { return nil }
+
 // fakeRedo is a redo copy that records StopAt.
 type fakeRedo struct{ stop uint64 }
 

@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
+	"sync"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -18,20 +21,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tailer runs the redo copy in the background: the redo tailer reads the server's log
-// at local disk speed into a spool, and a drainer writes the spool into the backup's
-// ib_logfile0 as fast as the end takes it, so a slow end never holds the tailer back
-// (it would be lapped by the server).
+// tailer is one redo copy running in the background: the redo tailer reads the
+// server's log at local disk speed into a spool (or, for a tracker that only records
+// pages, nowhere). The copy the backup keeps is drained from its spool into the
+// backup's ib_logfile0 as fast as the end takes it, so a slow end never holds the
+// tailer back (it would be lapped by the server).
 type tailer struct {
 	t     redoCopy
-	f     sink.File
-	w     *bufio.Writer
-	sum   *sumWriter
-	spool *spool.Spool
+	spool *spool.Spool  // nil for a tracker
+	pages *redo.PageSet // pages the copied redo touched; nil when not tracked
 
-	ran, drained       chan struct{} // closed when Run, Drain return
-	runErr, drainErr   error
-	released, finished bool
+	mu  sync.Mutex
+	ops []redo.FileOp // file-level records seen, in LSN order
+
+	// Set once the copy is kept: drained into the backup's ib_logfile0.
+	f   sink.File
+	w   *bufio.Writer
+	sum *sumWriter
+
+	ran, drained     chan struct{} // closed when Run, Drain return
+	runErr, drainErr error
+	draining         bool
+	released         bool
+	finished         bool
 }
 
 // redoCopy is what the engine asks of the redo tailer (*redo.Tailer). Unit tests fake it.
@@ -64,48 +76,123 @@ func (s *sumWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// startTail opens the server's redo log at its current checkpoint and starts copying;
-// a tailer failure (e.g. lapped by the server) cancels the whole job through fail.
-func (j *job) startTail(ctx context.Context, fail context.CancelCauseFunc) error {
-	f, err := j.create("ib_logfile0", sink.FileOptions{})
-	if err != nil {
-		return fmt.Errorf("create backup redo log: %w", err)
+// tailKind says what a redo copy is for.
+type tailKind int
+
+const (
+	tailKept    tailKind = iota // spooled, and drained into the backup at once
+	tailRound                   // spooled and tracking pages; kept only if it is the last round
+	tailTracker                 // tracking pages only: its redo is never kept
+)
+
+// openTail opens the server's redo log at its newest checkpoint and starts a redo copy
+// of the given kind. A failure of a copy whose redo may be kept cancels the whole job
+// through fail; a tracker that fails (lapped by the server) only ends, and the
+// three-stage copy falls back to reading page LSNs.
+func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind tailKind) (*tailer, error) {
+	tl := &tailer{ran: make(chan struct{}), drained: make(chan struct{})}
+	var out io.Writer = io.Discard
+	if kind != tailTracker {
+		tl.spool = spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: j.spoolLimit})
+		out = tl.spool
 	}
-	w := bufio.NewWriterSize(&appender{f: f}, 1<<20)
-	sum := &sumWriter{w: w}
-	sp := spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: j.spoolLimit})
+	if kind != tailKept {
+		tl.pages = redo.NewPageSet(0)
+	}
 	t, err := redo.Open(redo.Config{
 		Path:      j.redoPath(),
-		Out:       sp,
+		Out:       out,
 		Server:    mariadb.LSNSource{DB: j.db},
 		Creator:   "Backup ferry " + j.cfg.Version,
-		OnFileOp:  j.addOp,
+		OnFileOp:  tl.addOp,
+		Pages:     tl.pages,
 		Keys:      j.logKeys,
 		Algorithm: j.info.Vars["file_key_management_encryption_algorithm"],
 	})
 	if err != nil {
-		f.Close(0)
-		return err
+		return nil, err
 	}
-	j.tail = &tailer{t: t, f: f, w: w, sum: sum, spool: sp, ran: make(chan struct{}), drained: make(chan struct{})}
+	tl.t = t
+	j.tails = append(j.tails, tl)
 	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
 		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
 		return cur, err
 	}, j.redoCapacity())
 	go func() {
-		defer close(j.tail.ran)
-		if j.tail.runErr = t.Run(ctx); j.tail.runErr != nil {
-			fail(j.tail.runErr)
-			sp.Abort(j.tail.runErr)
+		defer close(tl.ran)
+		if tl.runErr = t.Run(ctx); tl.runErr != nil {
+			if kind != tailTracker {
+				fail(tl.runErr)
+			}
+			if tl.spool != nil {
+				tl.spool.Abort(tl.runErr)
+			}
 		}
 	}()
+	if kind == tailKept {
+		return tl, j.keep(tl, fail)
+	}
+	return tl, nil
+}
+
+// keep makes tl the redo copy of the backup: its spool drains into ib_logfile0.
+func (j *job) keep(tl *tailer, fail context.CancelCauseFunc) error {
+	f, err := j.create("ib_logfile0", sink.FileOptions{})
+	if err != nil {
+		return fmt.Errorf("create backup redo log: %w", err)
+	}
+	tl.f = f
+	tl.w = bufio.NewWriterSize(&appender{f: f}, 1<<20)
+	tl.sum = &sumWriter{w: tl.w}
+	tl.draining = true
+	j.tail = tl
 	go func() {
-		defer close(j.tail.drained)
-		if j.tail.drainErr = sp.Drain(sum, 1<<20); j.tail.drainErr != nil {
-			fail(fmt.Errorf("write backup redo log: %w", j.tail.drainErr))
+		defer close(tl.drained)
+		if tl.drainErr = tl.spool.Drain(tl.sum, 1<<20); tl.drainErr != nil {
+			fail(fmt.Errorf("write backup redo log: %w", tl.drainErr))
 		}
 	}()
 	return nil
+}
+
+// addOp records a file-level record (FILE_MODIFY says nothing about DDL).
+func (tl *tailer) addOp(op redo.FileOp) {
+	if op.Kind == redo.FileModify {
+		return
+	}
+	tl.mu.Lock()
+	tl.ops = append(tl.ops, op)
+	tl.mu.Unlock()
+}
+
+// opsBelow returns the file-level records seen below lsn.
+func (tl *tailer) opsBelow(lsn uint64) []redo.FileOp {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var out []redo.FileOp
+	for _, op := range tl.ops {
+		if op.LSN < lsn {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// fileOps returns every file-level record since the backup's first checkpoint: those
+// of retired copies below where the next one started, then the kept copy's.
+func (j *job) fileOps() []redo.FileOp {
+	ops := append([]redo.FileOp(nil), j.retiredOps...)
+	return append(ops, j.tail.opsBelow(math.MaxUint64)...)
+}
+
+// retire stops a redo copy at lsn (where the next one starts), waits for it and frees
+// it, keeping its file-level records below lsn. It returns the copy's error.
+func (j *job) retire(tl *tailer, lsn uint64) error {
+	tl.t.StopAt(lsn)
+	<-tl.ran
+	j.retiredOps = append(j.retiredOps, tl.opsBelow(lsn)...)
+	j.release(tl)
+	return tl.runErr
 }
 
 // spoolMax is --max-spool, or by default nine tenths of the space free in the spool's
@@ -122,20 +209,34 @@ func (j *job) spoolMax() (int64, error) {
 	return int64(st.Bavail) * st.Bsize / 10 * 9, nil
 }
 
-// releaseTail stops whatever of the redo copy still runs (after a failure) and frees
-// the spool; the job's context is already cancelled, so Run returns.
+// releaseTail stops whatever of the redo copies still runs (after a failure) and frees
+// their spools; the job's context is already cancelled, so Run returns.
 func (j *job) releaseTail() {
-	if j.tail == nil || j.tail.released {
+	for _, tl := range j.tails {
+		j.release(tl)
+	}
+}
+
+// release stops one redo copy and frees its spool, once.
+func (j *job) release(tl *tailer) {
+	if tl.released {
 		return
 	}
-	j.tail.released = true
-	j.tail.spool.Abort(context.Canceled)
-	<-j.tail.ran
-	<-j.tail.drained
-	if !j.tail.finished {
-		j.tail.f.Close(j.tail.sum.n)
+	tl.released = true
+	tl.t.StopAt(0)
+	if tl.spool != nil {
+		tl.spool.Abort(context.Canceled)
 	}
-	j.tail.spool.Release()
+	<-tl.ran
+	if tl.draining {
+		<-tl.drained
+		if !tl.finished {
+			tl.f.Close(tl.sum.n)
+		}
+	}
+	if tl.spool != nil {
+		tl.spool.Release()
+	}
 }
 
 // loadLogKeys reads, for a server that encrypts its redo log, the keys the redo copy
@@ -167,15 +268,6 @@ func (j *job) loadLogKeys() error {
 	}
 	j.logKeys = k.Key
 	return nil
-}
-
-func (j *job) addOp(op redo.FileOp) {
-	if op.Kind == redo.FileModify {
-		return
-	}
-	j.mu.Lock()
-	j.ops = append(j.ops, op)
-	j.mu.Unlock()
 }
 
 // finishTail waits for the copy to reach the stop readEnd set under BLOCK_COMMIT (an

@@ -79,3 +79,21 @@ func Zeros(n int64) uint32 {
 	}
 	return crc
 }
+
+// Replace returns the CRC-32C of a size-byte message whose CRC-32C is crc, after the
+// n bytes at off (off+n <= size), whose CRC-32C was old, were replaced by n bytes whose
+// CRC-32C is new. CRC-32C is affine: for messages of one length,
+// CRC(x⊕y⊕z) = CRC(x)⊕CRC(y)⊕CRC(z), so the message with its range swapped is the
+// old one ⊕ (zeros with the old range) ⊕ (zeros with the new range). No byte outside
+// the range is read again.
+func Replace(crc uint32, size, off, n int64, old, new uint32) uint32 {
+	at := func(c uint32) uint32 {
+		rest := size - off - n
+		return Combine(Combine(Zeros(off), c, n), Zeros(rest), rest)
+	}
+	return crc ^ at(old) ^ at(new)
+}
+
+// Extend returns the CRC-32C of a message whose CRC-32C is crc after n zero bytes are
+// appended.
+func Extend(crc uint32, n int64) uint32 { return Combine(crc, Zeros(n), n) }

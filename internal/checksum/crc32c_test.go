@@ -39,3 +39,31 @@ func TestZeros(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceAndExtend: a file's CRC-32C kept up to date through page rewrites and
+// growth equals the CRC-32C of the final bytes.
+func TestReplaceAndExtend(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	buf := make([]byte, 64<<10)
+	for i := range buf {
+		buf[i] = byte(r.Uint32())
+	}
+	crc, size := Sum(buf), int64(len(buf))
+	for _, w := range []struct{ off, n int64 }{{0, 4096}, {16384, 16384}, {65535, 1}, {61440, 4096}, {70000, 5000}, {100000, 4096}} {
+		page := make([]byte, w.n)
+		for i := range page {
+			page[i] = byte(r.Uint32())
+		}
+		if end := w.off + w.n; end > size {
+			crc = Extend(crc, end-size)
+			buf = append(buf, make([]byte, end-size)...)
+			size = end
+		}
+		old := Sum(buf[w.off : w.off+w.n])
+		copy(buf[w.off:], page)
+		crc = Replace(crc, size, w.off, w.n, old, Sum(page))
+		if want := Sum(buf); crc != want {
+			t.Fatalf("after writing %d bytes at %d: %08x, want %08x", w.n, w.off, crc, want)
+		}
+	}
+}

@@ -239,6 +239,10 @@ func (s *session) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	return &sinkFile{s: s, rel: rel, handle: h, flags: flags}, s.err()
 }
 
+// Patch implements sink.Sink: not supported (Caps().Patch is not set): data frames of
+// one range may arrive in any order over several connections.
+func (s *session) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }
+
 // Remove implements sink.Sink.
 func (s *session) Remove(rel string) error {
 	return s.call(&frame{typ: frameRemove, path: rel})

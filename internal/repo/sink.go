@@ -77,3 +77,6 @@ func (s *Sink) Abort(err error) string {
 	}
 	return fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", s.id)
 }
+
+// Patch is not supported: Caps().Patch is not set.
+func (s *Sink) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }

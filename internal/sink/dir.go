@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
+	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 )
@@ -27,8 +30,10 @@ func NewDir(dir string) (*Dir, error) {
 // Name is the directory.
 func (d *Dir) Name() string { return d.dir }
 
-// Caps: a directory can be rewritten until the manifest is written.
-func (d *Dir) Caps() Caps { return Caps{Rewrite: true, Storage: manifest.Storage{Format: "dir"}} }
+// Caps: a directory can be rewritten, in place too, until the manifest is written.
+func (d *Dir) Caps() Caps {
+	return Caps{Rewrite: true, Patch: true, Storage: manifest.Storage{Format: "dir"}}
+}
 
 // Open creates the directory and marks it incomplete until Commit.
 func (d *Dir) Open(context.Context, string) error {
@@ -82,6 +87,27 @@ func (f dirFile) Close(size int64) error {
 		err = fmt.Errorf("close: %w", filecopy.WrapWriteErr(cerr))
 	}
 	return err
+}
+
+// Patch rewrites bytes of a closed copy in place and returns the CRC-32C of what they
+// replaced. The directory is synced at Commit.
+func (d *Dir) Patch(rel string, off int64, p []byte) (uint32, error) {
+	f, err := os.OpenFile(filepath.Join(d.dir, rel), os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open copy %s to patch it: %w", rel, err)
+	}
+	defer f.Close()
+	old := make([]byte, len(p))
+	if _, err := f.ReadAt(old, off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("read copy %s at %d: %w", rel, off, err)
+	}
+	if _, err := f.WriteAt(p, off); err != nil {
+		return 0, fmt.Errorf("patch copy %s at %d: %w", rel, off, filecopy.WrapWriteErr(err))
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("patch copy %s: %w", rel, filecopy.WrapWriteErr(err))
+	}
+	return checksum.Sum(old), nil
 }
 
 // Remove deletes a stale copy.

@@ -6,6 +6,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
 )
@@ -26,6 +27,11 @@ type Sink interface {
 	Remove(rel string) error
 	// Rename moves a finished file to a new path (Caps().Rewrite only).
 	Rename(from, to string) error
+	// Patch rewrites, in place, the bytes at off of a file already closed, extending
+	// it with zeros if off+len(p) is past its end, and returns the CRC-32C of the bytes
+	// it replaced (zeros past the old end), so the caller can keep the file's checksum
+	// without reading it again. Only an end whose Caps().Patch is set supports it.
+	Patch(rel string, off int64, p []byte) (old uint32, err error)
 	// Commit receives the manifest last and makes the backup complete; the end
 	// records in m how it stored each file.
 	Commit(ctx context.Context, m *manifest.Manifest) error
@@ -40,6 +46,11 @@ type Caps struct {
 	// segments), removed and renamed. Otherwise each file is written once, in order,
 	// and what was sent stays sent.
 	Rewrite bool
+	// Patch: pages of a closed file can be rewritten in place (Patch), so that a
+	// stock tool reading the backup sees them; the engine then copies again the pages
+	// that changed during the copy and keeps only a short redo tail (the three-stage
+	// copy). Otherwise the backup carries the whole redo of the copy.
+	Patch bool
 	// Remote: the end writes nothing to the server's disks, so larger reads cost the
 	// server less (the copy's reads are the only I/O it adds there).
 	Remote bool
@@ -63,3 +74,6 @@ type File interface {
 	// Close ends the file at size.
 	Close(size int64) error
 }
+
+// ErrNoPatch is what Patch returns on an end whose Caps().Patch is not set.
+var ErrNoPatch = errors.New("this end cannot rewrite a file in place (internal error: Caps().Patch is not set)")

@@ -122,3 +122,6 @@ func (s *Sink) Commit(_ context.Context, m *manifest.Manifest) error {
 func (s *Sink) Abort(error) string {
 	return "the partial stream has no manifest, so restore will refuse it"
 }
+
+// Patch is not supported: Caps().Patch is not set.
+func (s *Sink) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }

@@ -1,0 +1,359 @@
+package backup
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/directio"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/redo"
+	"golang.org/x/sync/errgroup"
+)
+
+// The three-stage copy (docs/backup-procedure.md has the argument): while the data
+// files are copied, a tracker reads the redo and records every page it touches; then
+// the server checkpoints (A1), the pages changed since the copy began are copied
+// again, and only the redo from A1 is kept. More rounds run while the set shrinks.
+const (
+	// maxRounds bounds the re-copy rounds.
+	maxRounds = 3
+	// keepTarget: another round runs only while the redo since the last checkpoint is
+	// larger than this.
+	keepTarget = 16 << 20
+	// recopyRun is the most bytes read and patched at once.
+	recopyRun = 1 << 20
+)
+
+// wantThreeStage tells whether this backup copies changed pages again and keeps only
+// a short redo tail, saying why not where it cannot.
+func (j *job) wantThreeStage(ctx context.Context) bool {
+	switch {
+	case j.cfg.FullRedo:
+		j.log.Info("three-stage copy off (--full-redo): the backup keeps the whole redo of the copy")
+		return false
+	case !j.sink.Caps().Patch:
+		j.log.Info("three-stage copy off: this end cannot rewrite pages in place, so the backup keeps the whole redo of the copy", "target", j.sink.Name())
+		return false
+	}
+	if err := j.lock.CheckpointAllowed(ctx); err != nil {
+		j.log.Warn("three-stage copy off: the backup user cannot make the server checkpoint (GRANT SUPER enables it); the backup keeps the whole redo of the copy, and prepare replays it", "err", err)
+		return false
+	}
+	return true
+}
+
+// recopyStats sums up the re-copy rounds, for logs and the Result.
+type recopyStats struct {
+	rounds int
+	pages  int64
+}
+
+// threeStage runs the re-copy rounds after the data copy and makes the redo copy of
+// the last round the backup's.
+func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) error {
+	cur := j.tails[0] // the tracker opened at START
+	since := cur.t.Start().LSN
+	for round := 1; ; round++ {
+		t0 := time.Now()
+		if err := j.lock.Checkpoint(ctx); err != nil {
+			return err
+		}
+		next, err := j.openTail(ctx, fail, tailRound)
+		if err != nil {
+			return err
+		}
+		a := next.t.Start().LSN
+		n, err := j.recopyRound(ctx, cur, a, since)
+		if err != nil {
+			return err
+		}
+		j.recopy.rounds, j.recopy.pages = round, j.recopy.pages+n
+		since, cur = a, next
+		kept := cur.t.Copied() - a
+		j.log.Info("three-stage copy: pages changed during the copy copied again", "round", round, "checkpoint_lsn", a,
+			"pages", n, "took", time.Since(t0).Round(time.Millisecond), "redo_since_checkpoint", kept)
+		if round >= maxRounds || kept <= keepTarget || int64(cur.pages.Len()) >= n {
+			break
+		}
+	}
+	return j.keep(cur, fail)
+}
+
+// recopyRound retires the redo copy cur at a, the checkpoint the next one starts
+// from, and copies again every page it saw changed; if cur was lapped by the server
+// (or its page set overflowed), every page whose LSN is above since is copied again.
+func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (int64, error) {
+	err := j.retire(cur, a)
+	var lapped *redo.OverwrittenError
+	if err != nil && !errors.As(err, &lapped) {
+		return 0, err
+	}
+	pages, ok := cur.pages.Take()
+	if err == nil && ok {
+		return j.recopyPages(ctx, pages)
+	}
+	why := "the set of changed pages outgrew its bound"
+	if err != nil {
+		why = "the server overwrote redo the page tracker had not read yet (" + err.Error() + ")"
+	}
+	j.log.Warn("three-stage copy: "+why+"; reading every page to copy again those changed since the copy began", "since_lsn", since)
+	return j.recopyChanged(ctx, since)
+}
+
+// recopyFile is a tablespace file of the server and where its copy is in the backup.
+type recopyFile struct {
+	src  srcFile
+	copy string // the copy's name in the backup
+}
+
+// recopyTargets maps each tablespace id that has a copy to its files on the server
+// now (a tablespace renamed since is read at its new path and written to its copy,
+// which the DDL reconciliation renames later). Tablespaces dropped or created since
+// the copy have no target: the reconciliation under BLOCK_DDL removes or copies them.
+func (j *job) recopyTargets() (map[uint32][]recopyFile, error) {
+	copies := map[uint32]map[string]string{} // space id → server-relative name → copy name
+	j.mu.Lock()
+	for name, f := range j.files {
+		if f.Kind == manifest.KindInnoDB && f.Known && f.Stored == "" {
+			if copies[f.SpaceID] == nil {
+				copies[f.SpaceID] = map[string]string{}
+			}
+			copies[f.SpaceID][f.Rel] = name
+		}
+	}
+	j.mu.Unlock()
+	p, err := scanServer(j.info)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint32][]recopyFile{}
+	for _, f := range p.InnoDB {
+		id, known := uint32(0), f.System
+		if !f.System {
+			if id, known, err = spaceID(f.Abs, j.info.PageSize); errors.Is(err, os.ErrNotExist) {
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+		}
+		byName := copies[id]
+		if !known || len(byName) == 0 {
+			continue
+		}
+		name, ok := byName[f.Rel]
+		if !ok && !f.System && len(byName) == 1 {
+			for _, n := range byName {
+				name, ok = n, true // renamed since it was copied
+			}
+		}
+		if ok {
+			out[id] = append(out[id], recopyFile{src: f, copy: name})
+		}
+	}
+	for _, files := range out {
+		sort.Slice(files, func(a, b int) bool { return files[a].src.Base < files[b].src.Base })
+	}
+	return out, nil
+}
+
+// recopyPages copies again the given pages of each tablespace, spaces in parallel.
+func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64, error) {
+	targets, err := j.recopyTargets()
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(j.cfg.Parallel)
+	for space, list := range pages {
+		files := targets[space]
+		if len(files) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			k, err := j.recopySpace(gctx, files, list)
+			n.Add(k)
+			return err
+		})
+	}
+	return n.Load(), g.Wait()
+}
+
+// recopySpace copies again the pages (sorted) of one tablespace from its files.
+func (j *job) recopySpace(ctx context.Context, files []recopyFile, pages []uint32) (int64, error) {
+	var n int64
+	for i, f := range files {
+		end := uint32(1<<32 - 1)
+		if i+1 < len(files) {
+			end = files[i+1].src.Base
+		}
+		lo := sort.Search(len(pages), func(k int) bool { return pages[k] >= f.src.Base })
+		hi := sort.Search(len(pages), func(k int) bool { return pages[k] >= end })
+		k, err := j.recopyFilePages(ctx, f, pages[lo:hi])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// recopyFilePages reads the pages (absolute page numbers of the tablespace) in runs of
+// neighbours, validates them as the copy does and patches them into the copy. Pages
+// past the file's end (freed since) are skipped.
+func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32) (int64, error) {
+	if len(pages) == 0 {
+		return 0, nil
+	}
+	ij, in, err := j.openRecopy(f.src)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && ij.checker == nil) {
+		if in != nil {
+			in.Close()
+		}
+		return 0, nil // dropped or re-created: the DDL reconciliation copies it
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	ps := int64(ij.page)
+	// Runs are read whole, unchanged pages between changed ones included, and aligned
+	// for O_DIRECT: a page read after the checkpoint is a valid copy of it whether it
+	// changed or not. for O_DIRECT: pages smaller than the alignment are read with
+	// their neighbours (a page read after the checkpoint is a valid copy of it too).
+	unit := max(ps, directio.Align) / ps // pages per aligned unit
+	buf := directio.AlignedBuffer(recopyRun)
+	var n int64
+	maxPages := int64(recopyRun) / ps
+	for len(pages) > 0 {
+		first := int64(pages[0]-f.src.Base) / unit * unit
+		k := 1
+		for k < len(pages) && int64(pages[k]-f.src.Base) < first+maxPages {
+			k++
+		}
+		last := int64(pages[k-1] - f.src.Base)
+		length := min((last/unit+1)*unit-first, maxPages) * ps
+		pages = pages[k:]
+		got, err := j.readChunk(ctx, in, ij, buf[:length], first*ps)
+		if err != nil {
+			return n, err
+		}
+		if got == 0 {
+			break // past the end of the file
+		}
+		if err := j.patch(f.copy, first*ps, buf[:got]); err != nil {
+			return n, err
+		}
+		n += int64(got) / ps
+	}
+	return n, nil
+}
+
+// openRecopy opens a server file for re-reading pages, with its page checker.
+func (j *job) openRecopy(f srcFile) (*innoJob, *directio.File, error) {
+	in, err := directio.Open(f.Abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	ij := &innoJob{src: f, page: j.info.PageSize}
+	if err := j.readHeader(in, ij); err != nil {
+		in.Close()
+		return nil, nil, err
+	}
+	return ij, in, nil
+}
+
+// recopyChanged is the fallback when the changed pages are not known: it reads every
+// page of every tablespace with a copy and copies again each run holding a page whose
+// FIL_PAGE_LSN is above since (a page with a lower LSN has not changed since the copy
+// began, so its copy is current).
+func (j *job) recopyChanged(ctx context.Context, since uint64) (int64, error) {
+	targets, err := j.recopyTargets()
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(j.cfg.Parallel)
+	for _, files := range targets {
+		for _, f := range files {
+			g.Go(func() error {
+				k, err := j.recopyIfNewer(gctx, f, since)
+				n.Add(k)
+				return err
+			})
+		}
+	}
+	return n.Load(), g.Wait()
+}
+
+// recopyIfNewer reads one file run by run and patches the runs holding a page newer
+// than since.
+func (j *job) recopyIfNewer(ctx context.Context, f recopyFile, since uint64) (int64, error) {
+	ij, in, err := j.openRecopy(f.src)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && ij.checker == nil) {
+		if in != nil {
+			in.Close()
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	buf := directio.AlignedBuffer(recopyRun)
+	var n int64
+	for off := int64(0); ; {
+		got, err := j.readChunk(ctx, in, ij, buf, off)
+		if err != nil {
+			return n, err
+		}
+		if got == 0 {
+			return n, nil
+		}
+		if newerPage(buf[:got], ij.page, since) {
+			if err := j.patch(f.copy, off, buf[:got]); err != nil {
+				return n, err
+			}
+			n += int64(got / ij.page)
+		}
+		off += int64(got)
+	}
+}
+
+// newerPage tells whether a page of b carries an LSN above since (FIL_PAGE_LSN, bytes
+// 16-23 of the page header, in the clear in compressed and encrypted pages too).
+func newerPage(b []byte, ps int, since uint64) bool {
+	for i := 0; i+ps <= len(b); i += ps {
+		if binary.BigEndian.Uint64(b[i+16:]) > since {
+			return true
+		}
+	}
+	return false
+}
+
+// patch rewrites b at off of a copy in the backup and keeps the copy's size and
+// CRC-32C up to date from the CRC of what b replaced.
+func (j *job) patch(name string, off int64, b []byte) error {
+	old, err := j.sink.Patch(name, off, b)
+	if err != nil {
+		return fmt.Errorf("copy pages of %s again: %w", name, err)
+	}
+	n := int64(len(b))
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f := j.files[name]
+	if end := off + n; end > f.Size {
+		f.CRC, f.Size = checksum.Extend(f.CRC, end-f.Size), end
+	}
+	f.CRC = checksum.Replace(f.CRC, f.Size, off, n, old, checksum.Sum(b))
+	j.files[name] = f
+	return nil
+}
