@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -232,4 +233,93 @@ func killWhileSpooling(t *testing.T, src *testdb.Server) {
 	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
 		t.Errorf("the killed backup left %v in --tmpdir", ents)
 	}
+}
+
+// TestDirectoryUnderRedoPressure: under the same load, a directory backup whose reads
+// are capped at 4 MiB/s uses the three-stage copy: it copies the changed pages again
+// after a checkpoint and keeps a redo tail far shorter than the log the server wrote
+// meanwhile. Restored by ferry, and prepared by the stock mariadb-backup, it holds the
+// invariants at its GTID and matches every table. A second backup whose page tracker
+// is stalled until the server laps it (a test hook) falls back to reading page LSNs,
+// says so, and restores consistent too.
+func TestDirectoryUnderRedoPressure(t *testing.T) {
+	var first string // the first case's backup, which the second prepares with mariadb-backup
+	underRedoPressure(t, []pressureCase{
+		{"directory", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
+			first = filepath.Join(tmp, "bk-dir")
+			return dirPressureCase(t, src, first, nil)
+		}},
+		{"directory by mariadb-backup", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
+			return mariadbBackupPrepared(t, first, tmp)
+		}},
+		{"directory, tracker lapped", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
+			return dirPressureCase(t, src, filepath.Join(tmp, "bk-lapped"), []string{"FERRY_TEST_TRACKER_STALL=12s"})
+		}},
+	})
+}
+
+// dirPressureCase takes a directory backup capped at 4 MiB/s (env adds test hooks),
+// checks the three-stage copy ran and kept a short redo tail, and restores it.
+func dirPressureCase(t *testing.T, src *testdb.Server, dir string, env []string) (string, string) {
+	before := lsnNow(t, src)
+	res := ferry(t, env, backupArgs(src, dir, "--max-rate", "4M", "--tmpdir", filepath.Dir(dir))...)
+	if res.err != nil {
+		t.Fatalf("backup failed: %v", res.err)
+	}
+	written := lsnNow(t, src) - before
+	checkLaps(t, written)
+	m := readManifest(t, dir)
+	kept := m.LastLSN - m.StartLSN
+	if rounds := recopyRounds(t, res.stderr); rounds < 1 || kept > written/3 {
+		t.Fatalf("%d re-copy rounds, redo kept %d of the %d written: the three-stage copy did not run", rounds, kept, written)
+	}
+	lapped := strings.Contains(res.stderr, "overwrote redo the page tracker had not read")
+	if stalled := len(env) > 0; lapped != stalled {
+		t.Fatalf("tracker stalled: %v, backup fell back to page LSNs: %v", stalled, lapped)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "ib_logfile0")); err != nil || uint64(st.Size()) > kept+64<<10 {
+		t.Fatalf("the backup's ib_logfile0 (%v, %v) holds more than the %d bytes of redo kept", st, err, kept)
+	}
+	t.Logf("redo written %d MiB, kept %d KiB", written>>20, kept>>10)
+	datadir := filepath.Join(filepath.Dir(dir), "restored-"+filepath.Base(dir))
+	out := mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
+	if d := recoveryTime(t, out.stderr); d > 5*time.Second {
+		t.Errorf("recovery of a short redo tail took %v", d)
+	}
+	return datadir, m.Coordinates.GTIDBinlogPos
+}
+
+// mariadbBackupPrepared prepares a copy of a ferry directory backup with the stock
+// mariadb-backup and restores it.
+func mariadbBackupPrepared(t *testing.T, dir, tmp string) (string, string) {
+	if dir == "" {
+		t.Fatal("no backup from the case before")
+	}
+	m := readManifest(t, dir)
+	cp := filepath.Join(tmp, "bk-mb")
+	if out, err := exec.Command("cp", "-a", dir, cp).CombinedOutput(); err != nil {
+		t.Fatalf("copy the backup: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+cp).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --prepare rejected a three-stage ferry backup: %v\n%s", err, tail(string(out), 20))
+	}
+	datadir := filepath.Join(tmp, "restored-mb")
+	mustFerry(t, "restore", "--target-dir", cp, "--datadir", datadir)
+	return datadir, m.Coordinates.GTIDBinlogPos
+}
+
+var recoveryRe = regexp.MustCompile(`prepare: recovery finished" took=(\S+)`)
+
+// recoveryTime is how long the recovery inside a restore took, from its log.
+func recoveryTime(t testing.TB, log string) time.Duration {
+	t.Helper()
+	m := recoveryRe.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("the restore log does not say how long recovery took:\n%s", log)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -113,7 +113,15 @@ func startFerry(t testing.TB, env []string, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logf.Close() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+		if t.Failed() { // a background ferry (serve, a killed backup) says what it saw
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("--- log of ferry %s ---\n%s", strings.Join(args, " "), tail(string(b), 40))
+		}
+	})
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package backup
 import (
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -50,8 +51,12 @@ type Config struct {
 	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
 	// the copy, even on an end that could take re-copied pages.
 	FullRedo bool
-	Version  string // ferry version, recorded in metadata
-	Command  string // command line without secrets, recorded in xtrabackup_info
+	// TrackerStall is a test hook: the three-stage copy's page tracker stalls this
+	// long before it reads any redo, so that the server laps it and the page-LSN
+	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).
+	TrackerStall time.Duration
+	Version      string // ferry version, recorded in metadata
+	Command      string // command line without secrets, recorded in xtrabackup_info
 }
 
 // SpoolOptions place and bound the redo spool.

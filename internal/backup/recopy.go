@@ -29,6 +29,9 @@ const (
 	keepTarget = 16 << 20
 	// recopyRun is the most bytes read and patched at once.
 	recopyRun = 1 << 20
+	// recopyGap: changed pages at most this many pages apart are read in one run
+	// (with the unchanged pages between them).
+	recopyGap = 4
 )
 
 // wantThreeStage tells whether this backup copies changed pages again and keeps only
@@ -70,7 +73,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 			return err
 		}
 		a := next.t.Start().LSN
-		n, err := j.recopyRound(ctx, cur, a, since)
+		n, fellBack, err := j.recopyRound(ctx, cur, a, since)
 		if err != nil {
 			return err
 		}
@@ -79,7 +82,11 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		kept := cur.t.Copied() - a
 		j.log.Info("three-stage copy: pages changed during the copy copied again", "round", round, "checkpoint_lsn", a,
 			"pages", n, "took", time.Since(t0).Round(time.Millisecond), "redo_since_checkpoint", kept)
-		if round >= maxRounds || kept <= keepTarget || int64(cur.pages.Len()) >= n {
+		// Another round copies the pages changed during this one; it is worth it while
+		// the redo it saves is large and the rounds shrink (after reading every page,
+		// the next round, reading only changed pages, is shorter anyway).
+		shrinking := fellBack || int64(cur.pages.Len()) < n
+		if round >= maxRounds || kept <= keepTarget || !shrinking {
 			break
 		}
 	}
@@ -88,23 +95,26 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 
 // recopyRound retires the redo copy cur at a, the checkpoint the next one starts
 // from, and copies again every page it saw changed; if cur was lapped by the server
-// (or its page set overflowed), every page whose LSN is above since is copied again.
-func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (int64, error) {
-	err := j.retire(cur, a)
+// (or its page set overflowed), every page whose LSN is above since is copied again
+// and fellBack is set.
+func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n int64, fellBack bool, err error) {
+	err = j.retire(cur, a)
 	var lapped *redo.OverwrittenError
 	if err != nil && !errors.As(err, &lapped) {
-		return 0, err
+		return 0, false, err
 	}
 	pages, ok := cur.pages.Take()
 	if err == nil && ok {
-		return j.recopyPages(ctx, pages)
+		n, err = j.recopyPages(ctx, pages)
+		return n, false, err
 	}
 	why := "the set of changed pages outgrew its bound"
 	if err != nil {
 		why = "the server overwrote redo the page tracker had not read yet (" + err.Error() + ")"
 	}
 	j.log.Warn("three-stage copy: "+why+"; reading every page to copy again those changed since the copy began", "since_lsn", since)
-	return j.recopyChanged(ctx, since)
+	n, err = j.recopyChanged(ctx, since)
+	return n, true, err
 }
 
 // recopyFile is a tablespace file of the server and where its copy is in the backup.
@@ -235,7 +245,8 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 	for len(pages) > 0 {
 		first := int64(pages[0]-f.src.Base) / unit * unit
 		k := 1
-		for k < len(pages) && int64(pages[k]-f.src.Base) < first+maxPages {
+		for k < len(pages) && int64(pages[k]-f.src.Base) < first+maxPages &&
+			int64(pages[k]-pages[k-1]) <= max(unit, recopyGap) {
 			k++
 		}
 		last := int64(pages[k-1] - f.src.Base)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -98,6 +99,9 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	}
 	if kind != tailKept {
 		tl.pages = redo.NewPageSet(0)
+	}
+	if kind == tailTracker && j.cfg.TrackerStall > 0 {
+		out = &stallWriter{w: out, d: j.cfg.TrackerStall}
 	}
 	t, err := redo.Open(redo.Config{
 		Path:      j.redoPath(),
@@ -303,6 +307,21 @@ func (j *job) finishTail(ctx context.Context) (uint64, error) {
 	j.log.Info("redo copy finished", "redo_bytes", tl.sum.n, "spool_peak_bytes", tl.spool.Peak(),
 		"spool_dir", cmp.Or(j.cfg.Spool.Dir, os.TempDir()))
 	return tl.t.EndLSN(), nil
+}
+
+// stallWriter is TrackerStall's test hook: its first write waits d.
+type stallWriter struct {
+	w       io.Writer
+	d       time.Duration
+	stalled bool
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	if !s.stalled {
+		s.stalled = true
+		time.Sleep(s.d)
+	}
+	return s.w.Write(p)
 }
 
 // appender writes a sink.File sequentially.
