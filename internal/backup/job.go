@@ -39,6 +39,8 @@ type job struct {
 	bufs  chan []byte
 	tail  *tailer   // the redo copy the backup keeps
 	tails []*tailer // every redo copy opened, released at the end
+	// openRedo opens a redo copy: openRedo, or a fake in unit tests.
+	openRedo func(redo.Config) (redoCopy, error)
 	// retiredOps are the file-level records of redo copies that ended before the kept
 	// one started (the three-stage copy's trackers), below where the next one started.
 	retiredOps []redo.FileOp
@@ -90,7 +92,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
 	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo,
+		files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID()
 	res, err := j.run(ctx)
 	if err != nil {

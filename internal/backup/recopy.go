@@ -193,7 +193,8 @@ func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64
 			return err
 		})
 	}
-	return n.Load(), g.Wait()
+	err = g.Wait()
+	return n.Load(), err
 }
 
 // recopySpace copies again the pages (sorted) of one tablespace from its files.
@@ -302,7 +303,8 @@ func (j *job) recopyChanged(ctx context.Context, since uint64) (int64, error) {
 			})
 		}
 	}
-	return n.Load(), g.Wait()
+	err = g.Wait()
+	return n.Load(), err
 }
 
 // recopyIfNewer reads one file run by run and patches the runs holding a page newer

@@ -57,6 +57,9 @@ type redoCopy interface {
 	EndLSN() uint64
 }
 
+// openRedo opens the server's redo log for a copy (j.openRedo; unit tests fake it).
+func openRedo(cfg redo.Config) (redoCopy, error) { return redo.Open(cfg) }
+
 // spoolMemory is the spool's memory tier; beyond it the redo waits in a file.
 const spoolMemory = 32 << 20
 
@@ -103,7 +106,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	if kind == tailTracker && j.cfg.TrackerStall > 0 {
 		out = &stallWriter{w: out, d: j.cfg.TrackerStall}
 	}
-	t, err := redo.Open(redo.Config{
+	t, err := j.openRedo(redo.Config{
 		Path:      j.redoPath(),
 		Out:       out,
 		Server:    mariadb.LSNSource{DB: j.db},

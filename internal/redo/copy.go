@@ -91,7 +91,7 @@ func (t *Tailer) readRecords(b []byte, m mtr, lsn uint64) error {
 		if t.ids, err = mtrPages(recs, t.ids); err != nil {
 			return fmt.Errorf("%w: mini-transaction at LSN %d: %w", ErrCorrupt, lsn, err)
 		}
-		t.cfg.Pages.add(t.ids)
+		t.cfg.Pages.Add(t.ids...)
 	}
 	return nil
 }

@@ -37,8 +37,8 @@ func NewPageSet(max int) *PageSet {
 	return &PageSet{pages: map[PageID]struct{}{}, max: max}
 }
 
-// add records the pages of one mini-transaction.
-func (s *PageSet) add(ids []PageID) {
+// Add records pages (the tailer adds those of each mini-transaction it copies).
+func (s *PageSet) Add(ids ...PageID) {
 	if len(ids) == 0 {
 		return
 	}

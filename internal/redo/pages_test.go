@@ -52,7 +52,7 @@ func TestMtrPages(t *testing.T) {
 // starts over; past its bound the set says it lost pages rather than growing.
 func TestPageSetTakeAndBound(t *testing.T) {
 	s := NewPageSet(4)
-	s.add([]PageID{{2, 9}, {1, 4}, {2, 1}, {2, 9}})
+	s.Add(PageID{2, 9}, PageID{1, 4}, PageID{2, 1}, PageID{2, 9})
 	pages, ok := s.Take()
 	if !ok || !reflect.DeepEqual(pages, map[uint32][]uint32{1: {4}, 2: {1, 9}}) {
 		t.Fatalf("Take = %v, %v", pages, ok)
@@ -60,11 +60,11 @@ func TestPageSetTakeAndBound(t *testing.T) {
 	if s.Len() != 0 {
 		t.Fatalf("Len after Take = %d", s.Len())
 	}
-	s.add([]PageID{{1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}})
+	s.Add(PageID{1, 1}, PageID{1, 2}, PageID{1, 3}, PageID{1, 4}, PageID{1, 5}, PageID{1, 6})
 	if pages, ok := s.Take(); ok || len(pages) != 0 {
 		t.Fatalf("over its bound: Take = %v, %v; want nothing and not ok", pages, ok)
 	}
-	s.add([]PageID{{3, 3}})
+	s.Add(PageID{3, 3})
 	if pages, ok := s.Take(); !ok || len(pages[3]) != 1 {
 		t.Fatalf("after an overflow was taken, the set records again: %v, %v", pages, ok)
 	}
