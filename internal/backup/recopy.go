@@ -265,7 +265,36 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 		}
 		n += int64(got) / ps
 	}
-	return n, nil
+	k, err := j.matchSize(ctx, in, ij, f.copy, buf)
+	return n + k, err
+}
+
+// matchSize makes a copy as long as the server's file now, by copying the file's last
+// page again: InnoDB extends a tablespace file (and logs only its new size, in page 0,
+// which the re-copy brought over) before it initializes the new pages, and recovery
+// refuses a file shorter than page 0 says ("Unable to apply log to corrupted page").
+// The pages between the copy's old end and the last one stay holes, which read as zeros
+// as they do on the server until a page is initialized there (then it is in the set).
+func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, name string, buf []byte) (int64, error) {
+	size, err := in.Size()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", ij.src.Abs, err)
+	}
+	ps := int64(ij.page)
+	size -= size % ps
+	j.mu.Lock()
+	have := j.files[name].Size
+	j.mu.Unlock()
+	if size <= have {
+		return 0, nil
+	}
+	unit := max(ps, directio.Align)
+	off := (size - ps) / unit * unit
+	got, err := j.readChunk(ctx, in, ij, buf[:unit], off)
+	if err != nil || got == 0 {
+		return 0, err
+	}
+	return int64(got) / ps, j.patch(name, off, buf[:got])
 }
 
 // openRecopy opens a server file for re-reading pages, with its page checker.
@@ -329,7 +358,8 @@ func (j *job) recopyIfNewer(ctx context.Context, f recopyFile, since uint64) (in
 			return n, err
 		}
 		if got == 0 {
-			return n, nil
+			k, err := j.matchSize(ctx, in, ij, f.copy, buf)
+			return n + k, err
 		}
 		if newerPage(buf[:got], ij.page, since) {
 			if err := j.patch(f.copy, off, buf[:got]); err != nil {

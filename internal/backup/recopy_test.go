@@ -253,3 +253,16 @@ func TestThreeStageLappedTracker(t *testing.T) {
 	s.run(t)
 	s.checkCopy(t, s.stale, "left as it was (no page is newer than the start)")
 }
+
+// TestThreeStageFileGrew: the server extended the file (page 0 says so, the new pages
+// are not initialized yet); the re-copy makes the copy as long as the file, as
+// recovery requires, with the new pages zero.
+func TestThreeStageFileGrew(t *testing.T) {
+	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 200, kept: 1 << 20})
+	grown := append(append([]byte{}, s.now...), make([]byte, 4*s.pageSize)...)
+	if err := os.WriteFile(filepath.Join(s.j.info.Datadir, "db", "t.ibd"), grown, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.run(t)
+	s.checkCopy(t, grown, "as long as the server's file")
+}

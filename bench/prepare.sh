@@ -1,0 +1,450 @@
+#!/usr/bin/env bash
+# bench/prepare.sh: the "flat prepare" benchmark. How long recovery takes after a backup that ran
+# under a write load, as the backup gets longer: ferry's three-stage copy (a directory backup
+# keeps only the redo written after a checkpoint it forces at the end of the copy) against
+# mariadb-backup --backup + --prepare (which keeps and replays all the redo written during the
+# copy), and ferry --full-redo (ferry's old behaviour, the whole redo kept).
+#
+# Same private server and dataset as bench/backup.sh (shared code: bench/lib.sh): 1 GiB buffer
+# pool, 512 MiB redo, binlog on. Every backup runs under `sysbench oltp_write_only` (LOAD_THREADS
+# threads, unthrottled), started after quiesce (no dirty pages, cold page cache) and RESET
+# MASTER, LOAD_WARMUP_SECS before the backup, and stopped when the backup ends; restores and
+# prepares run with the source idle. Each command runs under lib.sh's `timed`. In one invocation:
+#   1. T1: the wall time of one uncapped `ferry backup --target-dir` under load (the calibration
+#      run; with SKIP_FERRY=1, of one uncapped mariadb-backup --backup instead);
+#   2. for each factor k of FACTORS (default 1 3 6), RUNS times:
+#      ferry: `ferry backup --target-dir D --parallel P --max-rate R` with R = bytes the tools read
+#         (the datadir without ib_logfile0) / (k x T1), uncapped for k = 1, so the backup lasts
+#         about k x T1; recorded: its wall time, the redo it kept (size of D/ib_logfile0, the
+#         log's redo_bytes, last_lsn - start_lsn of ferry_manifest.json), recopy_rounds and
+#         pages_recopied; then `ferry restore --target-dir D --datadir X` (cold cache): its wall
+#         time and the recovery time it logs ("prepare: recovery finished" took=...);
+#      mariadb-backup: `mariadb-backup --backup --parallel=P --throttle=N` with N chosen so that
+#         it lasts about as long as ferry's backup of the same k (uncapped for k = 1); --throttle
+#         counts read (and redo scan) operations per second, not bytes, so N is estimated from
+#         the datadir's files and, if the backup missed its target by more than MB_TOLERANCE %,
+#         corrected from the measured time and the backup taken again (at most MB_TRIES times);
+#         recorded: the wall time of the backup kept, its redo (ib_logfile0 or
+#         xtrabackup_logfile in its target dir) and the wall time of `mariadb-backup --prepare`
+#         (cold cache);
+#   3. with FULL_REDO=1: ferry --full-redo once at the largest factor (same cap), restored the
+#      same way: the redo and the recovery the three-stage copy saves;
+#   4. correctness of the first ferry backup at the largest factor (the longest): a server on its
+#      restored datadir (socket only) must pass mariadb-check --all-databases (CHECK TABLE) and
+#      hold as many rows per sbtest table as the source before the load (oltp_write_only's
+#      delete + insert keeps that count at every commit); then the source's binlog from the
+#      backup's position (xtrabackup_binlog_info) to its end is replayed into it with
+#      mariadb-binlog, and CHECKSUM TABLE of every sbtest table must match the idle source's.
+# Backups and restored datadirs are removed as soon as they have been measured. Prints a markdown
+# report and writes it to $BENCH_DIR/prepare-results.md. Needs root.
+#
+#   bench/prepare.sh                     # 14 x 1M rows (~4 GB datadir), factors 1 3 6, 1 run each
+#   SMALL=1 bench/prepare.sh             # 4 x 100k rows: checks the script in a few minutes
+#   FACTORS="1 10" bench/prepare.sh      # other backup lengths (multiples of T1, each >= 1)
+#   FERRY_ONLY=1 bench/prepare.sh        # only ferry (no mariadb-backup runs)
+#
+# Options (environment), defaults in brackets:
+#   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), backups, logs-prepare/
+#   SMALL [0]                         1: TABLES=4 TABLE_SIZE=100000 unless those are set
+#   TABLES [14] TABLE_SIZE [1000000]  sysbench dataset; each size gets its own datadir
+#   FACTORS ["1 3 6"]                 backup lengths as multiples of T1 (1 = uncapped)
+#   RUNS [1]                          runs of every (factor, tool); the report shows medians
+#   PARALLEL [2]                      --parallel for both backups and for ferry restore
+#   PREPARE_MEMORY [256M]             ferry restore --use-memory and mariadb-backup --prepare --use-memory
+#   LOAD_THREADS [2]                  sysbench oltp_write_only threads during every backup
+#   LOAD_WARMUP_SECS [5]              load seconds before each backup starts
+#   MB_TOLERANCE [25]                 % a throttled mariadb-backup may miss its target length by
+#   MB_TRIES [3]                      most mariadb-backup backups per (factor, run) to hit it
+#   FULL_REDO [1]                     0: leave out the ferry --full-redo run
+#   PORT [3310]                       TCP port of the private server (bound to 127.0.0.1)
+#   QUIET_MAX [120]                   max seconds to wait for 0 dirty pages before a run
+#   TOOL_TIMEOUT [1800]               seconds before a single timed command is killed
+#   FERRY                             use this ferry binary instead of building ./cmd/ferry
+#   FERRY_ARGS                        extra arguments for every `ferry backup`
+#   SKIP_FERRY=1 FERRY_ONLY=1         leave out ferry / mariadb-backup
+#   SKIP_CHECK=1                      leave out the correctness check
+#   KEEP_SERVER=1                     leave the private server running at the end
+set -euo pipefail
+
+# --- settings (common ones and the shared functions: lib.sh) ----------------------------------
+RUNS=${RUNS:-1}                                   # lib.sh's default is 3; a 6x backup is long
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+FACTORS=${FACTORS:-1 3 6}
+PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
+LOAD_THREADS=${LOAD_THREADS:-2}
+LOAD_WARMUP_SECS=${LOAD_WARMUP_SECS:-5}
+MB_TOLERANCE=${MB_TOLERANCE:-25}
+MB_TRIES=${MB_TRIES:-3}
+FULL_REDO=${FULL_REDO:-1}
+FERRY_ARGS=${FERRY_ARGS:-}
+FERRY_ONLY=${FERRY_ONLY:-0}
+
+LOGS="$BENCH_DIR/logs-prepare"                    # per-command logs (the other scripts keep theirs)
+RESULTS="$BENCH_DIR/prepare-results.md"
+BK_F="$BENCH_DIR/prepare-bk-ferry"                # the ferry backup being measured
+BK_M="$BENCH_DIR/prepare-bk-mb"                   # the mariadb-backup backup being measured
+F_REST="$BENCH_DIR/prepare-restored"              # ferry restore --datadir, then the check's server
+SB_LOG="$LOGS/sysbench-load.log"                  # the load of the current backup
+CLEAN_PATHS=("$BK_F" "$BK_M" "$F_REST")
+
+[[ $LOAD_THREADS =~ ^[1-9][0-9]*$ ]] || die "LOAD_THREADS must be a positive integer"
+[[ $LOAD_WARMUP_SECS =~ ^[0-9]+$ ]] || die "LOAD_WARMUP_SECS must be a whole number of seconds"
+[[ $MB_TOLERANCE =~ ^[1-9][0-9]*$ ]] || die "MB_TOLERANCE must be a positive whole number (percent)"
+[[ $MB_TRIES =~ ^[1-9][0-9]*$ ]] || die "MB_TRIES must be a positive integer"
+for k in $FACTORS; do
+  [[ $k =~ ^[0-9]+(\.[0-9]+)?$ ]] && gawk -v k="$k" 'BEGIN { exit !(k >= 1) }' ||
+    die "FACTORS must be numbers >= 1 (multiples of the uncapped backup's time), not '$k'"
+done
+[[ -n ${FACTORS// /} ]] || die "FACTORS is empty"
+[[ $SKIP_FERRY == 1 && $FERRY_ONLY == 1 ]] && die "SKIP_FERRY=1 and FERRY_ONLY=1 leave nothing to run"
+KMAX=$(printf '%s\n' $FACTORS | sort -g | tail -n1)
+
+# --- load -----------------------------------------------------------------------------------------
+# start_load: sysbench oltp_write_only on the source's socket until stop_load.
+start_load() {
+  sysbench oltp_write_only "${SB_OPTS[@]}" --threads="$LOAD_THREADS" --rate=0 --report-interval=1 \
+    --time=$((TOOL_TIMEOUT + LOAD_WARMUP_SECS + 3600)) run >"$SB_LOG" 2>&1 &
+  SB_PID=$!
+}
+# stop_load: stops sysbench and waits until its connections are gone from the source.
+stop_load() {
+  local i
+  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended during the backup (log: $SB_LOG)"; }
+  kill -TERM "$SB_PID" 2>/dev/null || true
+  wait "$SB_PID" 2>/dev/null || true
+  SB_PID=""
+  for ((i = 0; i < 300; i++)); do
+    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && return 0
+    sleep 0.1
+  done
+  log "warning: sysbench connections still on the source 30 s after it was stopped"
+}
+# under_load LABEL RUN SIZE COMMAND: quiesce, RESET MASTER, start the load, LOAD_WARMUP_SECS
+# later `timed LABEL RUN SIZE COMMAND`, stop the load (its log is kept as LABEL-RUN.sysbench.log).
+under_load() {
+  quiesce
+  sql -e "RESET MASTER"
+  start_load
+  sleep "$LOAD_WARMUP_SECS"
+  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before the backup (log: $SB_LOG)"; }
+  timed "$@"
+  stop_load
+  cp "$SB_LOG" "$LOGS/$1-$2.sysbench.log"
+}
+
+# --- helpers --------------------------------------------------------------------------------------
+# wall_of LABEL RUN: the wall time $RAW holds for that command.
+wall_of() { gawk -F'\t' -v l="$1" -v r="$2" '$1 == l && $2 == r { w = $3 } END { print w }' "$RAW"; }
+# logval LOG MSG KEY: the value of KEY on the last line of ferry's LOG whose msg is MSG ("" if none).
+logval() {
+  gawk -v m="msg=\"$2\"" -v k="$3" 'index($0, m) { v = ""
+      if (match($0, " " k "=[^ ]*")) v = substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 2) }
+    END { gsub(/"/, "", v); print v }' "$1"
+}
+# secs GO-DURATION: seconds of a Go duration such as 1.475s, 850ms, 1m2.5s ("" stays "").
+secs() {
+  LC_ALL=C gawk -v d="$1" 'BEGIN { if (d == "") exit; t = 0
+    while (match(d, /^[0-9.]+(h|ms|m|s|µs|us|ns)/)) {
+      n = substr(d, 1, RLENGTH) + 0; u = substr(d, 1, RLENGTH); sub(/^[0-9.]+/, "", u); d = substr(d, RLENGTH + 1)
+      t += n * (u == "h" ? 3600 : u == "m" ? 60 : u == "s" ? 1 : u == "ms" ? 1e-3 : u == "ns" ? 1e-9 : 1e-6) }
+    printf "%.3f", t }'
+}
+# manifest_span DIR: last_lsn - start_lsn of DIR's ferry_manifest.json (the redo kept, in LSN).
+manifest_span() {
+  gawk '/^  "start_lsn": / { s = $2 + 0 } /^  "last_lsn": / { l = $2 + 0 }
+    END { if (l != "" && s != "") printf "%.0f", l - s }' "$1/ferry_manifest.json" 2>/dev/null || true
+}
+# clean_restored: removes ferry restore's datadir and what a failed restore leaves beside it.
+clean_restored() { rm -rf "$F_REST" "$BENCH_DIR/.$(basename "$F_REST").ferry-"*; }
+# res_row FIELDS...: one line of $RES (see RES below).
+res_row() { local IFS=$'\t'; printf '%s\n' "$*" >>"$RES"; }
+
+# mb_ios: a guess of the operations mariadb-backup --throttle counts for a full backup of the
+# datadir: one per 10 MiB read (its read buffer: 640 pages of 16 KiB) of every file it copies,
+# plus one per file (the read that finds the end). The redo it scans also counts, so the
+# throttled runs correct the guess from the time they measure.
+mb_ios() {
+  find "$DATA" -type f ! -name 'ib_logfile*' ! -name 'binlog.*' ! -name '*.pid' ! -name 'ibtmp*' -printf '%s\n' |
+    gawk '{ n += 1 + int(($1 + 10485759) / 10485760) } END { print n + 0 }'
+}
+
+# --- correctness ------------------------------------------------------------------------------------
+# count_rows CLIENT...: "sbtestN<TAB>rows" for every table, through the given client command.
+count_rows() {
+  "$@" -e "$(gawk -v n="$TABLES" 'BEGIN { for (i = 1; i <= n; i++)
+    printf "%sSELECT \"sbtest%d\", COUNT(*) FROM sbtest.sbtest%d", (i > 1) ? " UNION ALL " : "", i, i }')"
+}
+rsql() { mariadb --no-defaults -S "$RSOCK" -uroot -N -B "$@"; }
+
+# check_replayed DATADIR BINLOG-INFO: the check of step 4 on a restored DATADIR, whose backup's
+# xtrabackup_binlog_info is BINLOG-INFO; the source must be idle. Sets CHECK.
+check_replayed() {
+  local dir=$1 file pos tables files fails=()
+  tables=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
+  read -r file pos _ <"$2" || true
+  [[ -n ${file:-} && ${pos:-} =~ ^[0-9]+$ ]] || { CHECK="FAILED: no binlog position in the backup's xtrabackup_binlog_info"; return 0; }
+  log "check: restored datadir $dir (CHECK TABLE, row counts, binlog replay from $file:$pos, CHECKSUM TABLE)"
+  sql -e "FLUSH BINARY LOGS"
+  stop_stale "$RPIDF" "$dir"
+  start_server REST_PID "$dir" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking
+  # 1. CHECK TABLE of every table of every database
+  if ! mariadb-check --no-defaults -S "$RSOCK" -uroot --all-databases >"$LOGS/check-tables.txt" 2>&1; then
+    fails+=("mariadb-check failed")
+  elif grep -Eiq 'error|corrupt|warning' "$LOGS/check-tables.txt"; then
+    fails+=("CHECK TABLE reported problems")
+  fi
+  # 2. rows per sbtest table, as before the load
+  count_rows rsql >"$LOGS/check-counts-restored.txt" || fails+=("COUNT(*) failed")
+  cmp -s "$LOGS/counts-source.txt" "$LOGS/check-counts-restored.txt" || fails+=("row counts differ")
+  # 3. the source's binlog from the backup's position, replayed into the restored server
+  files=$(gawk -v f="$file" '{ sub(/^.*\//, "") } $0 == f { on = 1 } on' "$DATA/binlog.index")
+  if [[ -z $files ]]; then
+    fails+=("binlog $file not in $DATA/binlog.index")
+  elif ! (cd "$DATA" && timeout "$TOOL_TIMEOUT" bash -o pipefail -c \
+      "mariadb-binlog --no-defaults --start-position=$pos $(printf '%q ' $files) | mariadb --no-defaults -S $(q "$RSOCK") -uroot") \
+      >"$LOGS/check-replay.log" 2>&1; then
+    fails+=("binlog replay failed (log: $LOGS/check-replay.log)")
+  fi
+  # 4. CHECKSUM TABLE after the replay vs the idle source
+  sql -e "CHECKSUM TABLE $tables" >"$LOGS/check-checksum-source.txt"
+  rsql -e "CHECKSUM TABLE $tables" >"$LOGS/check-checksum-restored.txt" || fails+=("CHECKSUM TABLE failed")
+  cmp -s "$LOGS/check-checksum-source.txt" "$LOGS/check-checksum-restored.txt" || fails+=("CHECKSUM TABLE differs after the replay")
+  stop_pid "$REST_PID"; REST_PID=""
+  if ((${#fails[@]})); then
+    CHECK="FAILED: $(printf '%s; ' "${fails[@]}" | sed 's/; $//') (logs: $LOGS/check-*)"
+  else
+    CHECK="OK (mariadb-check all OK; $TABLES/$TABLES tables with their $(gawk '{ s += $2 } END { print s }' "$LOGS/counts-source.txt") rows; CHECKSUM TABLE equal after replaying $(wc -l <<<"$files") binlog file(s) from $file:$pos)"
+  fi
+  log "check: $CHECK"
+}
+
+# --- one ferry backup + restore ---------------------------------------------------------------------
+# ferry_run TOOL FACTOR RUN RATE [ARGS...]: TOOL is ferry (default mode) or ferry-full (ARGS
+# --full-redo); a backup under load capped at RATE bytes/s (0: uncapped), then restore. Appends
+# its line to $RES; with CHECK_NOW=1 the restored datadir is checked (check_replayed).
+ferry_run() {
+  local tool=$1 k=$2 r=$3 rate=$4 label="$1-$2x" cmd wall rlog took; shift 4
+  rm -rf "$BK_F"; clean_restored
+  cmd="$(q "$FERRY") backup --socket $(q "$SOCK") --user root --target-dir $(q "$BK_F") --parallel $PARALLEL"
+  ((rate > 0)) && cmd+=" --max-rate $rate"
+  cmd+=" $* $FERRY_ARGS"
+  under_load "$label" "$r" "$BK_F" "$cmd"
+  wall=$(wall_of "$label" "$r")
+  local flog="$LOGS/$label-$r.log" redo_file redo_log span rounds pages spool
+  redo_file=$(stat -c %s "$BK_F/ib_logfile0" 2>/dev/null || echo "")
+  redo_log=$(logval "$flog" "redo copy finished" redo_bytes)
+  spool=$(logval "$flog" "redo copy finished" spool_peak_bytes)
+  rounds=$(logval "$flog" "backup completed OK" recopy_rounds)
+  pages=$(logval "$flog" "backup completed OK" pages_recopied)
+  span=$(manifest_span "$BK_F")
+  [[ -f $BK_F/xtrabackup_binlog_info ]] && cp "$BK_F/xtrabackup_binlog_info" "$LOGS/$label-$r.binlog_info"
+  drop_caches
+  timed "$label-restore" "$r" "$F_REST" "$(q "$FERRY") restore --target-dir $(q "$BK_F") --datadir $(q "$F_REST") --parallel $PARALLEL --use-memory $PREPARE_MEMORY"
+  rlog="$LOGS/$label-restore-$r.log"
+  took=$(secs "$(logval "$rlog" "prepare: recovery finished" took)")
+  [[ -n $took ]] || log "warning: no \"prepare: recovery finished\" line in $rlog"
+  log "$(printf '  %-18s run %s: backup %s s (cap %s B/s), ib_logfile0 %s B, redo_bytes %s, rounds %s, pages %s; restore %s s, recovery %s s' \
+    "$label" "$r" "$wall" "$rate" "$redo_file" "$redo_log" "${rounds:-–}" "${pages:-–}" "$(wall_of "$label-restore" "$r")" "${took:-–}")"
+  res_row "$tool" "$k" "$r" "$rate" "$wall" "$redo_file" "$redo_log" "$span" "$rounds" "$pages" "$spool" \
+    "$(wall_of "$label-restore" "$r")" "$took" "" "" "ib_logfile0"
+  if [[ ${CHECK_NOW:-0} == 1 ]]; then
+    if [[ -f $LOGS/$label-$r.binlog_info ]]; then check_replayed "$F_REST" "$LOGS/$label-$r.binlog_info"
+    else CHECK="FAILED: the backup has no xtrabackup_binlog_info"; fi
+  fi
+  rm -rf "$BK_F"; clean_restored
+}
+
+# --- one mariadb-backup backup + prepare --------------------------------------------------------------
+# mb_run FACTOR RUN TARGET-S: a mariadb-backup --backup under load lasting about TARGET-S
+# (uncapped for TARGET-S 0), then --prepare. Appends its line to $RES.
+mb_run() {
+  local k=$1 r=$2 target=$3 thr=0 try label wall f redo_name="" redo_bytes="" off
+  if [[ $target != 0 ]]; then
+    thr=$(gawk -v n="$MB_IOS" -v t="$target" 'BEGIN { x = int(n / t + 0.5) - 1; print (x < 1) ? 1 : x }')
+  fi
+  for ((try = 1; ; try++)); do
+    rm -rf "$BK_M"
+    label="mb-${k}x-t$thr"
+    under_load "$label" "$r" "$BK_M" "mariadb-backup --no-defaults --backup --socket=$(q "$SOCK") --user=root \
+--datadir=$(q "$DATA") --target-dir=$(q "$BK_M") --parallel=$PARALLEL$( ((thr > 0)) && echo " --throttle=$thr")"
+    wall=$(wall_of "$label" "$r")
+    [[ $target == 0 ]] && break
+    off=$(gawk -v w="$wall" -v t="$target" 'BEGIN { printf "%.0f", 100 * (w - t) / t }')
+    ((${off#-} <= MB_TOLERANCE || try >= MB_TRIES)) && break
+    # throttle-bound: the operations counted ~ (thr + 1) x wall; aim them at the target
+    local next
+    next=$(gawk -v thr="$thr" -v w="$wall" -v t="$target" 'BEGIN { x = int((thr + 1) * w / t + 0.5) - 1; print (x < 1) ? 1 : x }')
+    if [[ $next == "$thr" ]]; then break; fi
+    log "  mariadb-backup --throttle=$thr took $wall s for a target of $target s ($off %); again with --throttle=$next"
+    thr=$next
+  done
+  if [[ $target != 0 ]] && ((${off#-} > MB_TOLERANCE)); then
+    log "warning: mariadb-backup ${k}x run $r: $wall s is $off % off the target $target s after $try backup(s); kept"
+  fi
+  for f in ib_logfile0 xtrabackup_logfile; do
+    if [[ -f $BK_M/$f ]]; then redo_name=$f; redo_bytes=$(stat -c %s "$BK_M/$f"); break; fi
+  done
+  drop_caches
+  timed "mb-${k}x-prepare" "$r" 0 "mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$BK_M")"
+  log "$(printf '  %-18s run %s: backup %s s (target %s s, --throttle=%s, try %s), %s %s B; prepare %s s' \
+    "mb-${k}x" "$r" "$wall" "$target" "$thr" "$try" "${redo_name:-no redo file}" "$redo_bytes" "$(wall_of "mb-${k}x-prepare" "$r")")"
+  res_row mb "$k" "$r" "$thr" "$wall" "$redo_bytes" "" "" "" "" "" "" "$(wall_of "mb-${k}x-prepare" "$r")" "$target" "$try" "$redo_name"
+  rm -rf "$BK_M"
+}
+
+# prepare_cleanup: the EXIT trap's first part (lib.sh's cleanup runs next with the same status).
+prepare_cleanup() {
+  local rc=$?
+  set +e
+  rm -rf "$BENCH_DIR/.$(basename "$F_REST").ferry-"*
+  return "$rc"
+}
+trap 'prepare_cleanup; cleanup' EXIT
+
+# --- setup ------------------------------------------------------------------------------------------
+bench_init
+need mariadb-binlog mariadb-client
+need mariadb-check mariadb-client
+build_ferry
+if [[ $SKIP_FERRY != 1 ]]; then
+  "$FERRY" backup --help 2>&1 | grep -q -- '--full-redo' ||
+    die "$FERRY backup has no --full-redo (an older ferry without the three-stage copy?); set FERRY or rebuild"
+fi
+RES="$LOGS/prepare.tsv"; : >"$RES"                # one line per measured backup (fields: report below)
+stop_stale "$RPIDF" "$F_REST"
+load_dataset
+rm -rf "$BK_F" "$BK_M"; clean_restored
+
+quiesce
+data_sizes
+MB_IOS=$(mb_ios)
+count_rows sql >"$LOGS/counts-source.txt"         # the rows per table every commit keeps
+FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
+((FREE_BYTES > DATA_BYTES * 3)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 3x the datadir)"
+log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); factors: $FACTORS; $RUNS run(s) each; load: $LOAD_THREADS threads"
+
+# --- 1: T1, one uncapped backup under load ---------------------------------------------------------
+if [[ $SKIP_FERRY != 1 ]]; then
+  ferry_run ferry-calib 1 1 0
+  T1=$(wall_of ferry-calib-1x 1)
+else
+  rm -rf "$BK_M"
+  under_load mb-calib 1 "$BK_M" "mariadb-backup --no-defaults --backup --socket=$(q "$SOCK") --user=root --datadir=$(q "$DATA") --target-dir=$(q "$BK_M") --parallel=$PARALLEL"
+  rm -rf "$BK_M"
+  T1=$(wall_of mb-calib 1)
+fi
+log "T1 = $T1 s (uncapped backup under load)"
+
+# --- 2: per factor, ferry then mariadb-backup --------------------------------------------------------
+CHECK="not run (SKIP_CHECK=1)"
+[[ $SKIP_FERRY == 1 ]] && CHECK="not run (SKIP_FERRY=1)"
+declare -A RATE
+for k in $FACTORS; do
+  RATE[$k]=$(gawk -v b="$DD_BYTES" -v k="$k" -v t="$T1" 'BEGIN { printf "%.0f", (k == 1) ? 0 : b / (k * t) }')
+done
+for k in $FACTORS; do
+  for ((r = 1; r <= RUNS; r++)); do
+    target=0
+    if [[ $SKIP_FERRY != 1 ]]; then
+      CHECK_NOW=0
+      [[ $SKIP_CHECK != 1 && $k == "$KMAX" && $r == 1 ]] && CHECK_NOW=1
+      ferry_run ferry "$k" "$r" "${RATE[$k]}"
+      CHECK_NOW=0
+      [[ $k == 1 ]] || target=$(wall_of "ferry-${k}x" "$r")
+    else
+      [[ $k == 1 ]] || target=$(gawk -v k="$k" -v t="$T1" 'BEGIN { printf "%.2f", k * t }')
+    fi
+    [[ $FERRY_ONLY == 1 ]] || mb_run "$k" "$r" "$target"
+  done
+done
+
+# --- 3: ferry --full-redo at the largest factor --------------------------------------------------------
+if [[ $SKIP_FERRY != 1 && $FULL_REDO == 1 ]]; then
+  ferry_run ferry-full "$KMAX" 1 "${RATE[$KMAX]}" --full-redo
+fi
+
+# --- report ---------------------------------------------------------------------------------------------
+describe_env
+
+report() {
+  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
+      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
+      -v runs="$RUNS" -v par="$PARALLEL" -v factors="$FACTORS" -v kmax="$KMAX" -v t1="$T1" \
+      -v skipferry="$SKIP_FERRY" -v ferryonly="$FERRY_ONLY" -v check="$CHECK" -v pmem="$PREPARE_MEMORY" \
+      -v lthreads="$LOAD_THREADS" -v lwarm="$LOAD_WARMUP_SECS" -v ferryargs="$FERRY_ARGS" \
+      -v tol="$MB_TOLERANCE" -v tries="$MB_TRIES" -v mbios="$MB_IOS" '
+    # $RES: tool factor run cap wall redo_file redo_log lsn_span rounds pages spool_peak
+    #       restore_wall recovery_or_prepare target tries redo_name
+    { k = $1 SUBSEP $2; i = ++n[k]; for (j = 4; j <= 16; j++) V[j, k, i] = $j }
+    # median of field j over the runs of (tool, factor) that have a value; "" if none
+    function med(j, tool, fac,   k, i, m, t, x, v) {
+      k = tool SUBSEP fac; m = 0
+      for (i = 1; i <= n[k]; i++) if (V[j, k, i] != "") v[++m] = V[j, k, i] + 0
+      if (!m) return ""
+      for (i = 2; i <= m; i++) { t = v[i]; for (x = i - 1; x >= 1 && v[x] > t; x--) v[x + 1] = v[x]; v[x + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+    function mib(x) { return x == "" ? "–" : sprintf("%.1f", x / 1048576) }
+    function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.1f", a / b) }
+    function fname(fac) { return fac == 1 ? "1x (uncapped)" : fac "x" }
+    function rp(tool, fac,   r, p) { r = med(9, tool, fac); p = med(10, tool, fac); return (r == "" && p == "") ? "–" : f(r, "%d") " / " f(p, "%d") }
+    function cap(x) { return (x == "" || x == 0) ? "none" : sprintf("%.1f MiB/s", x / 1048576) }
+    # one line of the main table; label, ferry tool, and the mariadb-backup factor to show
+    function mainrow(label, tool, fac, mbfac,   fw, fr, mp) {
+      fr = med(13, tool, fac); mp = med(13, "mb", mbfac)
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label, f(med(5, tool, fac), "%.2f"),
+        mib(med(6, tool, fac)), f(fr, "%.2f"), rp(tool, fac), f(med(5, "mb", mbfac), "%.2f"),
+        mib(med(6, "mb", mbfac)), f(mp, "%.2f"), ratio(mp, fr) }
+    END {
+      nf = split(factors, F, " ")
+      printf "## Flat prepare: recovery time after longer backups under load, ferry (three-stage copy) vs mariadb-backup, %s\n\n", date
+      printf "- machine: %s\n- versions: %s\n", machine, versions
+      printf "- dataset: sysbench %d tables x %d rows; datadir %.3f GB (du -sb), %.3f GB without ib_logfile0 (what the tools read)\n", tables, rows, databytes / 1e9, ddbytes / 1e9
+      printf "- load during every backup (not during restores and prepares): `sysbench oltp_write_only --threads=%d --rate=0`, started %d s before the backup on a quiesced server (no dirty pages, cold page cache, RESET MASTER)\n", lthreads, lwarm
+      printf "- T1 = **%.2f s**: one uncapped %s under load. Factor k: ferry `--max-rate` = %.3f GB / (k x T1), uncapped for k = 1; mariadb-backup `--throttle=N` aimed at the length of ferry'"'"'s backup of the same k (or k x T1 without ferry; %d ops estimated for the datadir, within %d %% or at most %d backups), uncapped for k = 1\n", t1, skipferry == 1 ? "`mariadb-backup --backup`" : "`ferry backup --target-dir`", ddbytes / 1e9, mbios, tol, tries
+      printf "- `--parallel %d` for both backups; ferry recovery: the time `ferry restore --target-dir D --datadir X --use-memory %s` logs for its crash recovery (`prepare: recovery finished`, the stock mariadbd on a copy); mariadb-backup: the wall time of `mariadb-backup --prepare --use-memory=%s` (cold cache both)%s\n", par, pmem, pmem, ferryargs == "" ? "" : "; ferry backup " ferryargs
+      printf "- %d run(s) per factor and tool (medians)\n\n", runs
+      print "| duration factor | ferry backup s | ferry redo kept MiB | ferry recovery s | rounds / pages recopied | mariadb-backup backup s | mb redo MiB | mb prepare s | mb prepare / ferry recovery |"
+      print "|---|---|---|---|---|---|---|---|---|"
+      for (i = 1; i <= nf; i++) mainrow(fname(F[i]), "ferry", F[i], F[i])
+      if (n["ferry-full" SUBSEP kmax]) mainrow(fname(kmax) ", ferry `--full-redo` (mariadb-backup: the " kmax "x run)", "ferry-full", kmax, kmax)
+      print "\nferry redo kept: the size of `ib_logfile0` in the backup. mb prepare / ferry recovery: how many times longer the stock prepare took than ferry'"'"'s recovery."
+
+      if (skipferry != 1) {
+        print "\nferry, per run:\n"
+        print "| run | `--max-rate` | backup s | × T1 | ib_logfile0 MiB | redo_bytes (log) MiB | last_lsn − start_lsn MiB | spool peak MiB | rounds | pages recopied | restore s | recovery s |"
+        print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        for (i = 0; i <= nf; i++) {
+          tool = (i == 0) ? "ferry-calib" : "ferry"; fac = (i == 0) ? 1 : F[i]
+          for (t = 1; t <= 2; t++) {
+            if (t == 2) { if (i != nf) continue; tool = "ferry-full"; fac = kmax }
+            k = tool SUBSEP fac
+            for (r = 1; r <= n[k]; r++) {
+              name = (tool == "ferry-calib") ? "T1 (calibration)" : (tool == "ferry-full") ? fname(fac) " `--full-redo`" : fname(fac)
+              printf "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, n[k] > 1 ? " #" r : "",
+                cap(V[4, k, r]), f(V[5, k, r], "%.2f"), V[5, k, r] == "" ? "–" : sprintf("%.2f", V[5, k, r] / t1),
+                mib(V[6, k, r]), mib(V[7, k, r]), mib(V[8, k, r]), mib(V[11, k, r]), f(V[9, k, r], "%s"), f(V[10, k, r], "%s"),
+                f(V[12, k, r], "%.2f"), f(V[13, k, r], "%.2f")
+            }
+          }
+        }
+      }
+      if (ferryonly != 1) {
+        print "\nmariadb-backup, per run:\n"
+        print "| run | target s | `--throttle` | backups taken | backup s | × T1 | redo file | redo MiB | prepare s |"
+        print "|---|---|---|---|---|---|---|---|---|"
+        for (i = 1; i <= nf; i++) {
+          k = "mb" SUBSEP F[i]
+          for (r = 1; r <= n[k]; r++)
+            printf "| %s%s | %s | %s | %s | %.2f | %.2f | %s | %s | %s |\n", fname(F[i]), n[k] > 1 ? " #" r : "",
+              (V[14, k, r] == 0) ? "– (uncapped)" : sprintf("%.2f", V[14, k, r]), (V[4, k, r] == 0) ? "none" : V[4, k, r],
+              f(V[15, k, r], "%s"), V[5, k, r], V[5, k, r] / t1, V[16, k, r] == "" ? "–" : "`" V[16, k, r] "`",
+              mib(V[6, k, r]), f(V[13, k, r], "%.2f")
+        }
+      }
+      printf "\nCheck (ferry backup at %sx, restored; server on it: mariadb-check, rows per table, binlog replay from the backup'"'"'s position, CHECKSUM TABLE vs the idle source): **%s**\n", kmax, check
+    }' "$RES"
+}
+report | tee "$RESULTS"
+log "results written to $RESULTS; raw per-run data in $RES and $RAW"
