@@ -67,6 +67,11 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 		return err
 	}
 	e := summarize(j.fileOps())
+	j.mu.Lock()
+	for id := range j.lostSpaces {
+		e.created[id] = true // copied whole again, as a tablespace created meanwhile
+	}
+	j.mu.Unlock()
 	if !j.sink.Caps().Rewrite {
 		return j.reconcileStream(ctx, current, e)
 	}

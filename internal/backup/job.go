@@ -59,9 +59,12 @@ type job struct {
 	sent  map[string]bool       // every file started in the sink, by its stored name
 	aria  map[string]*openCopy  // Aria logs whose end is copied under BLOCK_COMMIT
 
-	stats  struct{ rereads atomic.Int64 }
-	recopy recopyStats
-	m      manifest.Manifest
+	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
+	// dropped meanwhile): the DDL reconciliation copies them whole.
+	lostSpaces map[uint32]bool
+	stats      struct{ rereads atomic.Int64 }
+	recopy     recopyStats
+	m          manifest.Manifest
 }
 
 // stageLock is the server side of the stage sequence (*mariadb.BackupLock): the

@@ -119,8 +119,9 @@ func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n 
 
 // recopyFile is a tablespace file of the server and where its copy is in the backup.
 type recopyFile struct {
-	src  srcFile
-	copy string // the copy's name in the backup
+	src   srcFile
+	copy  string // the copy's name in the backup
+	space uint32
 }
 
 // recopyTargets maps each tablespace id that has a copy to its files on the server
@@ -164,7 +165,7 @@ func (j *job) recopyTargets() (map[uint32][]recopyFile, error) {
 			}
 		}
 		if ok {
-			out[id] = append(out[id], recopyFile{src: f, copy: name})
+			out[id] = append(out[id], recopyFile{src: f, copy: name, space: id})
 		}
 	}
 	for _, files := range out {
@@ -223,21 +224,15 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 	if len(pages) == 0 {
 		return 0, nil
 	}
-	ij, in, err := j.openRecopy(f.src)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && ij.checker == nil) {
-		if in != nil {
-			in.Close()
-		}
-		return 0, nil // dropped or re-created: the DDL reconciliation copies it
-	}
-	if err != nil {
+	ij, in, err := j.openRecopy(f)
+	if err != nil || in == nil {
 		return 0, err
 	}
 	defer in.Close()
 	ps := int64(ij.page)
 	// Runs are read whole, unchanged pages between changed ones included, and aligned
 	// for O_DIRECT: a page read after the checkpoint is a valid copy of it whether it
-	// changed or not. for O_DIRECT: pages smaller than the alignment are read with
+	// changed or not.
 	// their neighbours (a page read after the checkpoint is a valid copy of it too).
 	unit := max(ps, directio.Align) / ps // pages per aligned unit
 	buf := directio.AlignedBuffer(recopyRun)
@@ -297,18 +292,40 @@ func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, nam
 	return int64(got) / ps, j.patch(name, off, buf[:got])
 }
 
-// openRecopy opens a server file for re-reading pages, with its page checker.
-func (j *job) openRecopy(f srcFile) (*innoJob, *directio.File, error) {
-	in, err := directio.Open(f.Abs)
+// openRecopy opens a server file for re-reading pages, with its page checker. If the
+// file is gone or no longer holds the tablespace (renamed or dropped by DDL since the
+// targets were listed), it returns a nil file and marks the tablespace lost: the DDL
+// reconciliation then copies it whole under BLOCK_DDL, as one created during the backup.
+func (j *job) openRecopy(f recopyFile) (*innoJob, *directio.File, error) {
+	in, err := directio.Open(f.src.Abs)
+	if errors.Is(err, os.ErrNotExist) {
+		j.loseSpace(f.space)
+		return nil, nil, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	ij := &innoJob{src: f, page: j.info.PageSize}
+	ij := &innoJob{src: f.src, page: j.info.PageSize}
 	if err := j.readHeader(in, ij); err != nil {
 		in.Close()
 		return nil, nil, err
 	}
+	if ij.checker == nil || (!f.src.System && ij.header.SpaceID != f.space) {
+		in.Close()
+		j.loseSpace(f.space)
+		return nil, nil, nil
+	}
 	return ij, in, nil
+}
+
+// loseSpace records a tablespace whose pages could not be copied again.
+func (j *job) loseSpace(id uint32) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lostSpaces == nil {
+		j.lostSpaces = map[uint32]bool{}
+	}
+	j.lostSpaces[id] = true
 }
 
 // recopyChanged is the fallback when the changed pages are not known: it reads every
@@ -339,14 +356,8 @@ func (j *job) recopyChanged(ctx context.Context, since uint64) (int64, error) {
 // recopyIfNewer reads one file run by run and patches the runs holding a page newer
 // than since.
 func (j *job) recopyIfNewer(ctx context.Context, f recopyFile, since uint64) (int64, error) {
-	ij, in, err := j.openRecopy(f.src)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && ij.checker == nil) {
-		if in != nil {
-			in.Close()
-		}
-		return 0, nil
-	}
-	if err != nil {
+	ij, in, err := j.openRecopy(f)
+	if err != nil || in == nil {
 		return 0, err
 	}
 	defer in.Close()

@@ -266,3 +266,27 @@ func TestThreeStageFileGrew(t *testing.T) {
 	s.run(t)
 	s.checkCopy(t, grown, "as long as the server's file")
 }
+
+// TestRecopyLostSpace: a file that is gone, or that holds another tablespace by the
+// time the re-copy opens it (DDL between listing and reading), is not read: its space
+// is marked lost, so that the DDL reconciliation copies it whole.
+func TestRecopyLostSpace(t *testing.T) {
+	s := newThreeStage(t)
+	want := binary.BigEndian.Uint32(s.now[34:])
+	other := filepath.Join(s.j.info.Datadir, "db", "other.ibd")
+	if err := os.WriteFile(other, gunzip(t, "crc32.after.gz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{other, filepath.Join(s.j.info.Datadir, "db", "gone.ibd")} {
+		s.j.lostSpaces = nil
+		ij, in, err := s.j.openRecopy(recopyFile{src: srcFile{Abs: path, Rel: "db/t.ibd"}, copy: "db/t.ibd", space: want})
+		if err != nil || in != nil || ij != nil || !s.j.lostSpaces[want] {
+			t.Fatalf("%s: openRecopy = %v, %v, %v; lost %v", path, ij, in, err, s.j.lostSpaces)
+		}
+	}
+	ij, in, err := s.j.openRecopy(recopyFile{src: srcFile{Abs: filepath.Join(s.j.info.Datadir, "db", "t.ibd"), Rel: "db/t.ibd"}, copy: "db/t.ibd", space: want})
+	if err != nil || in == nil || ij.header.SpaceID != want {
+		t.Fatalf("the tablespace's own file: %v, %v", in, err)
+	}
+	in.Close()
+}
