@@ -243,26 +243,28 @@ func killWhileSpooling(t *testing.T, src *testdb.Server) {
 // is stalled until the server laps it (a test hook) falls back to reading page LSNs,
 // says so, and restores consistent too.
 func TestDirectoryUnderRedoPressure(t *testing.T) {
-	var first string // the first case's backup, which the second prepares with mariadb-backup
+	var dir string // the directory case's backup, which the next case prepares with mariadb-backup
+	// The lapped case comes first: its fallback reads everything again, so it runs
+	// longest, and every replica checked afterwards replays the load from its backup on.
 	underRedoPressure(t, []pressureCase{
+		{"directory, tracker lapped", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
+			return dirPressureCase(t, src, filepath.Join(tmp, "bk-lapped"), "8M", []string{"FERRY_TEST_TRACKER_STALL=12s"})
+		}},
 		{"directory", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
-			first = filepath.Join(tmp, "bk-dir")
-			return dirPressureCase(t, src, first, nil)
+			dir = filepath.Join(tmp, "bk-dir")
+			return dirPressureCase(t, src, dir, "4M", nil)
 		}},
 		{"directory by mariadb-backup", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
-			return mariadbBackupPrepared(t, first, tmp)
-		}},
-		{"directory, tracker lapped", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
-			return dirPressureCase(t, src, filepath.Join(tmp, "bk-lapped"), []string{"FERRY_TEST_TRACKER_STALL=12s"})
+			return mariadbBackupPrepared(t, dir, tmp)
 		}},
 	})
 }
 
-// dirPressureCase takes a directory backup capped at 4 MiB/s (env adds test hooks),
-// checks the three-stage copy ran and kept a short redo tail, and restores it.
-func dirPressureCase(t *testing.T, src *testdb.Server, dir string, env []string) (string, string) {
+// dirPressureCase takes a directory backup with reads capped at rate (env adds test
+// hooks), checks the three-stage copy ran and kept a short redo tail, and restores it.
+func dirPressureCase(t *testing.T, src *testdb.Server, dir, rate string, env []string) (string, string) {
 	before := lsnNow(t, src)
-	res := ferry(t, env, backupArgs(src, dir, "--max-rate", "4M", "--tmpdir", filepath.Dir(dir))...)
+	res := ferry(t, env, backupArgs(src, dir, "--max-rate", rate, "--tmpdir", filepath.Dir(dir))...)
 	if res.err != nil {
 		t.Fatalf("backup failed: %v", res.err)
 	}
