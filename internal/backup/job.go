@@ -39,8 +39,10 @@ type job struct {
 	bufs  chan []byte
 	tail  *tailer   // the redo copy the backup keeps
 	tails []*tailer // every redo copy opened, released at the end
-	// openRedo opens a redo copy: openRedo, or a fake in unit tests.
-	openRedo func(redo.Config) (redoCopy, error)
+	// openRedo opens a redo copy and checkpoint reads the server's newest checkpoint
+	// LSN: from its ib_logfile0, or fakes in unit tests.
+	openRedo   func(redo.Config) (redoCopy, error)
+	checkpoint func() (uint64, error)
 	// retiredOps are the file-level records of redo copies that ended before the kept
 	// one started (the three-stage copy's trackers), below where the next one started.
 	retiredOps []redo.FileOp
@@ -72,8 +74,6 @@ type job struct {
 type stageLock interface {
 	Enter(ctx context.Context, s mariadb.Stage) (time.Duration, error)
 	ReadEnd(ctx context.Context) (endLSN uint64, c mariadb.Coordinates, err error)
-	CheckpointAllowed(ctx context.Context) error
-	Checkpoint(ctx context.Context) error
 }
 
 // Result summarises a finished backup.
@@ -125,6 +125,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.CheckpointWait <= 0 {
+		cfg.CheckpointWait = DefaultCheckpointWait
+	}
 	return cfg
 }
 
@@ -134,6 +137,10 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.db.Close()
+	j.checkpoint = func() (uint64, error) {
+		cp, err := redo.NewestCheckpoint(j.redoPath())
+		return cp.LSN, err
+	}
 	var err error
 	if j.spoolLimit, err = j.spoolMax(); err != nil {
 		return nil, err

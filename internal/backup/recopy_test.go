@@ -54,6 +54,7 @@ type fakeRedoServer struct {
 	space  uint32
 	copies []*fakeCopy
 	opened int
+	polled int
 }
 
 func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
@@ -89,16 +90,15 @@ func gunzip(t *testing.T, name string) []byte {
 // tablespace), a directory backup whose copy of it has an older page 3 (copied before
 // an UPDATE), and a job between them whose redo copies are the fake's.
 type threeStageSetup struct {
-	j            *job
-	now, stale   []byte
-	copyPath     string
-	oldPage3LSN  uint64
-	fail         context.CancelCauseFunc
-	ctx          context.Context
-	logs         *bytes.Buffer
-	redo         *fakeRedoServer
-	pageSize     int
-	checkpointed *int
+	j           *job
+	now, stale  []byte
+	copyPath    string
+	oldPage3LSN uint64
+	fail        context.CancelCauseFunc
+	ctx         context.Context
+	logs        *bytes.Buffer
+	redo        *fakeRedoServer
+	pageSize    int
 }
 
 func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
@@ -130,27 +130,33 @@ func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 	space := binary.BigEndian.Uint32(now[34:])
 	srv := &fakeRedoServer{space: space, copies: copies}
 	logs := new(bytes.Buffer)
-	n := 0
-	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d, openRedo: srv.open,
-		lock: &countingLock{n: &n},
+	j := &job{cfg: Config{Parallel: 2, CheckpointWait: 20 * time.Millisecond}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d,
+		openRedo: srv.open, checkpoint: srv.checkpoint, lock: countingLock{},
 		info: mariadb.Info{Datadir: dd, PageSize: ps, Vars: map[string]string{}},
 		files: map[string]copiedFile{"db/t.ibd": {Rel: "db/t.ibd", Size: int64(len(stale)), CRC: checksum.Sum(stale),
 			SpaceID: space, Known: true, Kind: manifest.KindInnoDB}},
 		sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	t.Cleanup(j.releaseTail)
 	return &threeStageSetup{j: j, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
-		oldPage3LSN: binary.BigEndian.Uint64(before[16:]), pageSize: ps, checkpointed: &n}
+		oldPage3LSN: binary.BigEndian.Uint64(before[16:]), pageSize: ps}
 }
 
-// countingLock is a stage lock that counts checkpoints.
-type countingLock struct{ n *int }
+// countingLock is a stage lock; the three-stage copy never enters a stage.
+type countingLock struct{}
 
-func (l *countingLock) Enter(context.Context, mariadb.Stage) (time.Duration, error) { return 0, nil }
-func (l *countingLock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error) {
+func (countingLock) Enter(context.Context, mariadb.Stage) (time.Duration, error) { return 0, nil }
+func (countingLock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error) {
 	return 0, mariadb.Coordinates{}, nil
 }
-func (l *countingLock) CheckpointAllowed(context.Context) error { return nil }
-func (l *countingLock) Checkpoint(context.Context) error        { *l.n++; return nil }
+
+// checkpoint is the server's newest checkpoint: where the next copy will start.
+func (s *fakeRedoServer) checkpoint() (uint64, error) {
+	s.polled++
+	if s.opened < len(s.copies) {
+		return s.copies[s.opened].start, nil
+	}
+	return s.copies[len(s.copies)-1].start, nil
+}
 
 // run opens the tracker and runs the rounds.
 func (s *threeStageSetup) run(t *testing.T) {
@@ -189,8 +195,8 @@ func TestThreeStageOneRound(t *testing.T) {
 	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 200, kept: 1 << 20})
 	s.run(t)
 	s.checkCopy(t, s.now, "the server's file")
-	if s.j.recopy.rounds != 1 || s.j.recopy.pages != 1 || *s.checkpointed != 1 {
-		t.Fatalf("rounds %d, pages %d, checkpoints %d; want 1, 1, 1", s.j.recopy.rounds, s.j.recopy.pages, *s.checkpointed)
+	if s.j.recopy.rounds != 1 || s.j.recopy.pages != 1 || s.redo.opened != 2 {
+		t.Fatalf("rounds %d, pages %d, copies opened %d; want 1, 1, 2", s.j.recopy.rounds, s.j.recopy.pages, s.redo.opened)
 	}
 	if s.j.tail == nil || s.j.tail.t.Start().LSN != 200 {
 		t.Fatal("the backup does not keep the redo copy that starts at the round's checkpoint")
@@ -217,8 +223,8 @@ func TestThreeStageRounds(t *testing.T) {
 			s := newThreeStage(t, c.copies...)
 			s.run(t)
 			s.checkCopy(t, s.now, "the server's file")
-			if s.j.recopy.rounds != c.rounds || s.j.recopy.pages != c.pages || *s.checkpointed != c.rounds {
-				t.Fatalf("rounds %d, pages %d, checkpoints %d; want %d, %d, %d", s.j.recopy.rounds, s.j.recopy.pages, *s.checkpointed, c.rounds, c.pages, c.rounds)
+			if s.j.recopy.rounds != c.rounds || s.j.recopy.pages != c.pages || s.redo.opened != c.rounds+1 {
+				t.Fatalf("rounds %d, pages %d, copies opened %d; want %d, %d, %d", s.j.recopy.rounds, s.j.recopy.pages, s.redo.opened, c.rounds, c.pages, c.rounds+1)
 			}
 			if last := c.copies[c.rounds]; s.j.tail == nil || s.j.tail.t != last {
 				t.Fatal("the backup does not keep the last round's redo copy")
@@ -289,4 +295,25 @@ func TestRecopyLostSpace(t *testing.T) {
 		t.Fatalf("the tablespace's own file: %v, %v", in, err)
 	}
 	in.Close()
+}
+
+// TestWaitCheckpoint: a round waits for the server's own checkpoint to reach the end
+// of the copy, and no longer than its bound: then it goes on from the newest one.
+func TestWaitCheckpoint(t *testing.T) {
+	s := newThreeStage(t)
+	lsn := uint64(100)
+	s.j.checkpoint = func() (uint64, error) { lsn += 10; return lsn, nil }
+	got, err := s.j.waitCheckpoint(context.Background(), 150, time.Minute)
+	if err != nil || got != 150 {
+		t.Fatalf("waitCheckpoint = %d, %v; want 150 (the first checkpoint at or past the target)", got, err)
+	}
+	s.j.checkpoint = func() (uint64, error) { return 120, nil }
+	t0 := time.Now()
+	got, err = s.j.waitCheckpoint(context.Background(), 150, 50*time.Millisecond)
+	if err != nil || got != 120 || time.Since(t0) > 5*time.Second {
+		t.Fatalf("waitCheckpoint past its bound = %d, %v after %v; want 120 at once", got, err, time.Since(t0))
+	}
+	if !strings.Contains(s.logs.String(), "did not reach the end of the copy in time") {
+		t.Fatalf("the bound is not logged:\n%s", s.logs)
+	}
 }

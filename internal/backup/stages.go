@@ -27,7 +27,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if _, err := j.lock.Enter(ctx, mariadb.StageStart); err != nil {
 		return nil, err
 	}
-	three := j.wantThreeStage(ctx)
+	three := j.wantThreeStage()
 	kind := tailKept
 	if three {
 		kind = tailTracker // only the redo from the re-copy's checkpoint is kept

@@ -75,25 +75,6 @@ func (l *BackupLock) ReadEnd(ctx context.Context) (uint64, Coordinates, error) {
 	return end, c, nil
 }
 
-// CheckpointAllowed tells whether this connection may make the server checkpoint on
-// demand (SET GLOBAL innodb_log_checkpoint_now, which needs SUPER); setting it OFF
-// does nothing but check the privilege.
-func (l *BackupLock) CheckpointAllowed(ctx context.Context) error {
-	if _, err := l.conn.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now=OFF"); err != nil {
-		return fmt.Errorf("SET GLOBAL innodb_log_checkpoint_now: %w", err)
-	}
-	return nil
-}
-
-// Checkpoint makes the server write every page changed so far and a checkpoint at
-// or past its current LSN, and returns once the checkpoint is written.
-func (l *BackupLock) Checkpoint(ctx context.Context) error {
-	if _, err := l.conn.ExecContext(ctx, "SET GLOBAL innodb_log_checkpoint_now=ON"); err != nil {
-		return fmt.Errorf("checkpoint (SET GLOBAL innodb_log_checkpoint_now=ON): %w", err)
-	}
-	return nil
-}
-
 // Close ends the sequence (BACKUP STAGE END if still inside) and releases the connection.
 func (l *BackupLock) Close() error {
 	if l.stage != "" && l.stage != StageEnd {

@@ -64,3 +64,18 @@ func parseCheckpointBlock(b []byte, firstLSN uint64) (Checkpoint, error) {
 	}
 	return cp, nil
 }
+
+// NewestCheckpoint reads the newest checkpoint a running server has written to its
+// log at path (the checkpoint a redo copy opened now would start from).
+func NewestCheckpoint(path string) (Checkpoint, error) {
+	l, err := openLog(path)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer l.close()
+	cp, err := ParseCheckpoint(l.head, l.hdr.FirstLSN)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("redo log %s: %w", path, err)
+	}
+	return cp, nil
+}

@@ -72,10 +72,9 @@ func TestPageSetTakeAndBound(t *testing.T) {
 
 // TestPagesTrackedMatchPageLSNs checks the page tracking against the server itself:
 // while the tailer copies the redo of updates, inserts and a table rebuild, it records
-// pages; then SET GLOBAL innodb_log_checkpoint_now=ON makes the server write every
-// dirty page and a checkpoint at or past the copy's end (the three-stage copy relies
-// on that statement), and every page on disk whose FIL_PAGE_LSN is above the copy's
-// start checkpoint must be in the set.
+// pages; then SET GLOBAL innodb_log_checkpoint_now=ON makes the (now idle) server write
+// every dirty page and a checkpoint at or past the copy's end, and every page on disk
+// whose FIL_PAGE_LSN is above the copy's start checkpoint must be in the set.
 func TestPagesTrackedMatchPageLSNs(t *testing.T) {
 	s := startServer(t, "8M")
 	loadSetup(t, s)
