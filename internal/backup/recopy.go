@@ -209,21 +209,28 @@ func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64
 	if err != nil {
 		return 0, err
 	}
+	var work []func(context.Context) (int64, error)
+	for space, list := range pages {
+		if files := targets[space]; len(files) > 0 {
+			work = append(work, func(ctx context.Context) (int64, error) { return j.recopySpace(ctx, files, list) })
+		}
+	}
+	return j.sumParallel(ctx, work)
+}
+
+// sumParallel runs work with cfg.Parallel workers and adds up the pages each copied.
+func (j *job) sumParallel(ctx context.Context, work []func(context.Context) (int64, error)) (int64, error) {
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(j.cfg.Parallel)
-	for space, list := range pages {
-		files := targets[space]
-		if len(files) == 0 {
-			continue
-		}
+	for _, w := range work {
 		g.Go(func() error {
-			k, err := j.recopySpace(gctx, files, list)
+			k, err := w(gctx)
 			n.Add(k)
 			return err
 		})
 	}
-	err = g.Wait()
+	err := g.Wait()
 	return n.Load(), err
 }
 
@@ -366,20 +373,13 @@ func (j *job) recopyChanged(ctx context.Context, since uint64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(j.cfg.Parallel)
+	var work []func(context.Context) (int64, error)
 	for _, files := range targets {
 		for _, f := range files {
-			g.Go(func() error {
-				k, err := j.recopyIfNewer(gctx, f, since)
-				n.Add(k)
-				return err
-			})
+			work = append(work, func(ctx context.Context) (int64, error) { return j.recopyIfNewer(ctx, f, since) })
 		}
 	}
-	err = g.Wait()
-	return n.Load(), err
+	return j.sumParallel(ctx, work)
 }
 
 // recopyIfNewer reads one file run by run and patches the runs holding a page newer

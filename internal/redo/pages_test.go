@@ -100,7 +100,10 @@ func TestPagesTrackedMatchPageLSNs(t *testing.T) {
 	s.exec(t, "ALTER TABLE d.t ADD COLUMN extra INT NOT NULL DEFAULT 7, FORCE")
 	end := stopAtCurrent(ctx, t, s, tl, done)
 	s.exec(t, "SET GLOBAL innodb_log_checkpoint_now=ON")
-	cp := checkpointOf(t, s.logPath())
+	cp, err := NewestCheckpoint(s.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if cp.LSN < end {
 		t.Fatalf("after innodb_log_checkpoint_now the checkpoint is at LSN %d, below the copy's end %d", cp.LSN, end)
 	}
@@ -128,21 +131,6 @@ func TestPagesTrackedMatchPageLSNs(t *testing.T) {
 		t.Errorf("d.idle had one row updated; the set holds %d of its pages", n)
 	}
 	t.Logf("%d pages changed on disk since LSN %d, all among the %d tracked", changed, start, countPages(taken))
-}
-
-// checkpointOf reads the latest checkpoint of a server's log.
-func checkpointOf(t *testing.T, path string) Checkpoint {
-	t.Helper()
-	l, err := openLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.close()
-	cp, err := ParseCheckpoint(l.head, l.hdr.FirstLSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cp
 }
 
 // pagesAbove lists the pages of a tablespace file whose FIL_PAGE_LSN exceeds lsn,
