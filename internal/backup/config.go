@@ -51,9 +51,6 @@ type Config struct {
 	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
 	// the copy, even on an end that could take re-copied pages.
 	FullRedo bool
-	// CheckpointWait bounds how long each re-copy round waits for the server's own
-	// checkpoint to pass the end of the copy (default DefaultCheckpointWait).
-	CheckpointWait time.Duration
 	// TrackerStall is a test hook: the three-stage copy's page tracker stalls this
 	// long before it reads any redo, so that the server laps it and the page-LSN
 	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).

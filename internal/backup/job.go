@@ -125,9 +125,6 @@ func withDefaults(cfg Config) Config {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	if cfg.CheckpointWait <= 0 {
-		cfg.CheckpointWait = DefaultCheckpointWait
-	}
 	return cfg
 }
 

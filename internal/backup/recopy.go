@@ -18,30 +18,25 @@ import (
 )
 
 // The three-stage copy (docs/backup-procedure.md has the argument): while the data
-// files are copied, a tracker reads the redo and records every page it touches; then,
-// once the server has written a checkpoint A1 past the end of the copy, the pages
-// changed since the copy began are copied again, and only the redo from A1 is kept.
-// More rounds run while the redo since the last checkpoint is large and the rounds
-// shrink. ferry never forces a checkpoint: SET GLOBAL innodb_log_checkpoint_now loops
-// until the checkpoint catches up with the current LSN, which a busy server keeps
-// moving (16 to 50 s measured under sysbench), flushing every dirty page each time.
+// files are copied, a tracker reads the redo and records every page it touches; then
+// the pages changed since the copy began up to the server's newest checkpoint A1 are
+// copied again, and only the redo from A1 is kept. More rounds run while the server's
+// checkpoint moves on and the rounds shrink. ferry never forces a checkpoint: SET
+// GLOBAL innodb_log_checkpoint_now loops until the checkpoint catches up with the
+// current LSN, which a busy server keeps moving (16 to 50 s measured under sysbench),
+// flushing every dirty page each time; and waiting for the checkpoint to pass the
+// end of the copy gains nothing, since the server keeps it about as far behind.
 const (
 	// maxRounds bounds the re-copy rounds.
 	maxRounds = 3
-	// keepTarget: another round runs only while the redo since the last checkpoint is
-	// larger than this.
+	// keepTarget: another round runs only if the server's checkpoint moved on by more
+	// than this since the last round's.
 	keepTarget = 16 << 20
 	// recopyRun is the most bytes read and patched at once.
 	recopyRun = 1 << 20
 	// recopyGap: changed pages at most this many pages apart are read in one run
 	// (with the unchanged pages between them).
 	recopyGap = 4
-	// DefaultCheckpointWait bounds how long a round waits for the server's checkpoint
-	// to pass the end of the copy; after it the round uses the newest checkpoint, which
-	// keeps more redo but is as correct.
-	DefaultCheckpointWait = 30 * time.Second
-	// checkpointPoll is how often the server's checkpoint is read meanwhile.
-	checkpointPoll = 100 * time.Millisecond
 )
 
 // wantThreeStage tells whether this backup copies changed pages again and keeps only
@@ -58,28 +53,6 @@ func (j *job) wantThreeStage() bool {
 	return true
 }
 
-// waitCheckpoint waits until the server's newest checkpoint reaches target, or for
-// at most wait, and returns the newest checkpoint LSN then.
-func (j *job) waitCheckpoint(ctx context.Context, target uint64, wait time.Duration) (uint64, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		lsn, err := j.checkpoint()
-		if err != nil || lsn >= target {
-			return lsn, err
-		}
-		if time.Now().After(deadline) {
-			j.log.Info("three-stage copy: the server's checkpoint did not reach the end of the copy in time; this round starts from its newest checkpoint",
-				"checkpoint_lsn", lsn, "copy_end_lsn", target, "waited", wait)
-			return lsn, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, context.Cause(ctx)
-		case <-time.After(checkpointPoll):
-		}
-	}
-}
-
 // recopyStats sums up the re-copy rounds, for logs and the Result.
 type recopyStats struct {
 	rounds int
@@ -93,11 +66,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 	since := cur.t.Start().LSN
 	for round := 1; ; round++ {
 		t0 := time.Now()
-		if _, err := j.waitCheckpoint(ctx, cur.t.Copied(), j.cfg.CheckpointWait); err != nil {
-			return err
-		}
-		waited := time.Since(t0)
-		next, err := j.openTail(ctx, fail, tailRound)
+		next, err := j.openTail(ctx, fail, tailRound) // at the server's newest checkpoint
 		if err != nil {
 			return err
 		}
@@ -108,14 +77,18 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		}
 		j.recopy.rounds, j.recopy.pages = round, j.recopy.pages+n
 		since, cur = a, next
-		kept := cur.t.Copied() - a
 		j.log.Info("three-stage copy: pages changed during the copy copied again", "round", round, "checkpoint_lsn", a,
-			"checkpoint_wait", waited.Round(time.Millisecond), "pages", n, "took", time.Since(t0).Round(time.Millisecond), "redo_since_checkpoint", kept)
-		// Another round copies the pages changed during this one; it is worth it while
-		// the redo it saves is large and the rounds shrink (after reading every page,
-		// the next round, reading only changed pages, is shorter anyway).
+			"pages", n, "took", time.Since(t0).Round(time.Millisecond), "redo_since_checkpoint", cur.t.Copied()-a)
+		// Another round, from the server's newest checkpoint, copies the pages changed
+		// during this one: worth it while the checkpoint has moved on far enough to
+		// save much redo and the rounds shrink (after reading every page, the next
+		// round, reading only changed pages, is shorter anyway).
+		cp, err := j.checkpoint()
+		if err != nil {
+			return err
+		}
 		shrinking := fellBack || int64(cur.pages.Len()) < n
-		if round >= maxRounds || kept <= keepTarget || !shrinking {
+		if round >= maxRounds || cp < a+keepTarget || !shrinking {
 			break
 		}
 	}

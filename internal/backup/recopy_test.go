@@ -130,7 +130,7 @@ func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 	space := binary.BigEndian.Uint32(now[34:])
 	srv := &fakeRedoServer{space: space, copies: copies}
 	logs := new(bytes.Buffer)
-	j := &job{cfg: Config{Parallel: 2, CheckpointWait: 20 * time.Millisecond}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d,
+	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d,
 		openRedo: srv.open, checkpoint: srv.checkpoint, lock: countingLock{},
 		info: mariadb.Info{Datadir: dd, PageSize: ps, Vars: map[string]string{}},
 		files: map[string]copiedFile{"db/t.ibd": {Rel: "db/t.ibd", Size: int64(len(stale)), CRC: checksum.Sum(stale),
@@ -203,9 +203,10 @@ func TestThreeStageOneRound(t *testing.T) {
 	}
 }
 
-// TestThreeStageRounds: rounds go on while the redo since the last checkpoint is large
-// and the rounds shrink, up to maxRounds; they stop as soon as a round copies fewer
-// pages than changed during it, or the redo since its checkpoint is small.
+// TestThreeStageRounds: rounds go on while the server's checkpoint moves on by more
+// than keepTarget after a round and the rounds shrink, up to maxRounds; they stop as
+// soon as a round copies fewer pages than changed during it, or the checkpoint stays
+// close.
 func TestThreeStageRounds(t *testing.T) {
 	big := uint64(keepTarget + 1)
 	for _, c := range []struct {
@@ -214,10 +215,12 @@ func TestThreeStageRounds(t *testing.T) {
 		rounds int
 		pages  int64
 	}{
-		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, kept: big, pages: []uint32{2, 3}},
-			{start: 3, kept: big, pages: []uint32{3}}, {start: 4, kept: big, pages: []uint32{3}}}, 3, 6},
-		{"not shrinking", []*fakeCopy{{start: 1, pages: []uint32{3}}, {start: 2, kept: big, pages: []uint32{1, 2, 3}}}, 1, 1},
-		{"little redo", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, kept: keepTarget, pages: []uint32{3}}}, 1, 3},
+		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{2, 3}},
+			{start: 2 + big, pages: []uint32{3}}, {start: 2 + 2*big, pages: []uint32{3}}}, 3, 6},
+		{"not shrinking", []*fakeCopy{{start: 1, pages: []uint32{3}}, {start: 2, pages: []uint32{1, 2, 3}},
+			{start: 2 + big}}, 1, 1},
+		{"checkpoint close", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{3}},
+			{start: 2 + keepTarget - 1}}, 1, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newThreeStage(t, c.copies...)
@@ -295,25 +298,4 @@ func TestRecopyLostSpace(t *testing.T) {
 		t.Fatalf("the tablespace's own file: %v, %v", in, err)
 	}
 	in.Close()
-}
-
-// TestWaitCheckpoint: a round waits for the server's own checkpoint to reach the end
-// of the copy, and no longer than its bound: then it goes on from the newest one.
-func TestWaitCheckpoint(t *testing.T) {
-	s := newThreeStage(t)
-	lsn := uint64(100)
-	s.j.checkpoint = func() (uint64, error) { lsn += 10; return lsn, nil }
-	got, err := s.j.waitCheckpoint(context.Background(), 150, time.Minute)
-	if err != nil || got != 150 {
-		t.Fatalf("waitCheckpoint = %d, %v; want 150 (the first checkpoint at or past the target)", got, err)
-	}
-	s.j.checkpoint = func() (uint64, error) { return 120, nil }
-	t0 := time.Now()
-	got, err = s.j.waitCheckpoint(context.Background(), 150, 50*time.Millisecond)
-	if err != nil || got != 120 || time.Since(t0) > 5*time.Second {
-		t.Fatalf("waitCheckpoint past its bound = %d, %v after %v; want 120 at once", got, err, time.Since(t0))
-	}
-	if !strings.Contains(s.logs.String(), "did not reach the end of the copy in time") {
-		t.Fatalf("the bound is not logged:\n%s", s.logs)
-	}
 }
