@@ -215,8 +215,10 @@ func TestThreeStageRounds(t *testing.T) {
 		rounds int
 		pages  int64
 	}{
-		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{2, 3}},
-			{start: 2 + big, pages: []uint32{3}}, {start: 2 + 2*big, pages: []uint32{3}}}, 3, 6},
+		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{0, 1, 2, 3}}, {start: 2, pages: []uint32{3}},
+			{start: 2 + big}, {start: 2 + 2*big}}, 3, 5},
+		{"shrinking too little", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{2, 3}},
+			{start: 2 + big}}, 1, 3},
 		{"not shrinking", []*fakeCopy{{start: 1, pages: []uint32{3}}, {start: 2, pages: []uint32{1, 2, 3}},
 			{start: 2 + big}}, 1, 1},
 		{"checkpoint close", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{3}},
