@@ -66,7 +66,9 @@ type job struct {
 	lostSpaces map[uint32]bool
 	stats      struct{ rereads atomic.Int64 }
 	recopy     recopyStats
-	m          manifest.Manifest
+	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
+	copyStart time.Time
+	m         manifest.Manifest
 }
 
 // stageLock is the server side of the stage sequence (*mariadb.BackupLock): the

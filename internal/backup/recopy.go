@@ -62,8 +62,11 @@ type recopyStats struct {
 // threeStage runs the re-copy rounds after the data copy and makes the redo copy of
 // the last round the backup's.
 func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) error {
-	cur := j.tails[0] // the tracker opened at START
+	cur := j.tails[0] // the tracker opened at START, whose redo the backup keeps so far
 	since := cur.t.Start().LSN
+	if ok, err := j.worthRecopy(cur); err != nil || !ok {
+		return err
+	}
 	for round := 1; ; round++ {
 		t0 := time.Now()
 		next, err := j.openTail(ctx, fail, tailRound) // at the server's newest checkpoint
@@ -95,6 +98,48 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		}
 	}
 	return j.keep(cur, fail)
+}
+
+// worthRecopy decides whether the first re-copy round pays: it drops the redo from the
+// copy's start to the server's newest checkpoint, but the redo written while it reads
+// the changed pages again is kept instead. It pays when the first is more than twice
+// the second, estimated from the copy so far (its read rate, or --max-rate, and the
+// server's redo rate). A tracker that failed (lapped) leaves no choice: its redo is not
+// whole, the round falls back to page LSNs.
+func (j *job) worthRecopy(cur *tailer) (bool, error) {
+	select {
+	case <-cur.ran:
+		return true, nil
+	default:
+	}
+	a, err := j.checkpoint()
+	if err != nil {
+		return false, err
+	}
+	start := cur.t.Start().LSN
+	elapsed := time.Since(j.copyStart).Seconds()
+	j.mu.Lock()
+	var copied int64
+	for _, f := range j.files {
+		if f.Kind == manifest.KindInnoDB {
+			copied += f.Size
+		}
+	}
+	j.mu.Unlock()
+	readRate := float64(copied) / max(elapsed, 0.001)
+	if j.cfg.MaxRate > 0 {
+		readRate = min(readRate, float64(j.cfg.MaxRate))
+	}
+	set := int64(cur.pages.Len()) * int64(j.info.PageSize)
+	redoRate := float64(cur.t.Copied()-start) / max(elapsed, 0.001)
+	saved := int64(a) - int64(start)
+	cost := int64(float64(set) / max(readRate, 1) * redoRate)
+	if saved > 2*cost && saved > keepTarget {
+		return true, nil
+	}
+	j.log.Info("three-stage copy skipped: copying again the pages changed during the copy would keep about as much redo as it drops; the backup keeps the whole redo of the copy",
+		"changed_bytes", set, "redo_dropped", max(saved, 0), "redo_kept_meanwhile_estimate", cost)
+	return false, nil
 }
 
 // recopyRound retires the redo copy cur at a, the checkpoint the next one starts

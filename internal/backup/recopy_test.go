@@ -21,6 +21,9 @@ import (
 	"github.com/ferry-backup/ferry/internal/sink"
 )
 
+// far is a checkpoint distance that makes a first re-copy round worth it.
+const far = 4 * keepTarget
+
 // fakeCopy is one redo copy of the fake server: it starts at its checkpoint, "sees"
 // the pages it is given, has copied kept bytes, and runs until stopped (or fails at
 // once with err, e.g. lapped).
@@ -192,13 +195,13 @@ func (s *threeStageSetup) checkCopy(t *testing.T, want []byte, what string) {
 // of page 3 is read again and patched in place, the copy equals the server's file, its
 // CRC-32C is kept without reading the copy, and the round's redo copy is the backup's.
 func TestThreeStageOneRound(t *testing.T) {
-	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 200, kept: 1 << 20})
+	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 100 + far, kept: 1 << 20})
 	s.run(t)
 	s.checkCopy(t, s.now, "the server's file")
 	if s.j.recopy.rounds != 1 || s.j.recopy.pages != 1 || s.redo.opened != 2 {
 		t.Fatalf("rounds %d, pages %d, copies opened %d; want 1, 1, 2", s.j.recopy.rounds, s.j.recopy.pages, s.redo.opened)
 	}
-	if s.j.tail == nil || s.j.tail.t.Start().LSN != 200 {
+	if s.j.tail == nil || s.j.tail.t.Start().LSN != 100+far {
 		t.Fatal("the backup does not keep the redo copy that starts at the round's checkpoint")
 	}
 }
@@ -215,14 +218,14 @@ func TestThreeStageRounds(t *testing.T) {
 		rounds int
 		pages  int64
 	}{
-		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{0, 1, 2, 3}}, {start: 2, pages: []uint32{3}},
-			{start: 2 + big}, {start: 2 + 2*big}}, 3, 5},
-		{"shrinking too little", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{2, 3}},
-			{start: 2 + big}}, 1, 3},
-		{"not shrinking", []*fakeCopy{{start: 1, pages: []uint32{3}}, {start: 2, pages: []uint32{1, 2, 3}},
-			{start: 2 + big}}, 1, 1},
-		{"checkpoint close", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: 2, pages: []uint32{3}},
-			{start: 2 + keepTarget - 1}}, 1, 3},
+		{"shrinking to the bound", []*fakeCopy{{start: 1, pages: []uint32{0, 1, 2, 3}}, {start: far, pages: []uint32{3}},
+			{start: far + big}, {start: far + 2*big}}, 3, 5},
+		{"shrinking too little", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: far, pages: []uint32{2, 3}},
+			{start: far + big}}, 1, 3},
+		{"not shrinking", []*fakeCopy{{start: 1, pages: []uint32{3}}, {start: far, pages: []uint32{1, 2, 3}},
+			{start: far + big}}, 1, 1},
+		{"checkpoint close", []*fakeCopy{{start: 1, pages: []uint32{1, 2, 3}}, {start: far, pages: []uint32{3}},
+			{start: far + keepTarget - 1}}, 1, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newThreeStage(t, c.copies...)
@@ -245,7 +248,7 @@ func TestThreeStageRounds(t *testing.T) {
 func TestThreeStageLappedTracker(t *testing.T) {
 	lapped := &redo.OverwrittenError{Copied: 1, Server: 99, Capacity: 10}
 	s := newThreeStage(t)
-	s.redo.copies = []*fakeCopy{{start: s.oldPage3LSN, err: lapped}, {start: s.oldPage3LSN + 100, kept: 1 << 20}}
+	s.redo.copies = []*fakeCopy{{start: s.oldPage3LSN, err: lapped}, {start: s.oldPage3LSN + far, kept: 1 << 20}}
 	s.run(t)
 	s.checkCopy(t, s.now, "the server's file")
 	if !strings.Contains(s.logs.String(), "overwrote redo the page tracker had not read") {
@@ -260,7 +263,7 @@ func TestThreeStageLappedTracker(t *testing.T) {
 		newest = max(newest, binary.BigEndian.Uint64(s.now[off+16:]))
 	}
 	s = newThreeStage(t)
-	s.redo.copies = []*fakeCopy{{start: newest, err: lapped}, {start: newest + 1, kept: 1 << 20}}
+	s.redo.copies = []*fakeCopy{{start: newest, err: lapped}, {start: newest + far, kept: 1 << 20}}
 	s.run(t)
 	s.checkCopy(t, s.stale, "left as it was (no page is newer than the start)")
 }
@@ -269,7 +272,7 @@ func TestThreeStageLappedTracker(t *testing.T) {
 // are not initialized yet); the re-copy makes the copy as long as the file, as
 // recovery requires, with the new pages zero.
 func TestThreeStageFileGrew(t *testing.T) {
-	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 200, kept: 1 << 20})
+	s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 100 + far, kept: 1 << 20})
 	grown := append(append([]byte{}, s.now...), make([]byte, 4*s.pageSize)...)
 	if err := os.WriteFile(filepath.Join(s.j.info.Datadir, "db", "t.ibd"), grown, 0o644); err != nil {
 		t.Fatal(err)
@@ -300,4 +303,23 @@ func TestRecopyLostSpace(t *testing.T) {
 		t.Fatalf("the tablespace's own file: %v, %v", in, err)
 	}
 	in.Close()
+}
+
+// TestThreeStageSkipped: when copying the changed pages again would keep about as much
+// redo as it drops (a checkpoint that barely moved, a busy server, many pages), there is
+// no round: the tracker's redo, kept from the start, stays the backup's.
+func TestThreeStageSkipped(t *testing.T) {
+	tracker := &fakeCopy{start: 100, kept: 1 << 40, pages: []uint32{0, 1, 2, 3}}
+	s := newThreeStage(t, tracker, &fakeCopy{start: 100 + keepTarget/2})
+	s.run(t)
+	s.checkCopy(t, s.stale, "left as it was")
+	if s.j.recopy.rounds != 0 || s.redo.opened != 1 || s.j.tail == nil || s.j.tail.t != tracker {
+		t.Fatalf("rounds %d, copies opened %d: the tracker should stay the backup's redo copy", s.j.recopy.rounds, s.redo.opened)
+	}
+	if !strings.Contains(s.logs.String(), "three-stage copy skipped") {
+		t.Fatalf("the skip is not logged:\n%s", s.logs)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(s.copyPath)), "ib_logfile0")); err != nil {
+		t.Fatalf("the backup's ib_logfile0: %v", err)
+	}
 }

@@ -30,8 +30,9 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	three := j.wantThreeStage()
 	kind := tailKept
 	if three {
-		kind = tailTracker // only the redo from the re-copy's checkpoint is kept
+		kind = tailTracker // kept unless a re-copy round replaces it
 	}
+	j.copyStart = time.Now()
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}

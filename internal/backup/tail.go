@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
@@ -23,13 +24,12 @@ import (
 )
 
 // tailer is one redo copy running in the background: the redo tailer reads the
-// server's log at local disk speed into a spool (or, for a tracker that only records
-// pages, nowhere). The copy the backup keeps is drained from its spool into the
+// server's log at local disk speed into a spool. The copy the backup keeps is drained from its spool into the
 // backup's ib_logfile0 as fast as the end takes it, so a slow end never holds the
 // tailer back (it would be lapped by the server).
 type tailer struct {
 	t     redoCopy
-	spool *spool.Spool  // nil for a tracker
+	spool *spool.Spool
 	pages *redo.PageSet // pages the copied redo touched; nil when not tracked
 
 	mu  sync.Mutex
@@ -45,6 +45,9 @@ type tailer struct {
 	draining         bool
 	released         bool
 	finished         bool
+	// dropped: this copy's redo will not be the backup's (a tracker replaced by a
+	// re-copy round, or lapped): its failures and its drain's no longer fail the job.
+	dropped atomic.Bool
 }
 
 // redoCopy is what the engine asks of the redo tailer (*redo.Tailer). Unit tests fake it.
@@ -86,7 +89,7 @@ type tailKind int
 const (
 	tailKept    tailKind = iota // spooled, and drained into the backup at once
 	tailRound                   // spooled and tracking pages; kept only if it is the last round
-	tailTracker                 // tracking pages only: its redo is never kept
+	tailTracker                 // kept and tracking pages, until a re-copy round replaces it
 )
 
 // openTail opens the server's redo log at its newest checkpoint and starts a redo copy
@@ -95,11 +98,8 @@ const (
 // three-stage copy falls back to reading page LSNs.
 func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind tailKind) (*tailer, error) {
 	tl := &tailer{ran: make(chan struct{}), drained: make(chan struct{})}
-	var out io.Writer = io.Discard
-	if kind != tailTracker {
-		tl.spool = spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: j.spoolLimit})
-		out = tl.spool
-	}
+	tl.spool = spool.New(spool.Options{Dir: j.cfg.Spool.Dir, Memory: spoolMemory, Max: j.spoolLimit})
+	var out io.Writer = tl.spool
 	if kind != tailKept {
 		tl.pages = redo.NewPageSet(0)
 	}
@@ -128,15 +128,15 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	go func() {
 		defer close(tl.ran)
 		if tl.runErr = t.Run(ctx); tl.runErr != nil {
-			if kind != tailTracker {
+			if kind == tailTracker {
+				tl.dropped.Store(true) // the re-copy round falls back to page LSNs
+			} else {
 				fail(tl.runErr)
 			}
-			if tl.spool != nil {
-				tl.spool.Abort(tl.runErr)
-			}
+			tl.spool.Abort(tl.runErr)
 		}
 	}()
-	if kind == tailKept {
+	if kind != tailRound {
 		return tl, j.keep(tl, fail)
 	}
 	return tl, nil
@@ -155,7 +155,7 @@ func (j *job) keep(tl *tailer, fail context.CancelCauseFunc) error {
 	j.tail = tl
 	go func() {
 		defer close(tl.drained)
-		if tl.drainErr = tl.spool.Drain(tl.sum, 1<<20); tl.drainErr != nil {
+		if tl.drainErr = tl.spool.Drain(tl.sum, 1<<20); tl.drainErr != nil && !tl.dropped.Load() {
 			fail(fmt.Errorf("write backup redo log: %w", tl.drainErr))
 		}
 	}()
@@ -195,10 +195,20 @@ func (j *job) fileOps() []redo.FileOp {
 // retire stops a redo copy at lsn (where the next one starts), waits for it and frees
 // it, keeping its file-level records below lsn. It returns the copy's error.
 func (j *job) retire(tl *tailer, lsn uint64) error {
+	tl.dropped.Store(true)
 	tl.t.StopAt(lsn)
 	<-tl.ran
 	j.retiredOps = append(j.retiredOps, tl.opsBelow(lsn)...)
 	j.release(tl)
+	if tl.draining { // the tracker wrote the backup's ib_logfile0 so far: a round replaces it
+		j.tail = nil
+		if err := j.sink.Remove("ib_logfile0"); err != nil {
+			return err
+		}
+		j.mu.Lock()
+		delete(j.sent, "ib_logfile0")
+		j.mu.Unlock()
+	}
 	return tl.runErr
 }
 
@@ -231,9 +241,7 @@ func (j *job) release(tl *tailer) {
 	}
 	tl.released = true
 	tl.t.StopAt(0)
-	if tl.spool != nil {
-		tl.spool.Abort(context.Canceled)
-	}
+	tl.spool.Abort(context.Canceled)
 	<-tl.ran
 	if tl.draining {
 		<-tl.drained
@@ -241,9 +249,7 @@ func (j *job) release(tl *tailer) {
 			tl.f.Close(tl.sum.n)
 		}
 	}
-	if tl.spool != nil {
-		tl.spool.Release()
-	}
+	tl.spool.Release()
 }
 
 // loadLogKeys reads, for a server that encrypts its redo log, the keys the redo copy

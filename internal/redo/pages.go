@@ -24,9 +24,9 @@ type PageSet struct {
 	overflow bool
 }
 
-// DefaultMaxPages bounds a PageSet: 16 M pages (256 GiB of 16 KiB pages) take about
-// 1 GiB of memory.
-const DefaultMaxPages = 16 << 20
+// DefaultMaxPages bounds a PageSet: 4 M pages (64 GiB of 16 KiB pages) take about
+// 200 MiB of memory.
+const DefaultMaxPages = 4 << 20
 
 // NewPageSet returns an empty set holding at most max pages (DefaultMaxPages if max
 // is 0 or less).
