@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench/prepare.sh: the "flat prepare" benchmark. How long recovery takes after a backup that ran
 # under a write load, as the backup gets longer: ferry's three-stage copy (a directory backup
-# keeps only the redo written after a checkpoint it forces at the end of the copy) against
-# mariadb-backup --backup + --prepare (which keeps and replays all the redo written during the
-# copy), and ferry --full-redo (ferry's old behaviour, the whole redo kept).
+# copies again the pages changed up to a server checkpoint after the data copy and keeps only
+# the redo from that checkpoint) against mariadb-backup --backup + --prepare (which keeps and
+# replays all the redo written during the copy), and ferry --full-redo (the whole redo kept).
 #
 # Same private server and dataset as bench/backup.sh (shared code: bench/lib.sh): 1 GiB buffer
 # pool, 512 MiB redo, binlog on. Every backup runs under `sysbench oltp_write_only` (LOAD_THREADS
@@ -14,19 +14,22 @@
 #      run; with SKIP_FERRY=1, of one uncapped mariadb-backup --backup instead);
 #   2. for each factor k of FACTORS (default 1 3 6), RUNS times:
 #      ferry: `ferry backup --target-dir D --parallel P --max-rate R` with R = bytes the tools read
-#         (the datadir without ib_logfile0) / (k x T1), uncapped for k = 1, so the backup lasts
-#         about k x T1; recorded: its wall time, the redo it kept (size of D/ib_logfile0, the
-#         log's redo_bytes, last_lsn - start_lsn of ferry_manifest.json), recopy_rounds and
-#         pages_recopied; then `ferry restore --target-dir D --datadir X` (cold cache): its wall
+#         (the datadir without ib_logfile0, measured just before: the load grows the tables) /
+#         (k x T1), uncapped for k = 1, so that its data copy lasts about k x T1 (the re-copy
+#         rounds of the three-stage copy come on top, at the same cap); recorded: its wall
+#         time, the redo it kept (size of D/ib_logfile0, the log's redo_bytes, last_lsn -
+#         start_lsn of ferry_manifest.json), recopy_rounds, pages_recopied and the load's mean
+#         TPS meanwhile; then `ferry restore --target-dir D --datadir X` (cold cache): its wall
 #         time and the recovery time it logs ("prepare: recovery finished" took=...);
 #      mariadb-backup: `mariadb-backup --backup --parallel=P --throttle=N` with N chosen so that
-#         it lasts about as long as ferry's backup of the same k (uncapped for k = 1); --throttle
+#         it lasts about as long as ferry's backup of the same k (uncapped for k = 1, and when
+#         its uncapped backup was not more than MB_TOLERANCE % shorter than that); --throttle
 #         counts read (and redo scan) operations per second, not bytes, so N is estimated from
 #         the datadir's files and, if the backup missed its target by more than MB_TOLERANCE %,
 #         corrected from the measured time and the backup taken again (at most MB_TRIES times);
 #         recorded: the wall time of the backup kept, its redo (ib_logfile0 or
-#         xtrabackup_logfile in its target dir) and the wall time of `mariadb-backup --prepare`
-#         (cold cache);
+#         xtrabackup_logfile in its target dir: 10.11 writes ib_logfile0), the load's mean TPS
+#         and the wall time of `mariadb-backup --prepare` (cold cache);
 #   3. with FULL_REDO=1: ferry --full-redo once at the largest factor (same cap), restored the
 #      same way: the redo and the recovery the three-stage copy saves;
 #   4. correctness of the first ferry backup at the largest factor (the longest): a server on its
@@ -58,7 +61,7 @@
 #   FULL_REDO [1]                     0: leave out the ferry --full-redo run
 #   PORT [3310]                       TCP port of the private server (bound to 127.0.0.1)
 #   QUIET_MAX [120]                   max seconds to wait for 0 dirty pages before a run
-#   TOOL_TIMEOUT [1800]               seconds before a single timed command is killed
+#   TOOL_TIMEOUT [7200]               seconds before a single timed command is killed
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for every `ferry backup`
 #   SKIP_FERRY=1 FERRY_ONLY=1         leave out ferry / mariadb-backup
@@ -68,6 +71,7 @@ set -euo pipefail
 
 # --- settings (common ones and the shared functions: lib.sh) ----------------------------------
 RUNS=${RUNS:-1}                                   # lib.sh's default is 3; a 6x backup is long
+TOOL_TIMEOUT=${TOOL_TIMEOUT:-7200}                # lib.sh's default is 1800; a capped 6x backup may take longer
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FACTORS=${FACTORS:-1 3 6}
@@ -120,8 +124,16 @@ stop_load() {
   done
   log "warning: sysbench connections still on the source 30 s after it was stopped"
 }
+# load_tps: mean of sysbench's per-second TPS after the warm-up (about the backup's window).
+load_tps() {
+  gawk -v w="$LOAD_WARMUP_SECS" '/^\[ *[0-9]+s \]/ { t = $2 + 0
+      for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
+      if (t > w) { s += v; n++ } }
+    END { if (n) printf "%.0f", s / n }' "$SB_LOG"
+}
 # under_load LABEL RUN SIZE COMMAND: quiesce, RESET MASTER, start the load, LOAD_WARMUP_SECS
-# later `timed LABEL RUN SIZE COMMAND`, stop the load (its log is kept as LABEL-RUN.sysbench.log).
+# later `timed LABEL RUN SIZE COMMAND`, stop the load (its log is kept as LABEL-RUN.sysbench.log)
+# and set LOAD_TPS (load_tps).
 under_load() {
   quiesce
   sql -e "RESET MASTER"
@@ -130,6 +142,7 @@ under_load() {
   kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before the backup (log: $SB_LOG)"; }
   timed "$@"
   stop_load
+  LOAD_TPS=$(load_tps)
   cp "$SB_LOG" "$LOGS/$1-$2.sysbench.log"
 }
 
@@ -160,10 +173,12 @@ clean_restored() { rm -rf "$F_REST" "$BENCH_DIR/.$(basename "$F_REST").ferry-"*;
 # res_row FIELDS...: one line of $RES (see RES below).
 res_row() { local IFS=$'\t'; printf '%s\n' "$*" >>"$RES"; }
 
-# mb_ios: a guess of the operations mariadb-backup --throttle counts for a full backup of the
-# datadir: one per 10 MiB read (its read buffer: 640 pages of 16 KiB) of every file it copies,
-# plus one per file (the read that finds the end). The redo it scans also counts, so the
-# throttled runs correct the guess from the time they measure.
+# mb_ios: a first guess of the operations mariadb-backup --throttle counts for a full backup of
+# the datadir: one per 10 MiB read (its read buffer: 640 pages of 16 KiB) of every file it
+# copies, plus one per file (the read that finds the end). The redo it scans counts too, so
+# every throttled backup measures the count instead (MB_OPS = (N + 1) x its wall time: N + 1
+# operations pass per second), and the next throttle is aimed with that.
+MB_OPS=""
 mb_ios() {
   find "$DATA" -type f ! -name 'ib_logfile*' ! -name 'binlog.*' ! -name '*.pid' ! -name 'ibtmp*' -printf '%s\n' |
     gawk '{ n += 1 + int(($1 + 10485759) / 10485760) } END { print n + 0 }'
@@ -220,17 +235,23 @@ check_replayed() {
 }
 
 # --- one ferry backup + restore ---------------------------------------------------------------------
-# ferry_run TOOL FACTOR RUN RATE [ARGS...]: TOOL is ferry (default mode) or ferry-full (ARGS
-# --full-redo); a backup under load capped at RATE bytes/s (0: uncapped), then restore. Appends
+# ferry_run TOOL FACTOR RUN [ARGS...]: TOOL is ferry-calib (uncapped, sets T1), ferry (default
+# mode) or ferry-full (ARGS --full-redo); a backup under load, capped at the bytes it reads now
+# (the datadir grows under the load) / (FACTOR x T1) unless FACTOR is 1, then restore. Appends
 # its line to $RES; with CHECK_NOW=1 the restored datadir is checked (check_replayed).
 ferry_run() {
-  local tool=$1 k=$2 r=$3 rate=$4 label="$1-$2x" cmd wall rlog took; shift 4
+  local tool=$1 k=$2 r=$3 rate=0 label="$1-$2x" cmd wall rlog took; shift 3
   rm -rf "$BK_F"; clean_restored
+  data_sizes
+  if [[ $tool != ferry-calib && $k != 1 ]]; then
+    rate=$(gawk -v b="$DD_BYTES" -v k="$k" -v t="$T1" 'BEGIN { printf "%.0f", b / (k * t) }')
+  fi
   cmd="$(q "$FERRY") backup --socket $(q "$SOCK") --user root --target-dir $(q "$BK_F") --parallel $PARALLEL"
   ((rate > 0)) && cmd+=" --max-rate $rate"
   cmd+=" $* $FERRY_ARGS"
   under_load "$label" "$r" "$BK_F" "$cmd"
   wall=$(wall_of "$label" "$r")
+  local tps=$LOAD_TPS
   local flog="$LOGS/$label-$r.log" redo_file redo_log span rounds pages spool
   redo_file=$(stat -c %s "$BK_F/ib_logfile0" 2>/dev/null || echo "")
   redo_log=$(logval "$flog" "redo copy finished" redo_bytes)
@@ -247,7 +268,7 @@ ferry_run() {
   log "$(printf '  %-18s run %s: backup %s s (cap %s B/s), ib_logfile0 %s B, redo_bytes %s, rounds %s, pages %s; restore %s s, recovery %s s' \
     "$label" "$r" "$wall" "$rate" "$redo_file" "$redo_log" "${rounds:-–}" "${pages:-–}" "$(wall_of "$label-restore" "$r")" "${took:-–}")"
   res_row "$tool" "$k" "$r" "$rate" "$wall" "$redo_file" "$redo_log" "$span" "$rounds" "$pages" "$spool" \
-    "$(wall_of "$label-restore" "$r")" "$took" "" "" "ib_logfile0"
+    "$(wall_of "$label-restore" "$r")" "$took" "" "" "ib_logfile0" "$DD_BYTES" "$tps"
   if [[ ${CHECK_NOW:-0} == 1 ]]; then
     if [[ -f $LOGS/$label-$r.binlog_info ]]; then check_replayed "$F_REST" "$LOGS/$label-$r.binlog_info"
     else CHECK="FAILED: the backup has no xtrabackup_binlog_info"; fi
@@ -257,11 +278,20 @@ ferry_run() {
 
 # --- one mariadb-backup backup + prepare --------------------------------------------------------------
 # mb_run FACTOR RUN TARGET-S: a mariadb-backup --backup under load lasting about TARGET-S
-# (uncapped for TARGET-S 0), then --prepare. Appends its line to $RES.
+# (uncapped for TARGET-S 0, or when an uncapped one, MB_FREE s, is not much shorter), then
+# --prepare. Appends its line to $RES.
+MB_FREE=""
 mb_run() {
-  local k=$1 r=$2 target=$3 thr=0 try label wall f redo_name="" redo_bytes="" off
-  if [[ $target != 0 ]]; then
-    thr=$(gawk -v n="$MB_IOS" -v t="$target" 'BEGIN { x = int(n / t + 0.5) - 1; print (x < 1) ? 1 : x }')
+  local k=$1 r=$2 target=$3 thr=0 capped=0 try label wall f redo_name="" redo_bytes="" off
+  data_sizes
+  [[ $target != 0 ]] && capped=1
+  if ((capped)) && [[ -n $MB_FREE ]] &&
+     gawk -v t="$target" -v u="$MB_FREE" -v p="$MB_TOLERANCE" 'BEGIN { exit !(t <= u * (1 + p / 100)) }'; then
+    log "  mariadb-backup ${k}x: the target $target s is within $MB_TOLERANCE % of its uncapped time ($MB_FREE s): uncapped"
+    capped=0
+  fi
+  if ((capped)); then
+    thr=$(gawk -v n="${MB_OPS:-$(mb_ios)}" -v t="$target" 'BEGIN { x = int(n / t + 0.5) - 1; print (x < 1) ? 1 : x }')
   fi
   for ((try = 1; ; try++)); do
     rm -rf "$BK_M"
@@ -269,27 +299,33 @@ mb_run() {
     under_load "$label" "$r" "$BK_M" "mariadb-backup --no-defaults --backup --socket=$(q "$SOCK") --user=root \
 --datadir=$(q "$DATA") --target-dir=$(q "$BK_M") --parallel=$PARALLEL$( ((thr > 0)) && echo " --throttle=$thr")"
     wall=$(wall_of "$label" "$r")
-    [[ $target == 0 ]] && break
+    [[ $target == 0 ]] && MB_FREE=$wall
+    ((capped)) || break
+    # throttle-bound: about thr + 1 operations a second, so the backup took ~ (thr + 1) x wall
+    MB_OPS=$(gawk -v thr="$thr" -v w="$wall" 'BEGIN { printf "%.0f", (thr + 1) * w }')
     off=$(gawk -v w="$wall" -v t="$target" 'BEGIN { printf "%.0f", 100 * (w - t) / t }')
     ((${off#-} <= MB_TOLERANCE || try >= MB_TRIES)) && break
-    # throttle-bound: the operations counted ~ (thr + 1) x wall; aim them at the target
     local next
-    next=$(gawk -v thr="$thr" -v w="$wall" -v t="$target" 'BEGIN { x = int((thr + 1) * w / t + 0.5) - 1; print (x < 1) ? 1 : x }')
+    next=$(gawk -v n="$MB_OPS" -v t="$target" 'BEGIN { x = int(n / t + 0.5) - 1; print (x < 1) ? 1 : x }')
     if [[ $next == "$thr" ]]; then break; fi
     log "  mariadb-backup --throttle=$thr took $wall s for a target of $target s ($off %); again with --throttle=$next"
     thr=$next
   done
-  if [[ $target != 0 ]] && ((${off#-} > MB_TOLERANCE)); then
+  if ((capped)) && ((${off#-} > MB_TOLERANCE)); then
     log "warning: mariadb-backup ${k}x run $r: $wall s is $off % off the target $target s after $try backup(s); kept"
   fi
   for f in ib_logfile0 xtrabackup_logfile; do
-    if [[ -f $BK_M/$f ]]; then redo_name=$f; redo_bytes=$(stat -c %s "$BK_M/$f"); break; fi
+    if [[ -f $BK_M/$f ]]; then
+      redo_name=$f; redo_bytes=$(stat -c %s "$BK_M/$f")
+      log "  mariadb-backup's $f: $redo_bytes bytes, $(du -B1 "$BK_M/$f" | cut -f1) allocated; $(tr '\n' ' ' <"$BK_M/xtrabackup_checkpoints" 2>/dev/null)"
+      break
+    fi
   done
   drop_caches
   timed "mb-${k}x-prepare" "$r" 0 "mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$BK_M")"
   log "$(printf '  %-18s run %s: backup %s s (target %s s, --throttle=%s, try %s), %s %s B; prepare %s s' \
     "mb-${k}x" "$r" "$wall" "$target" "$thr" "$try" "${redo_name:-no redo file}" "$redo_bytes" "$(wall_of "mb-${k}x-prepare" "$r")")"
-  res_row mb "$k" "$r" "$thr" "$wall" "$redo_bytes" "" "" "" "" "" "" "$(wall_of "mb-${k}x-prepare" "$r")" "$target" "$try" "$redo_name"
+  res_row mb "$k" "$r" "$thr" "$wall" "$redo_bytes" "" "" "" "" "" "" "$(wall_of "mb-${k}x-prepare" "$r")" "$target" "$try" "$redo_name" "$DD_BYTES" "$LOAD_TPS"
   rm -rf "$BK_M"
 }
 
@@ -318,7 +354,7 @@ rm -rf "$BK_F" "$BK_M"; clean_restored
 
 quiesce
 data_sizes
-MB_IOS=$(mb_ios)
+START_DATA_BYTES=$DATA_BYTES; START_DD_BYTES=$DD_BYTES
 count_rows sql >"$LOGS/counts-source.txt"         # the rows per table every commit keeps
 FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
 ((FREE_BYTES > DATA_BYTES * 3)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 3x the datadir)"
@@ -326,7 +362,7 @@ log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); factors: 
 
 # --- 1: T1, one uncapped backup under load ---------------------------------------------------------
 if [[ $SKIP_FERRY != 1 ]]; then
-  ferry_run ferry-calib 1 1 0
+  ferry_run ferry-calib 1 1
   T1=$(wall_of ferry-calib-1x 1)
 else
   rm -rf "$BK_M"
@@ -339,17 +375,13 @@ log "T1 = $T1 s (uncapped backup under load)"
 # --- 2: per factor, ferry then mariadb-backup --------------------------------------------------------
 CHECK="not run (SKIP_CHECK=1)"
 [[ $SKIP_FERRY == 1 ]] && CHECK="not run (SKIP_FERRY=1)"
-declare -A RATE
-for k in $FACTORS; do
-  RATE[$k]=$(gawk -v b="$DD_BYTES" -v k="$k" -v t="$T1" 'BEGIN { printf "%.0f", (k == 1) ? 0 : b / (k * t) }')
-done
 for k in $FACTORS; do
   for ((r = 1; r <= RUNS; r++)); do
     target=0
     if [[ $SKIP_FERRY != 1 ]]; then
       CHECK_NOW=0
       [[ $SKIP_CHECK != 1 && $k == "$KMAX" && $r == 1 ]] && CHECK_NOW=1
-      ferry_run ferry "$k" "$r" "${RATE[$k]}"
+      ferry_run ferry "$k" "$r"
       CHECK_NOW=0
       [[ $k == 1 ]] || target=$(wall_of "ferry-${k}x" "$r")
     else
@@ -361,22 +393,23 @@ done
 
 # --- 3: ferry --full-redo at the largest factor --------------------------------------------------------
 if [[ $SKIP_FERRY != 1 && $FULL_REDO == 1 ]]; then
-  ferry_run ferry-full "$KMAX" 1 "${RATE[$KMAX]}" --full-redo
+  ferry_run ferry-full "$KMAX" 1 --full-redo
 fi
 
 # --- report ---------------------------------------------------------------------------------------------
+data_sizes                                        # the load grows the tables: sizes at the end too
 describe_env
 
 report() {
   gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
-      -v runs="$RUNS" -v par="$PARALLEL" -v factors="$FACTORS" -v kmax="$KMAX" -v t1="$T1" \
+      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$START_DATA_BYTES" -v ddbytes="$START_DD_BYTES" \
+      -v enddd="$DD_BYTES" -v runs="$RUNS" -v par="$PARALLEL" -v factors="$FACTORS" -v kmax="$KMAX" -v t1="$T1" \
       -v skipferry="$SKIP_FERRY" -v ferryonly="$FERRY_ONLY" -v check="$CHECK" -v pmem="$PREPARE_MEMORY" \
       -v lthreads="$LOAD_THREADS" -v lwarm="$LOAD_WARMUP_SECS" -v ferryargs="$FERRY_ARGS" \
-      -v tol="$MB_TOLERANCE" -v tries="$MB_TRIES" -v mbios="$MB_IOS" '
+      -v tol="$MB_TOLERANCE" -v tries="$MB_TRIES" '
     # $RES: tool factor run cap wall redo_file redo_log lsn_span rounds pages spool_peak
-    #       restore_wall recovery_or_prepare target tries redo_name
-    { k = $1 SUBSEP $2; i = ++n[k]; for (j = 4; j <= 16; j++) V[j, k, i] = $j }
+    #       restore_wall recovery_or_prepare target tries redo_name data_bytes load_tps
+    { k = $1 SUBSEP $2; i = ++n[k]; for (j = 4; j <= 18; j++) V[j, k, i] = $j }
     # median of field j over the runs of (tool, factor) that have a value; "" if none
     function med(j, tool, fac,   k, i, m, t, x, v) {
       k = tool SUBSEP fac; m = 0
@@ -400,9 +433,9 @@ report() {
       nf = split(factors, F, " ")
       printf "## Flat prepare: recovery time after longer backups under load, ferry (three-stage copy) vs mariadb-backup, %s\n\n", date
       printf "- machine: %s\n- versions: %s\n", machine, versions
-      printf "- dataset: sysbench %d tables x %d rows; datadir %.3f GB (du -sb), %.3f GB without ib_logfile0 (what the tools read)\n", tables, rows, databytes / 1e9, ddbytes / 1e9
+      printf "- dataset: sysbench %d tables x %d rows; datadir %.3f GB (du -sb), %.3f GB without ib_logfile0 (what the tools read) at the start, %.3f GB at the end (the load grows the tables)\n", tables, rows, databytes / 1e9, ddbytes / 1e9, enddd / 1e9
       printf "- load during every backup (not during restores and prepares): `sysbench oltp_write_only --threads=%d --rate=0`, started %d s before the backup on a quiesced server (no dirty pages, cold page cache, RESET MASTER)\n", lthreads, lwarm
-      printf "- T1 = **%.2f s**: one uncapped %s under load. Factor k: ferry `--max-rate` = %.3f GB / (k x T1), uncapped for k = 1; mariadb-backup `--throttle=N` aimed at the length of ferry'"'"'s backup of the same k (or k x T1 without ferry; %d ops estimated for the datadir, within %d %% or at most %d backups), uncapped for k = 1\n", t1, skipferry == 1 ? "`mariadb-backup --backup`" : "`ferry backup --target-dir`", ddbytes / 1e9, mbios, tol, tries
+      printf "- T1 = **%.2f s**: one uncapped %s under load. Factor k: ferry `--max-rate` = the bytes it reads (datadir without ib_logfile0, measured just before) / (k x T1), uncapped for k = 1; mariadb-backup `--throttle=N` aimed at the length of ferry'"'"'s backup of the same k (k x T1 without ferry): N estimated from the datadir'"'"'s files (an operation per 10 MiB read and per file), corrected from the measured time until within %d %% (at most %d backups); uncapped for k = 1 and where its uncapped backup is not shorter than that\n", t1, skipferry == 1 ? "`mariadb-backup --backup`" : "`ferry backup --target-dir`", tol, tries
       printf "- `--parallel %d` for both backups; ferry recovery: the time `ferry restore --target-dir D --datadir X --use-memory %s` logs for its crash recovery (`prepare: recovery finished`, the stock mariadbd on a copy); mariadb-backup: the wall time of `mariadb-backup --prepare --use-memory=%s` (cold cache both)%s\n", par, pmem, pmem, ferryargs == "" ? "" : "; ferry backup " ferryargs
       printf "- %d run(s) per factor and tool (medians)\n\n", runs
       print "| duration factor | ferry backup s | ferry redo kept MiB | ferry recovery s | rounds / pages recopied | mariadb-backup backup s | mb redo MiB | mb prepare s | mb prepare / ferry recovery |"
@@ -413,8 +446,8 @@ report() {
 
       if (skipferry != 1) {
         print "\nferry, per run:\n"
-        print "| run | `--max-rate` | backup s | × T1 | ib_logfile0 MiB | redo_bytes (log) MiB | last_lsn − start_lsn MiB | spool peak MiB | rounds | pages recopied | restore s | recovery s |"
-        print "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        print "| run | data read MB | `--max-rate` | backup s | × T1 | ib_logfile0 MiB | redo_bytes (log) MiB | last_lsn − start_lsn MiB | spool peak MiB | rounds | pages recopied | restore s | recovery s | load TPS during the backup |"
+        print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
         for (i = 0; i <= nf; i++) {
           tool = (i == 0) ? "ferry-calib" : "ferry"; fac = (i == 0) ? 1 : F[i]
           for (t = 1; t <= 2; t++) {
@@ -422,25 +455,25 @@ report() {
             k = tool SUBSEP fac
             for (r = 1; r <= n[k]; r++) {
               name = (tool == "ferry-calib") ? "T1 (calibration)" : (tool == "ferry-full") ? fname(fac) " `--full-redo`" : fname(fac)
-              printf "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, n[k] > 1 ? " #" r : "",
-                cap(V[4, k, r]), f(V[5, k, r], "%.2f"), V[5, k, r] == "" ? "–" : sprintf("%.2f", V[5, k, r] / t1),
+              printf "| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, (n[k] > 1) ? " #" r : "",
+                f(V[17, k, r] / 1e6, "%.0f"), cap(V[4, k, r]), f(V[5, k, r], "%.2f"), V[5, k, r] == "" ? "–" : sprintf("%.2f", V[5, k, r] / t1),
                 mib(V[6, k, r]), mib(V[7, k, r]), mib(V[8, k, r]), mib(V[11, k, r]), f(V[9, k, r], "%s"), f(V[10, k, r], "%s"),
-                f(V[12, k, r], "%.2f"), f(V[13, k, r], "%.2f")
+                f(V[12, k, r], "%.2f"), f(V[13, k, r], "%.2f"), f(V[18, k, r], "%s")
             }
           }
         }
       }
       if (ferryonly != 1) {
         print "\nmariadb-backup, per run:\n"
-        print "| run | target s | `--throttle` | backups taken | backup s | × T1 | redo file | redo MiB | prepare s |"
-        print "|---|---|---|---|---|---|---|---|---|"
+        print "| run | target s | `--throttle` | backups taken | backup s | × T1 | redo file | redo MiB | prepare s | load TPS during the backup |"
+        print "|---|---|---|---|---|---|---|---|---|---|"
         for (i = 1; i <= nf; i++) {
           k = "mb" SUBSEP F[i]
           for (r = 1; r <= n[k]; r++)
-            printf "| %s%s | %s | %s | %s | %.2f | %.2f | %s | %s | %s |\n", fname(F[i]), n[k] > 1 ? " #" r : "",
+            printf "| %s%s | %s | %s | %s | %.2f | %.2f | %s | %s | %s | %s |\n", fname(F[i]), (n[k] > 1) ? " #" r : "",
               (V[14, k, r] == 0) ? "– (uncapped)" : sprintf("%.2f", V[14, k, r]), (V[4, k, r] == 0) ? "none" : V[4, k, r],
               f(V[15, k, r], "%s"), V[5, k, r], V[5, k, r] / t1, V[16, k, r] == "" ? "–" : "`" V[16, k, r] "`",
-              mib(V[6, k, r]), f(V[13, k, r], "%.2f")
+              mib(V[6, k, r]), f(V[13, k, r], "%.2f"), f(V[18, k, r], "%s")
         }
       }
       printf "\nCheck (ferry backup at %sx, restored; server on it: mariadb-check, rows per table, binlog replay from the backup'"'"'s position, CHECKSUM TABLE vs the idle source): **%s**\n", kmax, check
