@@ -10,9 +10,10 @@ import (
 )
 
 // TestBackupUserGrants: a backup user with exactly the documented grants (RELOAD,
-// PROCESS, BINLOG MONITOR) takes a directory backup with the three-stage copy (it
-// waits for the server's own checkpoints and needs no more privileges); --full-redo
-// turns it off. Both backups restore to the source's checksums.
+// PROCESS, BINLOG MONITOR) takes a directory backup without a warning: the three-stage
+// copy reads the server's checkpoints and needs no more privileges (on this idle server
+// it skips its rounds and says so); --full-redo turns it off. Both backups restore to
+// the source's checksums.
 func TestBackupUserGrants(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
@@ -35,8 +36,10 @@ func TestBackupUserGrants(t *testing.T) {
 		return out.stderr
 	}
 	t.Run("documented grants", func(t *testing.T) {
-		if n := recopyRounds(t, backupAs(t, "plain")); n < 1 {
-			t.Errorf("%d re-copy rounds with the documented grants", n)
+		// The server is idle: the checkpoint does not move, so no round pays. What
+		// matters is that nothing asks for more privileges.
+		if log := backupAs(t, "plain"); strings.Contains(log, "level=WARN") || !strings.Contains(log, "three-stage copy skipped") {
+			t.Errorf("with the documented grants, a warning, or no word of the three-stage copy:\n%s", tail(log, 20))
 		}
 	})
 	t.Run("--full-redo", func(t *testing.T) {

@@ -120,9 +120,11 @@ func (j *job) worthRecopy(cur *tailer) (bool, error) {
 	elapsed := time.Since(j.copyStart).Seconds()
 	j.mu.Lock()
 	var copied int64
+	spaces := map[uint32]bool{} // pages of other tablespaces (created or dropped since) are not read again
 	for _, f := range j.files {
 		if f.Kind == manifest.KindInnoDB {
 			copied += f.Size
+			spaces[f.SpaceID] = spaces[f.SpaceID] || f.Known
 		}
 	}
 	j.mu.Unlock()
@@ -130,7 +132,7 @@ func (j *job) worthRecopy(cur *tailer) (bool, error) {
 	if j.cfg.MaxRate > 0 {
 		readRate = min(readRate, float64(j.cfg.MaxRate))
 	}
-	set := int64(cur.pages.Len()) * int64(j.info.PageSize)
+	set := int64(cur.pages.LenWhere(func(id uint32) bool { return spaces[id] })) * int64(j.info.PageSize)
 	redoRate := float64(cur.t.Copied()-start) / max(elapsed, 0.001)
 	saved := int64(a) - int64(start)
 	cost := int64(float64(set) / max(readRate, 1) * redoRate)

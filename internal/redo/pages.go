@@ -73,6 +73,20 @@ func (s *PageSet) Take() (pages map[uint32][]uint32, ok bool) {
 	return pages, !overflow
 }
 
+// LenWhere is the number of pages recorded since the last Take in the tablespaces
+// for which in returns true.
+func (s *PageSet) LenWhere(in func(space uint32) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id := range s.pages {
+		if in(id.Space) {
+			n++
+		}
+	}
+	return n
+}
+
 // Len is the number of pages recorded since the last Take.
 func (s *PageSet) Len() int {
 	s.mu.Lock()

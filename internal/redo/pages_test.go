@@ -53,6 +53,9 @@ func TestMtrPages(t *testing.T) {
 func TestPageSetTakeAndBound(t *testing.T) {
 	s := NewPageSet(4)
 	s.Add(PageID{2, 9}, PageID{1, 4}, PageID{2, 1}, PageID{2, 9})
+	if n := s.LenWhere(func(space uint32) bool { return space == 2 }); n != 2 {
+		t.Fatalf("LenWhere(space 2) = %d, want 2", n)
+	}
 	pages, ok := s.Take()
 	if !ok || !reflect.DeepEqual(pages, map[uint32][]uint32{1: {4}, 2: {1, 9}}) {
 		t.Fatalf("Take = %v, %v", pages, ok)
