@@ -305,19 +305,6 @@ start_load() {
     --time=$((TOOL_TIMEOUT + LOAD_WARMUP_SECS + LOAD_BASE_SECS + 3600)) run >"$SB_LOG" 2>&1 &
   SB_PID=$!
 }
-# stop_load: stops sysbench and waits until its connections are gone from the donor.
-stop_load() {
-  local i
-  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended during the run (log: $SB_LOG)"; }
-  kill -TERM "$SB_PID" 2>/dev/null || true
-  wait "$SB_PID" 2>/dev/null || true
-  SB_PID=""
-  for ((i = 0; i < 300; i++)); do
-    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && return 0
-    sleep 0.1
-  done
-  log "warning: sysbench connections still on the donor 30 s after it was stopped"
-}
 # tps FROM TO (epoch seconds): mean TPS of the sysbench reports whose second (N-1, N] has its
 # middle inside [FROM, TO]; "" if there is none.
 tps() {

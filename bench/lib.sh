@@ -327,3 +327,18 @@ AWK_LIB='
     function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f", a / b) }
     function met(r, lim) { return r == "–" ? "–" : (r + 0 <= lim ? "yes" : "**no**") }
 '
+
+# stop_load: stops the sysbench load a script started (SB_PID, logging to SB_LOG) and waits
+# until its connections are gone from the server on $SOCK. Used by prepare.sh and clone.sh.
+stop_load() {
+  local i
+  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before it was stopped (log: $SB_LOG)"; }
+  kill -TERM "$SB_PID" 2>/dev/null || true
+  wait "$SB_PID" 2>/dev/null || true
+  SB_PID=""
+  for ((i = 0; i < 300; i++)); do
+    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && return 0
+    sleep 0.1
+  done
+  log "warning: sysbench connections still on the server 30 s after it was stopped"
+}

@@ -111,19 +111,6 @@ start_load() {
     --time=$((TOOL_TIMEOUT + LOAD_WARMUP_SECS + 3600)) run >"$SB_LOG" 2>&1 &
   SB_PID=$!
 }
-# stop_load: stops sysbench and waits until its connections are gone from the source.
-stop_load() {
-  local i
-  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended during the backup (log: $SB_LOG)"; }
-  kill -TERM "$SB_PID" 2>/dev/null || true
-  wait "$SB_PID" 2>/dev/null || true
-  SB_PID=""
-  for ((i = 0; i < 300; i++)); do
-    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && return 0
-    sleep 0.1
-  done
-  log "warning: sysbench connections still on the source 30 s after it was stopped"
-}
 # load_tps: mean of sysbench's per-second TPS after the warm-up (about the backup's window).
 load_tps() {
   gawk -v w="$LOAD_WARMUP_SECS" '/^\[ *[0-9]+s \]/ { t = $2 + 0

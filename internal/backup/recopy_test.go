@@ -2,10 +2,8 @@ package backup
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // far is a checkpoint distance that makes a first re-copy round worth it.
@@ -70,25 +69,6 @@ func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
 	return c, nil
 }
 
-// gunzip reads a page fixture written by a real 10.11 server (internal/innodb/testdata).
-func gunzip(t *testing.T, name string) []byte {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "innodb", "testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // threeStageSetup is a server datadir holding db/t.ibd (pages 0-3 of a real full_crc32
 // tablespace), a directory backup whose copy of it has an older page 3 (copied before
 // an UPDATE), and a job between them whose redo copies are the fake's.
@@ -106,7 +86,7 @@ type threeStageSetup struct {
 
 func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 	const ps = 16384
-	now, before := gunzip(t, "fcrc32.after.gz"), gunzip(t, "fcrc32.before.gz")
+	now, before := testdb.PageFixture(t, "fcrc32.after.gz"), testdb.PageFixture(t, "fcrc32.before.gz")
 	stale := append(append([]byte{}, now[:3*ps]...), before[:ps]...)
 	dd := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dd, "db"), 0o755); err != nil {
@@ -288,7 +268,7 @@ func TestRecopyLostSpace(t *testing.T) {
 	s := newThreeStage(t)
 	want := binary.BigEndian.Uint32(s.now[34:])
 	other := filepath.Join(s.j.info.Datadir, "db", "other.ibd")
-	if err := os.WriteFile(other, gunzip(t, "crc32.after.gz"), 0o644); err != nil {
+	if err := os.WriteFile(other, testdb.PageFixture(t, "crc32.after.gz"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{other, filepath.Join(s.j.info.Datadir, "db", "gone.ibd")} {

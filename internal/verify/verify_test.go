@@ -1,11 +1,9 @@
 package verify
 
 import (
-	"compress/gzip"
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,27 +14,12 @@ import (
 	"github.com/ferry-backup/ferry/internal/pipeline"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/storage"
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // pages reads pages 0..3 of a tablespace written by MariaDB 10.11 (the innodb
 // package's fixtures, made by its testdata/gen.sh).
-func pages(t *testing.T, name string) []byte {
-	t.Helper()
-	f, err := os.Open("../innodb/testdata/" + name + ".after.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func pages(t *testing.T, name string) []byte { return testdb.PageFixture(t, name+".after.gz") }
 
 // store writes data as db/t.ibd of a repository backup whose manifest describes the
 // tablespace from its page 0, as the copy does.
