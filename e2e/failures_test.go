@@ -57,7 +57,7 @@ func TestBadInput(t *testing.T) {
 		wantFail(t, nil, "unknown compression \"brotli\"", streamArgs(src, "--compress", "brotli")...)
 		wantFail(t, nil, "is not an age public key", streamArgs(src, "--encrypt-to", "age1notakey")...)
 		wantFail(t, nil, "too small", streamArgs(src, "--max-memory", "1M")...)
-		wantFail(t, nil, "either --target-dir or --from", "restore", "--from", "-", "--target-dir", tmp, "--datadir", filepath.Join(tmp, "s3"))
+		wantFail(t, nil, "give one of --target-dir, --from or --repo", "restore", "--from", "-", "--target-dir", tmp, "--datadir", filepath.Join(tmp, "s3"))
 		wantFail(t, nil, "holds no valid age identity", "restore", "--from", pw, "--identity-file", pw, "--datadir", filepath.Join(tmp, "s4"))
 		if _, err := os.Stat(filepath.Join(tmp, "s2")); !os.IsNotExist(err) {
 			t.Error("a refused backup created its target directory")

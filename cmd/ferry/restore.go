@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+
+	"filippo.io/age"
 	"fmt"
 	"io"
 	"os"
@@ -10,15 +12,16 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
 func newRestoreCmd(g *globals) *cobra.Command {
 	var cfg restore.Config
-	var from, identity, writeCnf string
+	var sf sourceFlags
+	var writeCnf string
 	var dirMaps []string
-	var rf repoFlags
-	cfg.MaxMemory = 256 << 20
+	sf.maxMemory = 256 << 20
 	cmd := &cobra.Command{
 		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest) --datadir DATADIR",
 		Short: "Restore a backup directory, stream or repository backup into a datadir (copy-back, or --move), preparing it if needed",
@@ -37,14 +40,12 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			if err := parseDirMaps(&cfg.DataDirs, dirMaps); err != nil {
 				return err
 			}
-			if err := openRepoSource(cmd, g, &cfg, &rf, args, identity, from); err != nil {
-				return err
-			}
-			done, err := openSource(&cfg, from, identity)
+			src, done, err := sf.open(cmd, g, args)
 			if err != nil {
 				return err
 			}
 			defer done()
+			cfg.Source = src
 			res, err := restore.Restore(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -64,17 +65,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.BackupDir, "target-dir", "", "backup directory to restore from")
-	f.StringVar(&from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
-	rf.add(f)
-	f.BoolVar(&cfg.Resume, "resume", false, "continue an interrupted restore from --repo: what its staging directory holds is verified, not downloaded again")
-	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
-	f.Var(byteSize{&cfg.MaxMemory}, "max-memory", "memory for stream data waiting to be written")
+	sf.add(f)
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
-	f.BoolVar(&cfg.Move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
-	f.IntVar(&cfg.Parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
 	addKeyFlags(f, &cfg.Keys)
@@ -101,76 +95,90 @@ func printReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintln(w, "  START SLAVE;")
 }
 
-// openRepoSource opens --repo and names the backup to restore.
-func openRepoSource(cmd *cobra.Command, g *globals, cfg *restore.Config, rf *repoFlags, args []string, identity, from string) error {
-	switch {
-	case rf.url == "" && len(args) > 0:
-		return fmt.Errorf("unexpected argument %q: a backup id goes with --repo", args[0])
-	case rf.url == "" && cfg.Resume:
-		return errors.New("--resume applies to --repo")
-	case rf.url == "":
-		if cfg.Parallel == 0 {
-			cfg.Parallel = defaultParallel()
-		}
-		return nil
-	case cfg.BackupDir != "" || from != "":
-		return errors.New("give one of --target-dir, --from or --repo")
-	case len(args) == 0:
-		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
-	case cfg.Move:
-		return errors.New("--move applies to --target-dir")
+// sourceFlags are the flags that say where a restore reads its backup from.
+type sourceFlags struct {
+	dir, from, identity string
+	repo                repoFlags
+	resume, move        bool
+	parallel            int
+	maxMemory           int64
+}
+
+func (sf *sourceFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&sf.dir, "target-dir", "", "backup directory to restore from")
+	f.StringVar(&sf.from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
+	sf.repo.add(f)
+	f.BoolVar(&sf.resume, "resume", false, "continue an interrupted restore from --repo: what its staging directory holds is verified, not downloaded again")
+	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
+	f.Var(byteSize{&sf.maxMemory}, "max-memory", "memory for stream data waiting to be written")
+	f.BoolVar(&sf.move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
+	f.IntVar(&sf.parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
+}
+
+// open checks the flags and opens the one source they name; done closes it.
+func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (restore.Source, func(), error) {
+	none := func() {}
+	if err := sf.check(args); err != nil {
+		return nil, none, err
 	}
-	r, err := rf.open(cmd.Context(), g.log, false, version)
+	ids, err := sf.identities()
 	if err != nil {
-		return err
+		return nil, none, err
 	}
-	cfg.Repo, cfg.BackupID = r, args[0]
-	if identity != "" {
-		if cfg.Identities, err = codec.Identities(identity); err != nil {
-			return err
+	switch {
+	case sf.repo.url != "":
+		r, err := sf.repo.open(cmd.Context(), g.log, false, version)
+		if err != nil {
+			return nil, none, err
 		}
+		return &restore.RepoSource{Repo: r, BackupID: args[0], Resume: sf.resume, Identities: ids, Parallel: sf.parallel}, none, nil
+	case sf.dir != "":
+		return &restore.DirSource{Dir: sf.dir, Move: sf.move, Parallel: sf.parallel}, none, nil
+	case sf.from == "-":
+		if term.IsTerminal(int(os.Stdin.Fd())) {
+			return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
+		}
+		return restore.NewStreamSource(os.Stdin, "stdin", ids, sf.maxMemory), none, nil
+	}
+	f, err := os.Open(sf.from)
+	if err != nil {
+		return nil, none, fmt.Errorf("--from: %w", err)
+	}
+	return restore.NewStreamSource(f, sf.from, ids, sf.maxMemory), func() { f.Close() }, nil
+}
+
+// check refuses flags that do not go together.
+func (sf *sourceFlags) check(args []string) error {
+	named := 0
+	for _, v := range []string{sf.dir, sf.from, sf.repo.url} {
+		if v != "" {
+			named++
+		}
+	}
+	switch {
+	case named == 0:
+		return errors.New("--target-dir DIR, --from FILE|- or --repo REPO is required")
+	case named > 1:
+		return errors.New("give one of --target-dir, --from or --repo")
+	case sf.repo.url == "" && len(args) > 0:
+		return fmt.Errorf("unexpected argument %q: a backup id goes with --repo", args[0])
+	case sf.repo.url != "" && len(args) == 0:
+		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
+	case sf.repo.url == "" && sf.resume:
+		return errors.New("--resume applies to --repo")
+	case sf.dir == "" && sf.move:
+		return errors.New("--move applies to --target-dir: a stream or repository backup is always written straight into the datadir")
+	case sf.dir != "" && sf.identity != "":
+		return errors.New("--identity-file applies to --from and --repo (encrypted streams and repositories)")
 	}
 	return nil
 }
 
-// openSource checks --target-dir/--from and opens the stream; done closes it.
-func openSource(cfg *restore.Config, from, identity string) (func(), error) {
-	none := func() {}
-	if cfg.Repo != nil {
-		return none, nil
+func (sf *sourceFlags) identities() ([]age.Identity, error) {
+	if sf.identity == "" {
+		return nil, nil
 	}
-	switch {
-	case from != "" && cfg.BackupDir != "":
-		return none, errors.New("give either --target-dir or --from, not both")
-	case from == "" && cfg.BackupDir == "":
-		return none, errors.New("--target-dir DIR or --from FILE|- is required")
-	case from == "" && identity != "":
-		return none, errors.New("--identity-file applies to --from (encrypted streams)")
-	case from != "" && cfg.Move:
-		return none, errors.New("--move applies to --target-dir: a stream is always written straight into the datadir")
-	case from == "":
-		return none, nil
-	}
-	if identity != "" {
-		ids, err := codec.Identities(identity)
-		if err != nil {
-			return none, err
-		}
-		cfg.Identities = ids
-	}
-	if from == "-" {
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			return none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
-		}
-		cfg.Stream, cfg.StreamName = os.Stdin, "stdin"
-		return none, nil
-	}
-	f, err := os.Open(from)
-	if err != nil {
-		return none, fmt.Errorf("--from: %w", err)
-	}
-	cfg.Stream, cfg.StreamName = f, from
-	return func() { f.Close() }, nil
+	return codec.Identities(sf.identity)
 }
 
 // startCommand is the mariadbd command line that opens a restored datadir: every

@@ -92,14 +92,14 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 	d := &dialer{addr: cfg.From, tls: tcfg, key: cfg.Security.key(),
 		h: hello{Protocol: protocolVersion, Ferry: cfg.Version, Compress: cfg.Compress, MaxRate: cfg.MaxRate, MaxImpact: cfg.MaxImpact}}
 	var w welcome
-	rcfg := restore.Config{Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd, UseMemory: cfg.UseMemory,
-		Staging: staging, FillName: "clone of " + cfg.From, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal,
-		DataDirs: cfg.DataDirs, Keys: cfg.Keys}
-	rcfg.Fill = func(ctx context.Context, dir string) (*stream.Unpacked, error) {
-		got, wl, err := receive(ctx, cfg, d, dir)
-		w = wl
-		return got, err
-	}
+	src := &restore.StreamSource{Label: "clone of " + cfg.From, Dir: staging,
+		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
+			got, wl, err := receive(ctx, cfg, d, dir)
+			w = wl
+			return got, err
+		}}
+	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
+		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys}
 	res, err := restore.Restore(ctx, rcfg)
 	if err != nil {
 		return nil, err

@@ -142,7 +142,6 @@ func verify(f manifest.File, size int64, crc uint32) error {
 	return nil
 }
 
-// readBinlogInfo reads a mariadb-backup backup's xtrabackup_binlog_info.
 // coordinates returns the binlog/GTID position the backup holds.
 func (b *Backup) coordinates() mariadb.Coordinates {
 	if b.Manifest != nil {
@@ -151,6 +150,7 @@ func (b *Backup) coordinates() mariadb.Coordinates {
 	return readBinlogInfo(b.Dir)
 }
 
+// readBinlogInfo reads a mariadb-backup backup's xtrabackup_binlog_info.
 func readBinlogInfo(dir string) mariadb.Coordinates {
 	b, err := os.ReadFile(filepath.Join(dir, xtrabackup.BinlogInfoFile))
 	if err != nil {

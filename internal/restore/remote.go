@@ -121,6 +121,15 @@ func manifestSpaces(m *manifest.Manifest) []remoteSpace {
 	return out
 }
 
+// checkDataDirs refuses, before anything is written, a backup whose DATA DIRECTORY
+// tablespaces would land on existing files.
+func (b *Backup) checkDataDirs(d DataDirs) error {
+	if b.Manifest != nil {
+		return d.checkFree(manifestSpaces(b.Manifest))
+	}
+	return checkLinks(b.Dir, d)
+}
+
 // checkLinks refuses, before anything is copied, a backup directory whose DATA
 // DIRECTORY tablespaces would land on existing files.
 func checkLinks(dir string, d DataDirs) error {

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,48 +10,55 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
-	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/safepath"
 )
 
-// restoreRepo downloads a repository backup straight into a staging directory beside
-// the datadir (every object checked, decrypted and decompressed in parallel, nothing
-// stored twice), prepares it and renames it into place. The staging directory is
-// named after the backup and kept when the restore fails, so that --resume continues
-// it without downloading again what it already holds and verifies.
-func restoreRepo(ctx context.Context, cfg Config, datadir string) (*Result, error) {
-	m, err := cfg.Repo.Load(ctx, cfg.BackupID, cfg.Identities)
+// RepoSource is a backup in a repository. It is downloaded straight into a staging
+// directory beside the datadir (every object checked, decrypted and decompressed in
+// parallel, nothing stored twice). The staging directory is named after the backup and
+// kept when the restore fails, so that a run with Resume continues it without
+// downloading again what it already holds and verifies.
+type RepoSource struct {
+	Repo       *repo.Repo
+	BackupID   string // an id, or "latest"
+	Resume     bool
+	Identities []age.Identity
+	// Parallel is how many objects are downloaded at once (default 8: downloads wait
+	// on the network, not the cores).
+	Parallel int
+	m        *manifest.Manifest // loaded by Inspect
+}
+
+// Name implements Source.
+func (s *RepoSource) Name() string {
+	if s.m != nil {
+		return s.Repo.Location() + " " + s.m.ID
+	}
+	return s.Repo.Location() + " " + s.BackupID
+}
+
+// Inspect implements Source: it loads and checks the backup's manifest.
+func (s *RepoSource) Inspect(ctx context.Context) (*Backup, error) {
+	m, err := s.Repo.Load(ctx, s.BackupID, s.Identities)
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.DataDirs.checkFree(manifestSpaces(m)); err != nil {
-		return nil, err
+	s.m = m
+	return &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: s.Name()}, nil
+}
+
+// Staging implements Source: the backup's own staging directory, kept on failure.
+func (s *RepoSource) Staging(datadir string) (string, bool, error) {
+	if s.m == nil {
+		return "", false, errors.New("internal error: repository source used before Inspect")
 	}
-	b := &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: cfg.Repo.Location() + " " + m.ID}
-	if _, err := b.Options(cfg.Keys); err != nil {
-		return nil, err
-	}
-	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := resolveOwner(cfg.Owner, datadir)
-	if err != nil {
-		return nil, err
-	}
-	staging, err := repoStaging(datadir, m.ID, cfg.Resume)
-	if err != nil {
-		return nil, err
-	}
-	res, err := restoreRepoInto(ctx, cfg, m, staging, bin, owner, datadir)
-	if err != nil {
-		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
-	}
-	return res, nil
+	dir, err := repoStaging(datadir, s.m.ID, s.Resume)
+	return dir, true, err
 }
 
 // repoStaging returns the staging directory of backup id beside datadir: new, or with
@@ -88,36 +96,35 @@ func checkResumable(dir, id string) error {
 	return nil
 }
 
-func restoreRepoInto(ctx context.Context, cfg Config, m *manifest.Manifest, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+// Fill implements Source: it downloads what staging does not already hold (verified)
+// and writes the manifest last.
+func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+	m := s.m
+	parallel := cmp.Or(s.Parallel, 8)
 	j, err := openJournal(staging, m.ID)
 	if err != nil {
 		return nil, err
 	}
 	defer j.close()
-	skip, err := j.verified(ctx, m, cfg.Parallel)
+	skip, err := j.verified(ctx, m, parallel)
 	if err != nil {
 		return nil, err
 	}
 	if err := layOut(staging, m); err != nil {
 		return nil, err
 	}
-	cfg.Log.Info("restoring from the repository", "backup", m.ID, "from", cfg.Repo.Location(), "staging", staging,
-		"objects", len(m.Objects), "already_verified", len(skip), "parallel", cfg.Parallel)
-	prog := progress.New(progress.Options{Label: "restore", Total: m.TotalSize() - j.skippedBytes, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
-	err = cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel,
+	env.Log.Info("restoring from the repository", "backup", m.ID, "from", s.Repo.Location(), "staging", staging,
+		"objects", len(m.Objects), "already_verified", len(skip), "parallel", parallel)
+	prog := env.Reporter(m.TotalSize() - j.skippedBytes)
+	err = s.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: s.Identities, Parallel: parallel,
 		Skip: func(obj string) bool { return skip[obj] }, Done: j.add},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
 			return writeBlob(staging, f, b, r, prog.Add)
 		})
 	prog.Finish()
 	if err != nil {
-		return nil, fmt.Errorf("restore %s from %s: %w", m.ID, cfg.Repo.Location(), err)
+		return nil, fmt.Errorf("restore %s from %s: %w", m.ID, s.Repo.Location(), err)
 	}
-	return prepareStaged(ctx, cfg, m, staging, bin, owner, datadir)
-}
-
-// prepareStaged runs recovery on a downloaded backup and renames it into place.
-func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
 	if err := manifest.Write(staging, m); err != nil {
 		return nil, err
 	}
@@ -125,18 +132,9 @@ func prepareStaged(ctx context.Context, cfg Config, m *manifest.Manifest, stagin
 	if err != nil {
 		return nil, err
 	}
-	b.Source = cfg.Repo.Location() + " " + m.ID
-	cfg.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
-	if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
-		return nil, err
-	}
-	if err := removeBackupOnlyFiles(staging); err != nil {
-		return nil, err
-	}
-	if err := os.Remove(filepath.Join(staging, journalName)); err != nil {
-		return nil, err
-	}
-	return finishStaging(b, m.Coordinates, staging, datadir, owner, cfg)
+	b.Source = s.Name()
+	env.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
+	return b, nil
 }
 
 // layOut creates every file of the backup in dir at its size (so that parts can be

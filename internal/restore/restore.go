@@ -8,52 +8,29 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
-	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
-	"github.com/ferry-backup/ferry/internal/progress"
-	"github.com/ferry-backup/ferry/internal/repo"
-	"github.com/ferry-backup/ferry/internal/stream"
 )
 
 // Config configures ferry restore.
 type Config struct {
-	BackupDir string
-	// Stream, when set, is read instead of BackupDir: an xbstream made by ferry backup
-	// --stream or mariadb-backup --stream=xbstream. StreamName names it in messages.
-	Stream     io.Reader
-	StreamName string
-	// Repo, when set, is read instead: backup BackupID (an id or "latest"); Resume
-	// continues a restore of it that was interrupted.
-	// Fill, when set, is the source instead: it writes a backup into the (new, empty)
-	// staging directory and says what it wrote (a clone's receiver). FillName names it.
-	Fill     func(ctx context.Context, staging string) (*stream.Unpacked, error)
-	FillName string
-	// Staging, if set, is the staging directory to create (it must not exist);
-	// default a new temporary one beside the datadir.
-	Staging    string
-	Repo       *repo.Repo
-	BackupID   string
-	Resume     bool
-	Identities []age.Identity // for encrypted streams and repositories
-	MaxMemory  int64          // stream data buffered between the reader and the writers
-	Datadir    string
-	Move       bool          // move files out of the backup instead of copying (consumes the backup)
-	Replace    bool          // move a non-empty datadir aside (never deleted) and restore in its place
-	Owner      string        // user[:group] for the restored files; default the datadir's (or its parent's) owner
-	DataDirs   DataDirs      // where DATA DIRECTORY tablespaces go
-	Keys       keyfile.Files // this host's key files, for a backup encrypted at rest
-	Parallel   int
-	Mariadbd   string
-	UseMemory  string
-	Log        *slog.Logger
-	Progress   io.Writer
-	Terminal   bool
+	// Source is where the backup is read from (DirSource, StreamSource, RepoSource).
+	Source   Source
+	Datadir  string
+	Replace  bool          // move a non-empty datadir aside (never deleted) and restore in its place
+	Owner    string        // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	DataDirs DataDirs      // where DATA DIRECTORY tablespaces go
+	Keys     keyfile.Files // this host's key files, for a backup encrypted at rest
+	Mariadbd string
+	// UseMemory is the buffer pool of the recovery run.
+	UseMemory string
+	Log       *slog.Logger
+	Progress  io.Writer
+	Terminal  bool
 }
 
 // Result tells what a restore did.
@@ -65,16 +42,11 @@ type Result struct {
 	Options     ServerOptions // what the restored server must be started with
 }
 
-// Restore copies (or moves) a backup into a staging directory beside the datadir,
-// verifying every checksum, prepares the staging copy if needed, sets ownership, and
-// renames it into place at the end. The backup is left untouched unless Move is set.
+// Restore fills a staging directory beside the datadir from the source, verifying
+// every checksum, prepares the staging copy if needed, sets ownership, and renames it
+// into place at the end. The source is left untouched unless it consumes itself (a
+// directory restored with Move).
 func Restore(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Parallel <= 0 {
-		cfg.Parallel = runtime.NumCPU()
-		if cfg.Repo != nil {
-			cfg.Parallel = 8 // downloads wait on the network, not the cores
-		}
-	}
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
@@ -82,72 +54,79 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err := checkDatadir(datadir, cfg.Replace); err != nil {
 		return nil, err
 	}
-	if cfg.Repo != nil {
-		return restoreRepo(ctx, cfg, datadir)
-	}
-	if cfg.Stream != nil || cfg.Fill != nil {
-		return restoreStream(ctx, cfg, datadir)
-	}
-	b, err := Open(cfg.BackupDir)
+	pre, err := cfg.Source.Inspect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLinks(b.Dir, cfg.DataDirs); err != nil {
-		return nil, err
-	}
-	if _, err := b.Options(cfg.Keys); err != nil {
-		return nil, err
-	}
 	bin := ""
-	if !b.Prepared {
-		if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
-			return nil, err
-		}
+	if pre != nil {
+		bin, err = checkBefore(ctx, pre, cfg)
+	} else {
+		_, err = mariadb.FindMysqld(cfg.Mariadbd) // its version is checked once the backup says which it needs
 	}
-	return inStaging(cfg, datadir, func(staging string, owner ownerIDs) (*Result, error) {
-		return restoreInto(ctx, cfg, b, staging, bin, owner, datadir)
-	})
-}
-
-// inStaging creates a staging directory beside datadir and runs fill in it; on failure
-// the staging directory is removed, so the datadir is never left half-restored.
-func inStaging(cfg Config, datadir string, fill func(staging string, owner ownerIDs) (*Result, error)) (*Result, error) {
+	if err != nil {
+		return nil, err
+	}
 	owner, err := resolveOwner(cfg.Owner, datadir)
 	if err != nil {
 		return nil, err
 	}
-	staging, err := makeStaging(datadir, cfg.Staging)
+	staging, keep, err := cfg.Source.Staging(datadir)
 	if err != nil {
 		return nil, err
 	}
-	res, err := fill(staging, owner)
-	if err != nil {
-		os.RemoveAll(staging)
-		return nil, err
+	res, err := restoreIn(ctx, cfg, staging, bin, pre != nil, owner, datadir)
+	switch {
+	case err == nil:
+		return res, nil
+	case keep:
+		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
 	}
-	return res, nil
+	os.RemoveAll(staging)
+	return nil, err
 }
 
-func restoreInto(ctx context.Context, cfg Config, b *Backup, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
+// checkBefore checks what the backup needs of this host before any data moves: free
+// DATA DIRECTORY paths, usable server options, and a mariadbd of its series (returned)
+// if it is not prepared yet.
+func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
+	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
+		return "", err
+	}
+	if _, err := b.Options(cfg.Keys); err != nil {
+		return "", err
+	}
+	if b.Prepared {
+		return "", nil
+	}
+	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
+	return bin, err
+}
+
+// restoreIn fills staging from the source, prepares it and renames it into place.
+func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked bool, owner ownerIDs, datadir string) (*Result, error) {
+	b, err := cfg.Source.Fill(ctx, staging, Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal})
+	if err != nil {
+		return nil, err
+	}
 	if b.ForeignPrepared {
-		cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "dir", b.Dir)
+		cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "from", b.Origin())
 	}
-	files, err := b.datadirFiles()
-	if err != nil {
-		return nil, err
-	}
-	prog := progress.New(progress.Options{Label: "restore", Total: totalSize(files), Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
-	err = copyFiles(ctx, b.Dir, staging, files, cfg.Parallel, cfg.Move, prog)
-	prog.Finish()
-	if err != nil {
-		return nil, err
+	if !checked {
+		if bin, err = checkBefore(ctx, b, cfg); err != nil {
+			return nil, err
+		}
 	}
 	if !b.Prepared {
 		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
-	return finishStaging(b, b.coordinates(), staging, datadir, owner, cfg)
+	coords := b.coordinates()
+	if err := removeBackupOnlyFiles(staging); err != nil {
+		return nil, err
+	}
+	return finishStaging(b, coords, staging, datadir, owner, cfg)
 }
 
 // finishStaging sets ownership, makes the staging dir durable, puts DATA DIRECTORY

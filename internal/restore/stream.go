@@ -2,7 +2,10 @@ package restore
 
 import (
 	"context"
+	"io"
+
 	"errors"
+	"filippo.io/age"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,69 +13,63 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
-	"github.com/ferry-backup/ferry/internal/mariadb"
-	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
-// restoreStream unpacks cfg.Stream (ferry's stream or mariadb-backup --stream=xbstream)
-// straight into a staging directory beside the datadir, verifies it, prepares it and
-// renames it into place. Any failure removes the staging directory: the datadir is
-// never touched before the final rename.
-func restoreStream(ctx context.Context, cfg Config, datadir string) (*Result, error) {
-	bin, err := mariadb.FindMysqld(cfg.Mariadbd)
-	if err != nil {
-		return nil, err
-	}
-	return inStaging(cfg, datadir, func(staging string, owner ownerIDs) (*Result, error) {
-		return restoreStreamInto(ctx, cfg, staging, bin, owner, datadir)
-	})
+// StreamSource is a backup that arrives as a stream (ferry's, or mariadb-backup
+// --stream=xbstream) or through a clone's connections: Unpack writes its files into the
+// staging directory and says what it wrote, which is then verified against the
+// manifest the stream carries.
+type StreamSource struct {
+	// Label names the stream in messages ("stdin", a file, "clone of HOST").
+	Label string
+	// Dir, if set, is the staging directory to create (it must not exist); default a
+	// new temporary one beside the datadir.
+	Dir    string
+	Unpack func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error)
 }
 
-func restoreStreamInto(ctx context.Context, cfg Config, staging, bin string, owner ownerIDs, datadir string) (*Result, error) {
-	var got *stream.Unpacked
-	var err error
-	if cfg.Fill != nil {
-		cfg.StreamName = cfg.FillName
-		if got, err = cfg.Fill(ctx, staging); err != nil {
-			return nil, err // the filler's errors name their source
-		}
-	} else {
-		cfg.Log.Info("restoring from a stream", "from", cfg.StreamName, "staging", staging, "memory_budget_mib", cfg.MaxMemory>>20)
-		prog := progress.New(progress.Options{Label: "restore", Total: -1, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
-		got, err = stream.Unpack(ctx, cfg.Stream, staging, stream.UnpackOptions{Identities: cfg.Identities, MaxMemory: cfg.MaxMemory, Progress: prog.Add})
-		prog.Finish()
-	}
+// NewStreamSource reads an xbstream from r (named name), decrypting with ids and
+// holding at most maxMemory of data between the reader and the file writers.
+func NewStreamSource(r io.Reader, name string, ids []age.Identity, maxMemory int64) *StreamSource {
+	return &StreamSource{Label: name, Unpack: func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error) {
+		env.Log.Info("restoring from a stream", "from", name, "staging", staging, "memory_budget_mib", maxMemory>>20)
+		prog := env.Reporter(-1)
+		defer prog.Finish()
+		return stream.Unpack(ctx, r, staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add})
+	}}
+}
+
+// Name implements Source.
+func (s *StreamSource) Name() string { return s.Label }
+
+// Inspect implements Source: nothing is known of a stream before its data.
+func (s *StreamSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
+
+// Staging implements Source: a new directory (or Dir), removed if the restore fails.
+func (s *StreamSource) Staging(datadir string) (string, bool, error) {
+	dir, err := makeStaging(datadir, s.Dir)
+	return dir, false, err
+}
+
+// Fill implements Source: it unpacks the stream into staging and checks every file
+// against the manifest (or, for a mariadb-backup stream, that the stream is whole).
+func (s *StreamSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+	got, err := s.Unpack(ctx, staging, env)
 	if err != nil {
-		return nil, fmt.Errorf("restore from %s: %w", cfg.StreamName, err)
+		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
 	}
 	if err := verifyStream(staging, got); err != nil {
-		return nil, fmt.Errorf("restore from %s: %w", cfg.StreamName, err)
+		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
 	}
 	b, err := Open(staging)
 	if err != nil {
-		return nil, fmt.Errorf("restore from %s: %w", cfg.StreamName, err)
+		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
 	}
-	b.Source = cfg.StreamName
-	cfg.Log.Info("files received and verified against the manifest", "files", len(got.Files), "made_by", b.Tool())
-	if !b.Prepared {
-		version, err := mariadb.MysqldVersion(ctx, bin)
-		if err != nil {
-			return nil, err
-		}
-		if err := b.CheckMariadbd(bin, version); err != nil {
-			return nil, err
-		}
-		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
-			return nil, err
-		}
-	}
-	coords := b.coordinates()
-	if err := removeBackupOnlyFiles(staging); err != nil {
-		return nil, err
-	}
-	return finishStaging(b, coords, staging, datadir, owner, cfg)
+	b.Source = s.Label
+	env.Log.Info("files received and verified against the manifest", "files", len(got.Files), "made_by", b.Tool())
+	return b, nil
 }
 
 // verifyStream checks a ferry stream against its manifest (every file present with its
@@ -123,9 +120,10 @@ func verifyForeignStream(dir string) error {
 	return nil
 }
 
-// removeBackupOnlyFiles drops from an unpacked stream what is not part of a datadir.
+// removeBackupOnlyFiles drops from a staging directory what is not part of a datadir:
+// a backup's metadata and a repository restore's journal.
 func removeBackupOnlyFiles(dir string) error {
-	for _, name := range []string{manifest.FileName, xtrabackup.MyCnfFile, xtrabackup.CheckpointsFile, xtrabackup.BinlogInfoFile} {
+	for _, name := range []string{manifest.FileName, xtrabackup.MyCnfFile, xtrabackup.CheckpointsFile, xtrabackup.BinlogInfoFile, journalName} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
