@@ -47,7 +47,9 @@ func TestSlowStreamUnderRedoPressure(t *testing.T) {
 // TestSlowRepoAndCloneUnderRedoPressure: under the same load, a backup into an S3
 // repository whose uploads are capped at 8 MiB/s (with a small pipeline, so the link
 // holds the copy back), and a clone capped with --max-rate 8M (--compress none), end
-// consistent.
+// consistent. Both use the three-stage copy: the repository stores the pages copied
+// again as extra parts, the clone sends them as patch frames, and each keeps a redo
+// tail far shorter than what the server wrote meanwhile.
 func TestSlowRepoAndCloneUnderRedoPressure(t *testing.T) {
 	underRedoPressure(t, []pressureCase{
 		{"s3 repository", slowRepoCase},
@@ -55,7 +57,18 @@ func TestSlowRepoAndCloneUnderRedoPressure(t *testing.T) {
 			datadir := filepath.Join(tmp, "cloned")
 			before := lsnNow(t, src)
 			out := cloneOf(t, src, tmp, datadir, "--max-rate", "8M", "--compress", "none")
-			checkLaps(t, lsnNow(t, src)-before)
+			written := lsnNow(t, src) - before
+			checkLaps(t, written)
+			// The pages copied again went as patch frames; the clone kept a short tail.
+			var kept uint64
+			fmt.Sscanf(after(out.stderr, "redo_kept="), "%d", &kept)
+			if kept == 0 || kept > written/3 {
+				t.Fatalf("the clone kept %d bytes of redo of the %d written: the three-stage copy did not run", kept, written)
+			}
+			t.Logf("redo written %d MiB, kept %d KiB", written>>20, kept>>10)
+			if d := recoveryTime(t, out.stderr); d > 5*time.Second {
+				t.Errorf("recovery of a short redo tail took %v", d)
+			}
 			return datadir, clonedGTID(t, out.stdout)
 		}},
 	})
@@ -124,18 +137,30 @@ func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, 
 }
 
 // slowRepoCase backs up into an S3 repository through uploads capped at 8 MiB/s and
-// restores it at full speed.
+// restores it at full speed. The three-stage copy stores the pages it copied again as
+// extra parts and keeps a short redo tail; verify reads the patches too, and the
+// restore applies them before recovery.
 func slowRepoCase(t *testing.T, src *testdb.Server, tmp string) (string, string) {
 	r := newS3Repo(t, "slow", "db1")
 	r.proxy.Set(testdb.Faults{Rate: 8 << 20})
+	before := lsnNow(t, src)
 	res := r.run(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", r.url, "--compress", "none", "--tmpdir", tmp,
 		"--max-memory", "64M", "--part-size", "8M") // a small pipeline: the link holds the copy back
 	r.proxy.Set(testdb.Faults{})
-	var redo int64
-	fmt.Sscanf(after(res.stderr, "redo_bytes="), "%d", &redo)
-	checkLaps(t, uint64(redo))
+	written := lsnNow(t, src) - before
+	checkLaps(t, written)
+	var kept uint64
+	fmt.Sscanf(after(res.stderr, "redo_kept="), "%d", &kept)
+	if rounds := recopyRounds(t, res.stderr); rounds < 1 || kept == 0 || kept > written/3 {
+		t.Fatalf("%d re-copy rounds, redo kept %d of the %d written: the three-stage copy did not run", rounds, kept, written)
+	}
+	t.Logf("redo written %d MiB, kept %d KiB", written>>20, kept>>10)
+	r.run(t, "verify", "--repo", r.url, "latest")
 	datadir := filepath.Join(tmp, "restored-s3")
 	out := r.run(t, "restore", "--repo", r.url, "latest", "--datadir", datadir)
+	if d := recoveryTime(t, out.stderr); d > 5*time.Second {
+		t.Errorf("recovery of a short redo tail took %v", d)
+	}
 	return datadir, restoredGTID(t, out.stdout)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/spool"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -57,6 +58,7 @@ func (j *job) wantThreeStage() bool {
 type recopyStats struct {
 	rounds int
 	pages  int64
+	round  int // the round running, for Sink.Patch
 }
 
 // threeStage runs the re-copy rounds after the data copy and makes the redo copy of
@@ -64,16 +66,28 @@ type recopyStats struct {
 func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) error {
 	cur := j.tails[0] // the tracker opened at START, whose redo the backup keeps so far
 	since := cur.t.Start().LSN
+	if err := j.drain(ctx); err != nil {
+		return err
+	}
 	if ok, err := j.worthRecopy(cur); err != nil || !ok {
+		if err == nil && !cur.draining { // a held tracker: its redo is the backup's after all
+			return j.keep(cur, fail)
+		}
 		return err
 	}
 	for round := 1; ; round++ {
+		if round > 1 {
+			if err := j.drain(ctx); err != nil {
+				return err
+			}
+		}
 		t0 := time.Now()
 		next, err := j.openTail(ctx, fail, tailRound) // at the server's newest checkpoint
 		if err != nil {
 			return err
 		}
 		a := next.t.Start().LSN
+		j.recopy.round = round
 		n, fellBack, err := j.recopyRound(ctx, cur, a, since)
 		if err != nil {
 			return err
@@ -98,6 +112,20 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		}
 	}
 	return j.keep(cur, fail)
+}
+
+// drain waits until the end has stored what the copy (or the round before) sent: a
+// round's redo is kept from the checkpoint it opens at, so the time its pages would wait
+// behind a slow destination's backlog must pass before, not after.
+func (j *job) drain(ctx context.Context) error {
+	t0 := time.Now()
+	if err := j.sink.Drain(ctx); err != nil {
+		return fmt.Errorf("wait for %s to store the copy before copying changed pages again: %w", j.sink.Name(), err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		j.log.Info("three-stage copy: waited for the destination to store the copy", "took", d.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // worthRecopy decides whether the first re-copy round pays: it drops the redo from the
@@ -160,7 +188,10 @@ func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n 
 		return n, false, err
 	}
 	why := "the set of changed pages outgrew its bound"
-	if err != nil {
+	switch {
+	case errors.Is(err, spool.ErrFull):
+		why = "the page tracker's spool filled up (" + err.Error() + ")"
+	case err != nil:
 		why = "the server overwrote redo the page tracker had not read yet (" + err.Error() + ")"
 	}
 	j.log.Warn("three-stage copy: "+why+"; reading every page to copy again those changed since the copy began", "since_lsn", since)
@@ -291,7 +322,6 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 	// Runs are read whole, unchanged pages between changed ones included, and aligned
 	// for O_DIRECT: a page read after the checkpoint is a valid copy of it whether it
 	// changed or not.
-	// their neighbours (a page read after the checkpoint is a valid copy of it too).
 	unit := max(ps, directio.Align) / ps // pages per aligned unit
 	buf := directio.AlignedBuffer(recopyRun)
 	var n int64
@@ -445,9 +475,10 @@ func newerPage(b []byte, ps int, since uint64) bool {
 }
 
 // patch rewrites b at off of a copy in the backup and keeps the copy's size and
-// CRC-32C up to date from the CRC of what b replaced.
+// CRC-32C up to date from the CRC of what b replaced (an end that stores patches apart
+// keeps the CRC of the bytes first written, extended with zeros to the new size).
 func (j *job) patch(name string, off int64, b []byte) error {
-	old, err := j.sink.Patch(name, off, b)
+	old, err := j.sink.Patch(j.recopy.round, name, off, b)
 	if err != nil {
 		return fmt.Errorf("copy pages of %s again: %w", name, err)
 	}
@@ -458,7 +489,9 @@ func (j *job) patch(name string, off int64, b []byte) error {
 	if end := off + n; end > f.Size {
 		f.CRC, f.Size = checksum.Extend(f.CRC, end-f.Size), end
 	}
-	f.CRC = checksum.Replace(f.CRC, f.Size, off, n, old, checksum.Sum(b))
+	if !j.sink.Caps().PatchApart {
+		f.CRC = checksum.Replace(f.CRC, f.Size, off, n, old, checksum.Sum(b))
+	}
 	j.files[name] = f
 	return nil
 }

@@ -142,9 +142,12 @@ func (s *fakeRedoServer) checkpoint() (uint64, error) {
 }
 
 // run opens the tracker and runs the rounds.
-func (s *threeStageSetup) run(t *testing.T) {
+func (s *threeStageSetup) run(t *testing.T) { t.Helper(); s.runAs(t, tailTracker) }
+
+// runAs opens a tracker of the given kind and runs the rounds.
+func (s *threeStageSetup) runAs(t *testing.T, kind tailKind) {
 	t.Helper()
-	if _, err := s.j.openTail(s.ctx, s.fail, tailTracker); err != nil {
+	if _, err := s.j.openTail(s.ctx, s.fail, kind); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.j.threeStage(s.ctx, s.fail); err != nil {
@@ -302,4 +305,52 @@ func TestThreeStageSkipped(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(s.copyPath)), "ib_logfile0")); err != nil {
 		t.Fatalf("the backup's ib_logfile0: %v", err)
 	}
+}
+
+// redoEnd records what a remote end saw of the backup's redo: every ib_logfile0
+// created and removed.
+type redoEnd struct {
+	sink.Sink
+	created, removed int
+}
+
+func (r *redoEnd) Create(rel string, o sink.FileOptions) (sink.File, error) {
+	if rel == "ib_logfile0" {
+		r.created++
+	}
+	return r.Sink.Create(rel, o)
+}
+
+func (r *redoEnd) Remove(rel string) error {
+	if rel == "ib_logfile0" {
+		r.removed++
+	}
+	return r.Sink.Remove(rel)
+}
+
+// TestThreeStageHeldTracker: for a remote end, the tracker only spools. When a round
+// runs, the end never sees the tracker's redo (one ib_logfile0, the round's, nothing
+// sent and removed); when the round is skipped, the held tracker's whole redo becomes
+// the backup's.
+func TestThreeStageHeldTracker(t *testing.T) {
+	t.Run("round", func(t *testing.T) {
+		s := newThreeStage(t, &fakeCopy{start: 100, pages: []uint32{3}}, &fakeCopy{start: 100 + far, kept: 1 << 20})
+		end := &redoEnd{Sink: s.j.sink}
+		s.j.sink = end
+		s.runAs(t, tailHeld)
+		s.checkCopy(t, s.now, "the server's file")
+		if end.created != 1 || end.removed != 0 || s.j.tail == nil || s.j.tail.t.Start().LSN != 100+far {
+			t.Fatalf("ib_logfile0 created %d times, removed %d: the end carried the held tracker's redo", end.created, end.removed)
+		}
+	})
+	t.Run("skipped", func(t *testing.T) {
+		tracker := &fakeCopy{start: 100, kept: 1 << 40, pages: []uint32{0, 1, 2, 3}}
+		s := newThreeStage(t, tracker, &fakeCopy{start: 100 + keepTarget/2})
+		end := &redoEnd{Sink: s.j.sink}
+		s.j.sink = end
+		s.runAs(t, tailHeld)
+		if end.created != 1 || s.j.tail == nil || s.j.tail.t != tracker || !s.j.tail.draining {
+			t.Fatalf("ib_logfile0 created %d times: the skipped round did not keep the held tracker's redo", end.created)
+		}
+	})
 }

@@ -29,7 +29,10 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	}
 	three := j.wantThreeStage()
 	kind := tailKept
-	if three {
+	switch {
+	case three && j.sink.Caps().Remote:
+		kind = tailHeld // spooled locally until a re-copy round replaces it, or not
+	case three:
 		kind = tailTracker // kept unless a re-copy round replaces it
 	}
 	j.copyStart = time.Now()

@@ -90,6 +90,10 @@ const (
 	tailKept    tailKind = iota // spooled, and drained into the backup at once
 	tailRound                   // spooled and tracking pages; kept only if it is the last round
 	tailTracker                 // kept and tracking pages, until a re-copy round replaces it
+	// tailHeld tracks pages like a tracker but only spools: its redo is drained into
+	// the backup only if no re-copy round runs, so a remote end's link never carries
+	// redo that a round drops.
+	tailHeld
 )
 
 // openTail opens the server's redo log at its newest checkpoint and starts a redo copy
@@ -103,7 +107,8 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	if kind != tailKept {
 		tl.pages = redo.NewPageSet(0)
 	}
-	if kind == tailTracker && j.cfg.TrackerStall > 0 {
+	tracker := kind == tailTracker || kind == tailHeld
+	if tracker && j.cfg.TrackerStall > 0 {
 		out = &stallWriter{w: out, d: j.cfg.TrackerStall}
 	}
 	t, err := j.openRedo(redo.Config{
@@ -128,7 +133,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	go func() {
 		defer close(tl.ran)
 		if tl.runErr = t.Run(ctx); tl.runErr != nil {
-			if kind == tailTracker {
+			if tracker {
 				tl.dropped.Store(true) // the re-copy round falls back to page LSNs
 			} else {
 				fail(tl.runErr)
@@ -136,7 +141,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 			tl.spool.Abort(tl.runErr)
 		}
 	}()
-	if kind != tailRound {
+	if kind == tailKept || kind == tailTracker {
 		return tl, j.keep(tl, fail)
 	}
 	return tl, nil

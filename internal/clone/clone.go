@@ -104,6 +104,9 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m := res.Backup.Manifest; m != nil {
+		cfg.Log.Info("clone prepared", "datadir", res.Datadir, "redo_kept", m.LastLSN-m.StartLSN, "gtid", res.Coordinates.ReplicaGTID())
+	}
 	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()

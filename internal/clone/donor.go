@@ -95,7 +95,8 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 	}
 	raw, zs, lz, ratio := s.codec.summary()
 	s.log.Info("clone sent", "seconds", time.Since(start).Round(time.Millisecond).Seconds(), "bytes_on_wire", s.sentBytes.Load(),
-		"gtid", res.Manifest.Coordinates.ReplicaGTID(), "frames_raw", raw, "frames_zstd", zs, "frames_lz4", lz, "ratio", fmt.Sprintf("%.2f", ratio))
+		"gtid", res.Manifest.Coordinates.ReplicaGTID(), "frames_raw", raw, "frames_zstd", zs, "frames_lz4", lz, "ratio", fmt.Sprintf("%.2f", ratio),
+		"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", res.Manifest.LastLSN-res.Manifest.StartLSN)
 	s.fail(errFinished)
 	return nil
 }

@@ -24,6 +24,9 @@ const (
 // Frame flags.
 const (
 	flagSparse byte = 1 << 0 // the file keeps holes where blocks are zero
+	// flagPatch marks a data frame of pages copied again (the three-stage copy): it
+	// goes over a file already complete, after every frame of an earlier round.
+	flagPatch byte = 1 << 1
 )
 
 // Codecs of a data frame's payload.

@@ -2,7 +2,7 @@ package clone
 
 // protocolVersion is the version of the clone protocol (docs/clone.md); both ends must
 // speak the same.
-const protocolVersion = 1
+const protocolVersion = 2
 
 // hello is the recipient's first message on every connection.
 type hello struct {

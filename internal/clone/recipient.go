@@ -50,6 +50,9 @@ type rfile struct {
 	closed bool
 	size   int64
 	crc    uint32
+	// patched: patch frames applied, by seq (a resent copy is not applied again: a
+	// later round may have written over the same pages since).
+	patched map[uint64]bool
 }
 
 // span is where one data frame went.
@@ -179,6 +182,9 @@ func (r *receiver) file(f *frame) (*rfile, error) {
 
 // data writes one data frame (again, harmlessly, if it was resent).
 func (r *receiver) data(f *frame) error {
+	if f.flags&flagPatch != 0 {
+		return r.patch(f)
+	}
 	rf, err := r.file(f)
 	if err != nil {
 		return err
@@ -220,6 +226,56 @@ func (r *receiver) data(f *frame) error {
 	defer rf.mu.Unlock()
 	rf.spans[f.seq] = span{off: f.off, n: int64(len(raw)), crc: crc}
 	return rf.finish()
+}
+
+// patch writes a frame of pages copied again over a complete file, once. The file's
+// checksum stays that of its first copy (the frame's own was checked), extended with
+// zeros if the patch makes the file longer, as the donor's manifest has it.
+func (r *receiver) patch(f *frame) error {
+	r.mu.Lock()
+	rf, ok := r.byPath[f.path]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: pages copied again for %s, which was not sent", errProtocol, f.path)
+	}
+	rf.mu.Lock()
+	done, closed, full := rf.patched[f.seq], rf.closed, rf.full
+	rf.mu.Unlock()
+	switch {
+	case done:
+		return nil
+	case !closed:
+		return fmt.Errorf("%w: pages copied again for %s before it was complete", errProtocol, f.path)
+	}
+	raw, err := r.dec.decode(f, make([]byte, f.rawLen))
+	if err != nil {
+		return fmt.Errorf("%s at offset %d: %w", f.path, f.off, err)
+	}
+	if crc := checksum.Sum(raw); crc != f.crc || len(raw) != int(f.rawLen) {
+		return fmt.Errorf("%s at offset %d: received %d bytes of pages copied again with CRC-32C %s, the donor sent %d with %s: the data was damaged in transit", f.path, f.off, len(raw), checksum.Hex(crc), f.rawLen, checksum.Hex(f.crc))
+	}
+	t, err := filecopy.Open(full, false, false) // every byte written: zeros must replace old bytes too
+	if err != nil {
+		return err
+	}
+	err = t.WriteAt(raw, f.off)
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write pages copied again into %s: %w", f.path, filecopy.WrapWriteErr(err))
+	}
+	r.prog(int64(len(raw)))
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if end := f.off + int64(len(raw)); end > rf.size {
+		rf.crc, rf.size = checksum.Extend(rf.crc, end-rf.size), end
+	}
+	if rf.patched == nil {
+		rf.patched = map[uint64]bool{}
+	}
+	rf.patched[f.seq] = true
+	return nil
 }
 
 // closeFile records the file's end; it is applied once all its data frames are in.

@@ -44,6 +44,9 @@ type session struct {
 	lostSince  time.Time         // when the last connection broke (conns == 0)
 	nextSeq    uint64
 	nextHandle uint64
+
+	patchMu    sync.Mutex // held while a round's first patch waits for the frames before it
+	patchRound int        // the re-copy round whose patches are being sent (patchMu)
 	sentBytes  atomic.Int64
 	finished   chan struct{} // closed when the clone's backup has stopped
 }
@@ -212,10 +215,11 @@ func (s *session) oldestInflight() uint64 {
 func (s *session) Name() string { return "clone recipient" }
 
 // Caps implements sink.Sink: like a directory, the recipient's staging copy takes
-// writes at any offset, removes and renames until the manifest; nothing goes to the
-// server's disks. It is recorded as a directory, which it becomes.
+// writes at any offset, removes and renames until the manifest, and pages copied
+// again (each checked on its own; the file's checksum stays that of the first copy);
+// nothing goes to the server's disks. It is recorded as a directory, which it becomes.
 func (s *session) Caps() sink.Caps {
-	return sink.Caps{Rewrite: true, Remote: true, Storage: manifest.Storage{Format: "dir"}}
+	return sink.Caps{Rewrite: true, Patch: true, PatchApart: true, Remote: true, Storage: manifest.Storage{Format: "dir"}}
 }
 
 // Open implements sink.Sink: the session is open.
@@ -239,9 +243,24 @@ func (s *session) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	return &sinkFile{s: s, rel: rel, handle: h, flags: flags}, s.err()
 }
 
-// Patch implements sink.Sink: not supported (Caps().Patch is not set): data frames of
-// one range may arrive in any order over several connections.
-func (s *session) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }
+// Patch implements sink.Sink: the bytes go as data frames marked as a patch, which the
+// recipient writes over the complete file. Frames may arrive in any order over several
+// connections, so the first patch of a round waits until every frame before it is
+// acknowledged: a round's patches then land after the file and after the round before
+// (the patches of one round do not overlap). It returns 0 (Caps().PatchApart).
+func (s *session) Patch(round int, rel string, off int64, p []byte) (uint32, error) {
+	if err := s.patchBarrier(round); err != nil {
+		return 0, err
+	}
+	for len(p) > 0 {
+		n := min(len(p), maxFrameData)
+		if err := s.sendData(rel, 0, flagPatch, p[:n], off); err != nil {
+			return 0, err
+		}
+		p, off = p[n:], off+int64(n)
+	}
+	return 0, nil
+}
 
 // Remove implements sink.Sink.
 func (s *session) Remove(rel string) error {
@@ -288,13 +307,21 @@ func (f *sinkFile) WriteAt(p []byte, off int64) error {
 }
 
 func (f *sinkFile) send(p []byte, off int64) error {
-	s := f.s
+	if err := f.s.sendData(f.rel, f.handle, f.flags, p, off); err != nil {
+		return err
+	}
+	f.frames.Add(1)
+	return nil
+}
+
+// sendData queues one data frame of p (at most maxFrameData) for file rel.
+func (s *session) sendData(rel string, handle uint64, flags byte, p []byte, off int64) error {
 	cost := int64(len(p))
 	if err := s.mem.Acquire(s.ctx, cost); err != nil {
 		return context.Cause(s.ctx)
 	}
-	fr := &frame{typ: frameData, flags: f.flags, handle: f.handle, off: off, rawLen: uint32(len(p)),
-		crc: checksum.Sum(p), path: f.rel, cost: cost}
+	fr := &frame{typ: frameData, flags: flags, handle: handle, off: off, rawLen: uint32(len(p)),
+		crc: checksum.Sum(p), path: rel, cost: cost}
 	var err error
 	fr.codec, fr.payload, err = s.codec.encode(p, s.queued())
 	if err != nil {
@@ -305,7 +332,6 @@ func (f *sinkFile) send(p []byte, off int64) error {
 		s.mem.Release(cost)
 		return err
 	}
-	f.frames.Add(1)
 	return nil
 }
 
@@ -315,6 +341,29 @@ func (f *sinkFile) send(p []byte, off int64) error {
 func (f *sinkFile) Close(size int64) error {
 	return f.s.enqueue(&frame{typ: frameClose, flags: f.flags, handle: f.handle, off: size,
 		rawLen: f.frames.Load(), path: f.rel})
+}
+
+// patchBarrier makes the first patch of a round wait until every frame queued before
+// it is acknowledged; the round's other patches wait for that too.
+func (s *session) patchBarrier(round int) error {
+	s.patchMu.Lock()
+	defer s.patchMu.Unlock()
+	if round == s.patchRound {
+		return nil
+	}
+	if err := s.Drain(s.ctx); err != nil {
+		return err
+	}
+	s.patchRound = round
+	return nil
+}
+
+// Drain implements sink.Sink: it waits until every frame queued so far is acknowledged.
+func (s *session) Drain(context.Context) error {
+	s.mu.Lock()
+	upto := s.nextSeq
+	s.mu.Unlock()
+	return s.waitAcked(func() bool { return s.oldestInflight() > upto })
 }
 
 // queued is the share of the memory budget waiting to be sent (not yet on a

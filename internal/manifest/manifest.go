@@ -57,6 +57,12 @@ type File struct {
 	// Blobs say where a repository stores the file: each covers a range of its bytes.
 	// Ranges are in order and do not overlap; bytes no blob covers are zeros.
 	Blobs []Blob `json:"blobs,omitempty"`
+	// Patches are the pages a repository backup copied again after the file (the
+	// three-stage copy), applied over its blobs on restore: round by round, in
+	// increasing Round; the patches of one round do not overlap. A file with patches
+	// keeps in CRC32C the checksum of its blobs (what the copy first wrote); each patch
+	// carries its own.
+	Patches []Blob `json:"patches,omitempty"`
 }
 
 // Space is what page validation needs of a tablespace (innodb.SpaceHeader).
@@ -79,6 +85,8 @@ type Blob struct {
 	RawOffset    int64  `json:"raw_offset"`
 	RawSize      int64  `json:"raw_size"`
 	CRC32C       string `json:"crc32c"` // of the raw bytes
+	// Round is a patch's re-copy round (from 1); 0 in a file's blobs.
+	Round int `json:"round,omitempty"`
 }
 
 // Object is one object a repository backup wrote.

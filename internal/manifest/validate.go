@@ -54,7 +54,7 @@ func checkFile(f *File) error {
 	if f.Size < 0 || f.Size > maxFileSize || f.StoredSize < 0 || f.StoredSize > maxFileSize {
 		return fmt.Errorf("size %d (stored %d) is out of bounds", f.Size, f.StoredSize)
 	}
-	for _, b := range f.Blobs {
+	for _, b := range append(f.Blobs[:len(f.Blobs):len(f.Blobs)], f.Patches...) {
 		if err := safepath.Check(b.Object); err != nil {
 			return fmt.Errorf("blob object: %w", err)
 		}

@@ -75,7 +75,7 @@ func (w *Writer) describe(m *manifest.Manifest) error {
 		if !f.closed {
 			return fmt.Errorf("repository backup: %s was not closed (internal error)", f.rel)
 		}
-		m.Files[i].Blobs = f.blobs
+		m.Files[i].Blobs, m.Files[i].Patches = f.blobs, f.patches
 		seen[f.rel] = true
 	}
 	for rel := range w.files {

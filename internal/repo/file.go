@@ -20,13 +20,15 @@ type File struct {
 	mu     sync.Mutex
 	open   map[int64]*part // open parts by the offset their next byte goes to
 	starts map[int64]bool  // offsets where a part begins
-	blobs  []manifest.Blob
-	closed bool
+	blobs   []manifest.Blob
+	patches []manifest.Blob // pages copied again after Close, in the order written
+	closed  bool
 }
 
 // part is a range of a file being encoded into one buffer.
 type part struct {
 	f          *File
+	round      int // a patch's re-copy round; 0 for the file's own bytes
 	start, raw int64
 	crc        uint32 // of the raw bytes
 	unit       *pipeline.Unit
@@ -179,7 +181,7 @@ func (p *part) seal() error {
 		return nil
 	}
 	b := manifest.Blob{RawOffset: p.start, RawSize: p.raw, CRC32C: checksum.Hex(p.crc),
-		StoredSize: p.buf.n, StoredCRC32C: checksum.Hex(p.buf.crc)}
+		StoredSize: p.buf.n, StoredCRC32C: checksum.Hex(p.buf.crc), Round: p.round}
 	if p.buf.n < w.o.packThreshold() {
 		w.mem.release(p.reserved - p.buf.n) // the pack holds the rest
 		w.addToPack(&b, p.buf)
@@ -187,12 +189,61 @@ func (p *part) seal() error {
 	} else {
 		b.Object = w.newObject()
 		w.mem.seal(p.reserved, p.buf.n)
-		w.enqueue(b.Object, p.buf)
+		w.enqueue(b.Object, p.buf, w.ups.start())
 	}
 	p.f.mu.Lock()
-	p.f.blobs = append(p.f.blobs, b)
+	if p.round > 0 {
+		p.f.patches = append(p.f.patches, b)
+	} else {
+		p.f.blobs = append(p.f.blobs, b)
+	}
 	p.f.mu.Unlock()
 	return nil
+}
+
+// Patch stores p, the bytes at off of a closed file copied again in re-copy round
+// round, as parts of their own that a restore applies over the file's blobs, round by
+// round (the patches of one round must not overlap). The file's blobs and CRC-32C stay
+// those of what the copy first wrote.
+func (w *Writer) Patch(round int, rel string, off int64, p []byte) error {
+	if err := w.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	f, ok := w.files[rel]
+	w.mu.Unlock()
+	switch {
+	case !ok:
+		return fmt.Errorf("repository backup: patch %s: no such file (internal error)", rel)
+	case round < 1:
+		return fmt.Errorf("repository backup: patch %s in round %d (internal error)", rel, round)
+	}
+	for len(p) > 0 {
+		k := int(min(int64(len(p)), w.o.PartSize))
+		if err := f.writePatch(round, off, p[:k]); err != nil {
+			return err
+		}
+		p, off = p[k:], off+int64(k)
+	}
+	return nil
+}
+
+// writePatch encodes p (at most a part) as one patch part and seals it.
+func (f *File) writePatch(round int, off int64, p []byte) error {
+	buf := &buffer{pool: &f.w.pool}
+	u, err := f.w.enc.Start("repository "+f.rel+" (pages copied again)", buf, true)
+	if err != nil {
+		return err
+	}
+	pt := &part{f: f, round: round, start: off, unit: u, buf: buf}
+	if pt, err = f.reserve(pt, len(p), off); err != nil {
+		return err
+	}
+	if _, err := pt.unit.Write(p); err != nil {
+		return f.w.fail(err)
+	}
+	pt.crc, pt.raw = checksum.Sum(p), int64(len(p))
+	return pt.seal()
 }
 
 // Close seals the file's open parts. size is the file's size: 0 drops what was

@@ -32,6 +32,23 @@ type ReadOptions struct {
 	// Unreferenced: also read (and check) the objects no blob references, parts of
 	// copies that DDL made stale during the backup; a restore has no use for them.
 	Unreferenced bool
+	// Round selects the blobs read: 0 the files' own, k > 0 their patches of re-copy
+	// round k (applied over the files' blobs, after them, round by round), AllRounds
+	// both (to check every stored byte).
+	Round int
+}
+
+// AllRounds as ReadOptions.Round reads the files' blobs and all their patches.
+const AllRounds = -1
+
+// Patched says how many re-copy rounds backup m stores patches of, and their bytes.
+func Patched(m *manifest.Manifest) (rounds int, bytes int64) {
+	for _, f := range m.Files {
+		for _, p := range f.Patches {
+			rounds, bytes = max(rounds, p.Round), bytes+p.RawSize
+		}
+	}
+	return rounds, bytes
 }
 
 // BlobFunc receives the decoded bytes of one blob of file f. It must read r to its
@@ -57,7 +74,7 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 	if m.Storage.Encryption != "" && len(o.Identities) == 0 {
 		return codec.ErrNoIdentity
 	}
-	reads, err := plan(m)
+	reads, err := plan(m, o.Round)
 	if err != nil {
 		return err
 	}
@@ -80,8 +97,8 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 	return g.Wait()
 }
 
-// plan groups the manifest's blobs by object.
-func plan(m *manifest.Manifest) ([]*objectRead, error) {
+// plan groups the manifest's blobs (or the patches of a round) by object.
+func plan(m *manifest.Manifest, round int) ([]*objectRead, error) {
 	byKey := map[string]*objectRead{}
 	var out []*objectRead
 	for _, obj := range m.Objects {
@@ -91,18 +108,34 @@ func plan(m *manifest.Manifest) ([]*objectRead, error) {
 	}
 	for i := range m.Files {
 		f := &m.Files[i]
-		for j := range f.Blobs {
-			rd, ok := byKey[f.Blobs[j].Object]
+		for _, b := range selectBlobs(f, round) {
+			rd, ok := byKey[b.Object]
 			if !ok {
-				return nil, fmt.Errorf("%w: the manifest of %s stores %s in object %s, which it does not list", ErrDamaged, m.ID, f.Path, f.Blobs[j].Object)
+				return nil, fmt.Errorf("%w: the manifest of %s stores %s in object %s, which it does not list", ErrDamaged, m.ID, f.Path, b.Object)
 			}
-			rd.blobs = append(rd.blobs, blobRef{f, &f.Blobs[j]})
+			rd.blobs = append(rd.blobs, blobRef{f, b})
 		}
 	}
 	for _, rd := range out {
 		sort.Slice(rd.blobs, func(a, b int) bool { return rd.blobs[a].b.Offset < rd.blobs[b].b.Offset })
 	}
 	return out, nil
+}
+
+// selectBlobs returns f's blobs of the round ReadOptions.Round names.
+func selectBlobs(f *manifest.File, round int) []*manifest.Blob {
+	var out []*manifest.Blob
+	if round == 0 || round == AllRounds {
+		for j := range f.Blobs {
+			out = append(out, &f.Blobs[j])
+		}
+	}
+	for j := range f.Patches {
+		if round == AllRounds || f.Patches[j].Round == round {
+			out = append(out, &f.Patches[j])
+		}
+	}
+	return out
 }
 
 // readObject reads one object and its blobs. A damaged read is tried once more before

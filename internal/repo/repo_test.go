@@ -438,3 +438,121 @@ func TestUnreferencedObjects(t *testing.T) {
 		t.Fatalf("read %d objects for a restore, %d for a verification; want 3 and 6", n, all)
 	}
 }
+
+// TestPatchesApplyRoundByRound: pages copied again after a file was closed are stored
+// as patches of their round (a large one cut into parts, small ones packed), the
+// file's blobs and CRC-32C stay those of the first copy, and reading the blobs and
+// then each round's patches in order gives the final bytes, a later round winning
+// where two overlap. Validate refuses patches a restore could apply out of order.
+func TestPatchesApplyRoundByRound(t *testing.T) {
+	r, _ := Init(context.Background(), newFS(t), "test")
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.Zstd, Workers: 2, OpenFiles: 8}, PartSize: 1 << 20}
+	w, err := r.NewBackup(context.Background(), "p1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := append([]byte(nil), testFiles()["db/noise.ibd"][:2<<20]...)
+	f, _ := w.Create("t.ibd")
+	if err := f.WriteAt(base, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(int64(len(base))); err != nil {
+		t.Fatal(err)
+	}
+	final := append(append([]byte(nil), base...), make([]byte, 16<<10)...) // the last patch extends the file
+	patch := func(round int, off int, fill byte, n int) {
+		p := bytes.Repeat([]byte{fill}, n)
+		if err := w.Patch(round, "t.ibd", int64(off), p); err != nil {
+			t.Fatal(err)
+		}
+		copy(final[off:], p)
+	}
+	patch(1, 0, 'A', 64<<10)
+	patch(1, 512<<10, 'B', 3<<19) // 1.5 MiB: two parts
+	patch(1, 2<<20, 'E', 16<<10)  // past the first copy's end
+	patch(2, 16<<10, 'C', 16<<10) // over round 1's first patch
+	patch(2, 1<<20, 'D', 16<<10)  // over round 1's second
+	baseCRC := checksum.Extend(checksum.Sum(base), 16<<10)
+	m := &manifest.Manifest{Storage: manifest.Storage{Format: "repository", Compression: "zstd"},
+		Files: []manifest.File{{Path: "t.ibd", Size: int64(len(final)), CRC32C: checksum.Hex(baseCRC)}}}
+	if err := w.Commit(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(m); err != nil {
+		t.Fatal(err)
+	}
+	if rounds, n := Patched(m); rounds != 2 || n != 64<<10+3<<19+48<<10 {
+		t.Fatalf("Patched = %d rounds, %d bytes", rounds, n)
+	}
+	got := make([]byte, len(final))
+	for round := 0; round <= 2; round++ {
+		err := r.ReadBackup(context.Background(), m, ReadOptions{Round: round, Parallel: 4}, func(_ *manifest.File, b *manifest.Blob, rd io.Reader) error {
+			if b.Round != round {
+				t.Errorf("round %d read a blob of round %d", round, b.Round)
+			}
+			_, err := io.ReadFull(rd, got[b.RawOffset:b.RawOffset+b.RawSize])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, final) {
+		t.Fatal("blobs and patches applied round by round do not give the final bytes")
+	}
+	bad := func(name string, edit func(ps []manifest.Blob)) {
+		m2 := *m
+		m2.Files = []manifest.File{m.Files[0]}
+		m2.Files[0].Patches = append([]manifest.Blob(nil), m.Files[0].Patches...)
+		edit(m2.Files[0].Patches)
+		if err := Validate(&m2); err == nil {
+			t.Errorf("%s: Validate accepted it", name)
+		}
+	}
+	bad("rounds out of order", func(ps []manifest.Blob) { ps[0].Round = 2 })
+	bad("overlap within a round", func(ps []manifest.Blob) { ps[1].RawOffset = ps[0].RawOffset })
+	bad("past the file", func(ps []manifest.Blob) { ps[len(ps)-1].RawOffset = int64(len(final)) })
+}
+
+// TestDrainWaitsForSealedUploads: Drain returns only once every object sealed before
+// it is stored (the three-stage copy's round must not queue behind the backlog), while
+// a file still open does not hold it.
+func TestDrainWaitsForSealedUploads(t *testing.T) {
+	st := &slowPuts{Storage: newFS(t), delay: 100 * time.Millisecond}
+	r, _ := Init(context.Background(), st, "test")
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 2, OpenFiles: 8}, PartSize: 1 << 20, Uploads: 1, MaxMemory: 64 << 20}
+	w, err := r.NewBackup(context.Background(), "d1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noise := testFiles()["db/noise.ibd"]
+	f, _ := w.Create("t.ibd")
+	if err := f.WriteAt(noise[:5<<20], 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(5 << 20); err != nil {
+		t.Fatal(err)
+	}
+	open, _ := w.Create("ib_logfile0") // the redo copy goes on
+	if err := open.WriteAt(noise[:4096], 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	stored := len(w.objects)
+	w.mu.Unlock()
+	if stored != 5 {
+		t.Fatalf("Drain returned with %d of the 5 sealed parts uploaded", stored)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f2, _ := w.Create("u.ibd")
+	f2.WriteAt(noise[:2<<20], 0)
+	f2.Close(2 << 20)
+	if err := w.Drain(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Drain with a cancelled context: %v", err)
+	}
+	w.Abort(errors.New("test over"))
+}

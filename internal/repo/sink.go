@@ -35,7 +35,8 @@ func (s *Sink) Name() string {
 	return s.r.Location() + " as " + s.id
 }
 
-// Caps: rewritable until the manifest; nothing goes to the server's disks.
+// Caps: rewritable until the manifest; pages copied again are stored apart; nothing
+// goes to the server's disks.
 func (s *Sink) Caps() sink.Caps {
 	o := s.opts.withDefaults()
 	st := manifest.Storage{Format: "repository", PartSize: o.PartSize}
@@ -45,7 +46,7 @@ func (s *Sink) Caps() sink.Caps {
 	if o.Pipeline.Encrypted() {
 		st.Encryption = "age"
 	}
-	return sink.Caps{Rewrite: true, Remote: true, Memory: o.MaxMemory, Storage: st}
+	return sink.Caps{Rewrite: true, Patch: true, PatchApart: true, Remote: true, Memory: o.MaxMemory, Storage: st}
 }
 
 // Open starts backup id in the repository.
@@ -78,5 +79,11 @@ func (s *Sink) Abort(err error) string {
 	return fmt.Sprintf("the partial backup %s has no manifest, so it is not listed as restorable; ferry expire removes it", s.id)
 }
 
-// Patch is not supported: Caps().Patch is not set.
-func (s *Sink) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }
+// Drain waits until every object sealed so far is uploaded.
+func (s *Sink) Drain(ctx context.Context) error { return s.w.Drain(ctx) }
+
+// Patch stores pages copied again as extra parts, applied over the file's on restore
+// (Caps().PatchApart).
+func (s *Sink) Patch(round int, rel string, off int64, p []byte) (uint32, error) {
+	return 0, s.w.Patch(round, rel, off, p)
+}

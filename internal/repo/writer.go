@@ -95,6 +95,7 @@ type Writer struct {
 	ctx   context.Context
 	stop  context.CancelCauseFunc
 	queue chan sealed
+	ups   *uploads // sealed objects not yet uploaded, for Drain
 	upWG  sync.WaitGroup
 	upN   atomic.Int32   // uploaders running
 	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
@@ -111,8 +112,9 @@ type Writer struct {
 
 // sealed is an object ready to upload.
 type sealed struct {
-	key string
-	buf *buffer
+	key    string
+	buf    *buffer
+	ticket uint64 // in w.ups
 }
 
 // NewBackup starts backup id: it writes the in-progress marker and starts the
@@ -139,7 +141,7 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)
 	}
 	w := &Writer{repo: r, id: id, o: o, enc: enc, mem: newBudget(o.partsMemory()), files: map[string]*File{},
-		queue: make(chan sealed, 4096)}
+		queue: make(chan sealed, 4096), ups: newUploads()}
 	w.ctx, w.stop = context.WithCancelCause(ctx)
 	context.AfterFunc(w.ctx, func() { w.mem.fail(context.Cause(w.ctx)) })
 	for range min(initialUploads, o.Uploads) {
@@ -210,12 +212,13 @@ func (w *Writer) objectName() string {
 // enqueue hands a sealed object to the uploaders. Objects waiting in the queue mean
 // the link, not the copy, is the bottleneck: another uploader joins (up to Uploads), so
 // the concurrency grows until the link is full or the memory budget is the limit.
-func (w *Writer) enqueue(key string, buf *buffer) {
+func (w *Writer) enqueue(key string, buf *buffer, ticket uint64) {
 	select {
-	case w.queue <- sealed{key, buf}:
+	case w.queue <- sealed{key, buf, ticket}:
 	case <-w.ctx.Done():
 		buf.release()
 		w.mem.done(buf.n)
+		w.ups.done(ticket)
 		return
 	}
 	if len(w.queue) > 0 && int(w.upN.Load()) < w.o.Uploads {
@@ -247,11 +250,12 @@ func (w *Writer) uploader() {
 		w.mem.done(size)
 		if err != nil {
 			w.fail(fmt.Errorf("upload %s: %w", ObjectKey(w.id, s.key), err))
-			continue
+		} else {
+			w.mu.Lock()
+			w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc)})
+			w.mu.Unlock()
 		}
-		w.mu.Lock()
-		w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc)})
-		w.mu.Unlock()
+		w.ups.done(s.ticket)
 	}
 }
 
@@ -281,9 +285,10 @@ func (w *Writer) sealPackLocked() bool {
 	w.pack, w.packRes = nil, 0
 	w.mem.seal(res, p.n)
 	w.enqWG.Add(1)
+	ticket := w.ups.start()
 	go func() { // never wait for the queue under w.mu: the uploaders take it too
 		defer w.enqWG.Done()
-		w.enqueue(key, p)
+		w.enqueue(key, p, ticket)
 	}()
 	return true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/safepath"
 )
@@ -115,12 +116,16 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	}
 	env.Log.Info("restoring from the repository", "backup", m.ID, "from", s.Repo.Location(), "staging", staging,
 		"objects", len(m.Objects), "already_verified", len(skip), "parallel", parallel)
-	prog := env.Reporter(m.TotalSize() - j.skippedBytes)
+	_, patched := repo.Patched(m)
+	prog := env.Reporter(m.TotalSize() + patched - j.skippedBytes)
 	err = s.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: s.Identities, Parallel: parallel,
 		Skip: func(obj string) bool { return skip[obj] }, Done: j.add},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
 			return writeBlob(staging, f, b, r, prog.Add)
 		})
+	if err == nil {
+		err = s.applyPatches(ctx, staging, parallel, prog)
+	}
 	prog.Finish()
 	if err != nil {
 		return nil, fmt.Errorf("restore %s from %s: %w", m.ID, s.Repo.Location(), err)
@@ -135,6 +140,23 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	b.Source = s.Name()
 	env.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
 	return b, nil
+}
+
+// applyPatches writes the pages the backup copied again over the files' blobs, round
+// by round. They are never skipped on a resume: a blob downloaded again would undo
+// them.
+func (s *RepoSource) applyPatches(ctx context.Context, staging string, parallel int, prog *progress.Reporter) error {
+	rounds, _ := repo.Patched(s.m)
+	for round := 1; round <= rounds; round++ {
+		err := s.Repo.ReadBackup(ctx, s.m, repo.ReadOptions{Identities: s.Identities, Parallel: parallel, Round: round},
+			func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
+				return writeBlob(staging, f, b, r, prog.Add)
+			})
+		if err != nil {
+			return fmt.Errorf("apply the pages copied again in round %d: %w", round, err)
+		}
+	}
+	return nil
 }
 
 // layOut creates every file of the backup in dir at its size (so that parts can be

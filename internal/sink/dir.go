@@ -91,7 +91,7 @@ func (f dirFile) Close(size int64) error {
 
 // Patch rewrites bytes of a closed copy in place and returns the CRC-32C of what they
 // replaced. The directory is synced at Commit.
-func (d *Dir) Patch(rel string, off int64, p []byte) (uint32, error) {
+func (d *Dir) Patch(_ int, rel string, off int64, p []byte) (uint32, error) {
 	f, err := os.OpenFile(filepath.Join(d.dir, rel), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return 0, fmt.Errorf("open copy %s to patch it: %w", rel, err)
@@ -109,6 +109,9 @@ func (d *Dir) Patch(rel string, off int64, p []byte) (uint32, error) {
 	}
 	return checksum.Sum(old), nil
 }
+
+// Drain implements Sink: a directory stores what is written at once.
+func (d *Dir) Drain(context.Context) error { return nil }
 
 // Remove deletes a stale copy.
 func (d *Dir) Remove(rel string) error {

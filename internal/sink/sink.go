@@ -27,11 +27,18 @@ type Sink interface {
 	Remove(rel string) error
 	// Rename moves a finished file to a new path (Caps().Rewrite only).
 	Rename(from, to string) error
-	// Patch rewrites, in place, the bytes at off of a file already closed, extending
-	// it with zeros if off+len(p) is past its end, and returns the CRC-32C of the bytes
-	// it replaced (zeros past the old end), so the caller can keep the file's checksum
-	// without reading it again. Only an end whose Caps().Patch is set supports it.
-	Patch(rel string, off int64, p []byte) (old uint32, err error)
+	// Patch rewrites the bytes at off of a file already closed, extending it with
+	// zeros if off+len(p) is past its end. round numbers the re-copy rounds from 1: a
+	// later round's bytes win over an earlier round's. In place, it returns the
+	// CRC-32C of the bytes it replaced (zeros past the old end), so the caller can keep
+	// the file's checksum without reading it again; stored apart (Caps().PatchApart) it
+	// returns 0. Only an end whose Caps().Patch is set supports it.
+	Patch(round int, rel string, off int64, p []byte) (old uint32, err error)
+	// Drain waits until what was written so far is stored at the end (uploaded,
+	// acknowledged), so that the pages a re-copy round reads are not held up behind the
+	// copy's backlog; an end that stores as it is written returns at once. Only the
+	// three-stage copy calls it, before each round.
+	Drain(ctx context.Context) error
 	// Commit receives the manifest last and makes the backup complete; the end
 	// records in m how it stored each file.
 	Commit(ctx context.Context, m *manifest.Manifest) error
@@ -51,6 +58,10 @@ type Caps struct {
 	// that changed during the copy and keeps only a short redo tail (the three-stage
 	// copy). Otherwise the backup carries the whole redo of the copy.
 	Patch bool
+	// PatchApart: patched bytes are stored apart from the file's and applied over them
+	// on restore (a repository's extra parts), so the file's CRC-32C stays that of the
+	// bytes the copy wrote, and each patch carries its own.
+	PatchApart bool
 	// Remote: the end writes nothing to the server's disks, so larger reads cost the
 	// server less (the copy's reads are the only I/O it adds there).
 	Remote bool

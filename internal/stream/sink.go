@@ -124,4 +124,7 @@ func (s *Sink) Abort(error) string {
 }
 
 // Patch is not supported: Caps().Patch is not set.
-func (s *Sink) Patch(string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }
+func (s *Sink) Patch(int, string, int64, []byte) (uint32, error) { return 0, sink.ErrNoPatch }
+
+// Drain implements sink.Sink: a stream never re-copies pages, so it has nothing to wait for.
+func (s *Sink) Drain(context.Context) error { return nil }

@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.Log.Info("verifying", "backup", m.ID, "from", cfg.Repo.Location(), "objects", rep.Objects, "stored_bytes", rep.StoredBytes)
 	prog := progress.New(progress.Options{Label: "verify", Total: rep.RawBytes, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
 	var pages atomic.Int64
-	err = cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel, Unreferenced: true},
+	err = cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel, Unreferenced: true, Round: repo.AllRounds},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
 			n, err := checkPages(f, b, r, prog.Add)
 			pages.Add(n)
