@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/keyfile"
@@ -224,8 +223,6 @@ func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Un
 	return r.unpacked(), w, nil
 }
 
-var seriesRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
-
 // checkRecipient refuses a clone this host cannot take: another MariaDB series than
 // the donor's, or too little free disk.
 func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) error {
@@ -237,11 +234,15 @@ func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) erro
 	if err != nil {
 		return err
 	}
-	dv, lv := seriesRe.FindStringSubmatch(w.ServerVersion), seriesRe.FindStringSubmatch(local)
-	if dv == nil || lv == nil || dv[1] != lv[1] || dv[2] != lv[2] {
-		return fmt.Errorf("the donor runs MariaDB %s but this host's %s is %s: install mariadb-server %s.%s here (or pass --mariadbd)", w.ServerVersion, bin, local, dv[1], dv[2])
+	ds, dr, ok := mariadb.Series(w.ServerVersion)
+	if !ok {
+		return fmt.Errorf("%w: the donor reports server version %q, which is not a MariaDB version", errProtocol, w.ServerVersion)
 	}
-	if dv[3] != lv[3] {
+	ls, lr, ok := mariadb.Series(local)
+	if !ok || ls != ds {
+		return fmt.Errorf("the donor runs MariaDB %s but this host's %s is %s: install mariadb-server %s here (or pass --mariadbd)", w.ServerVersion, bin, local, ds)
+	}
+	if lr != dr {
 		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)
 	}
 	var st unix.Statfs_t

@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 )
@@ -109,5 +111,21 @@ func TestImpostorDonor(t *testing.T) {
 	_, _, err = d.dial(context.Background(), "")
 	if err == nil || !strings.Contains(err.Error(), "did not prove it knows the token") {
 		t.Fatalf("impostor accepted: %v", err)
+	}
+}
+
+// TestCheckRecipientMalformedDonorVersion: a donor reporting a version that is not
+// MariaDB's is refused with a protocol error (it used to index a nil match and panic),
+// and a donor of another series is refused naming the series to install.
+func TestCheckRecipientMalformedDonorVersion(t *testing.T) {
+	cfg := Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, v := range []string{"", "garbage", "10.11"} {
+		if err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: v}, t.TempDir()); !errors.Is(err, errProtocol) {
+			t.Errorf("donor version %q: %v, want a protocol error", v, err)
+		}
+	}
+	err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: "9.1.2-MariaDB"}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "install mariadb-server 9.1") {
+		t.Errorf("donor of another series: %v", err)
 	}
 }

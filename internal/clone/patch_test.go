@@ -62,3 +62,4 @@ func TestRecipientAppliesPatches(t *testing.T) {
 		t.Fatalf("patch of a file never sent: %v, want a protocol error", err)
 	}
 }
+

@@ -41,6 +41,17 @@ var varsWanted = []string{
 
 var versionRe = regexp.MustCompile(`^(\d+)\.(\d+)\.(\d+)`)
 
+// Series splits a MariaDB version ("10.11.19-MariaDB-log") into its major.minor series
+// ("10.11"), which must match between a backup and the server that recovers it, and its
+// release ("19"); ok is false if version does not start with three numbers.
+func Series(version string) (series, release string, ok bool) {
+	m := versionRe.FindStringSubmatch(version)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1] + "." + m[2], m[3], true
+}
+
 // Probe reads the version, variables and key plugin and checks that ferry supports
 // the server (its version and its encryption at rest).
 func Probe(ctx context.Context, db *sql.DB) (Info, error) {

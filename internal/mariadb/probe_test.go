@@ -64,3 +64,18 @@ func TestMissingPrivileges(t *testing.T) {
 		t.Fatalf("ALL PRIVILEGES: missing %v", m)
 	}
 }
+
+func TestSeries(t *testing.T) {
+	for v, want := range map[string][2]string{
+		"10.11.19-MariaDB-0+deb12u1-log": {"10.11", "19"},
+		"11.4.3-MariaDB":                 {"11.4", "3"},
+		"10.11":                          {"", ""},
+		"":                               {"", ""},
+		"MariaDB 10.11.19":               {"", ""},
+	} {
+		s, r, ok := Series(v)
+		if s != want[0] || r != want[1] || ok != (want[0] != "") {
+			t.Errorf("Series(%q) = %q, %q, %v; want %q, %q", v, s, r, ok, want[0], want[1])
+		}
+	}
+}

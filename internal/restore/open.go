@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/keyfile"
@@ -101,18 +100,15 @@ func (b *Backup) fromXtrabackup() error {
 	return err
 }
 
-var seriesRe = regexp.MustCompile(`^(\d+\.\d+)\.(\d+)`)
-
 // CheckMariadbd verifies that version (of the mariadbd that will run recovery) is of
 // the same major.minor series as the backed-up server.
 func (b *Backup) CheckMariadbd(bin, version string) error {
-	want := seriesRe.FindStringSubmatch(b.ServerVersion)
-	got := seriesRe.FindStringSubmatch(version)
-	if want == nil {
-		return fmt.Errorf("backup %s does not record its server version; cannot choose a mariadbd", b.Dir)
+	want, _, ok := mariadb.Series(b.ServerVersion)
+	if !ok {
+		return fmt.Errorf("backup %s does not record its server version; cannot choose a mariadbd", b.Origin())
 	}
-	if got == nil || got[1] != want[1] {
-		return fmt.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass --mariadbd", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want[1])
+	if got, _, ok := mariadb.Series(version); !ok || got != want {
+		return fmt.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass --mariadbd", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want)
 	}
 	return nil
 }
