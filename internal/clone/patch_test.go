@@ -40,7 +40,8 @@ func TestRecipientAppliesPatches(t *testing.T) {
 	round1 := data(4, flagPatch, zeros, 16<<10) // zeros over old bytes of a sparse file
 	grow := data(5, flagPatch, bytes.Repeat([]byte{'g'}, 16<<10), 64<<10)
 	round2 := data(6, flagPatch, bytes.Repeat([]byte{'n'}, 16<<10), 24<<10) // over half of round1
-	for _, f := range []*frame{round1, grow, round2, round1} { // round1 resent late
+	// round1 is resent late, after round 2.
+	for _, f := range []*frame{round1, grow, round2, round1} {
 		if err := r.applyFrame(f); err != nil {
 			t.Fatal(err)
 		}
@@ -62,4 +63,3 @@ func TestRecipientAppliesPatches(t *testing.T) {
 		t.Fatalf("patch of a file never sent: %v, want a protocol error", err)
 	}
 }
-

@@ -17,9 +17,9 @@ type File struct {
 	w   *Writer
 	rel string
 
-	mu     sync.Mutex
-	open   map[int64]*part // open parts by the offset their next byte goes to
-	starts map[int64]bool  // offsets where a part begins
+	mu      sync.Mutex
+	open    map[int64]*part // open parts by the offset their next byte goes to
+	starts  map[int64]bool  // offsets where a part begins
 	blobs   []manifest.Blob
 	patches []manifest.Blob // pages copied again after Close, in the order written
 	closed  bool
