@@ -38,11 +38,9 @@ set -euo pipefail
 
 # --- settings (common ones and the shared functions: lib.sh) ----------------------------------
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-LOAD_THREADS=${LOAD_THREADS:-2}
 LOAD_BASE_SECS=${LOAD_BASE_SECS:-20}
 LOAD_GAP_SECS=${LOAD_GAP_SECS:-15}
 LOAD_MAX_SECS=${LOAD_MAX_SECS:-1200}
-FERRY_ARGS=${FERRY_ARGS:-}
 SKIP_LOAD=${SKIP_LOAD:-0}
 
 BK_FERRY="$BENCH_DIR/bk-ferry"                    # backup dirs (removed before each run)
@@ -73,8 +71,7 @@ TOOLS=(ferry mariabackup)
 rm -rf "$BK_FERRY" "$BK_MB"
 quiesce
 data_sizes
-FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
-((FREE_BYTES > DATA_BYTES * 3)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 3x the datadir)"
+check_free 3
 log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); $RUNS runs, --parallel $PARALLEL"
 
 for ((r = 1; r <= RUNS; r++)); do
@@ -106,16 +103,8 @@ fi
 rm -rf "$BK_FERRY"
 
 # --- 4: each tool once under a sysbench write load ----------------------------------------------
-# tps FROM TO: mean TPS of the per-second sysbench reports whose second (N-1, N] has its middle
-# inside [FROM, TO] (seconds since sysbench started); "-" if there is none.
-tps() {
-  awk -v a="$1" -v b="$2" '
-    /^\[ *[0-9]+s \]/ { t = $2 + 0 - 0.5
-      for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
-      if (t >= a && t <= b) { s += v; n++ } }
-    END { if (n) printf "%.1f", s / n; else printf "-" }' "$LOGS/sysbench-load.log"
-}
-now() { date +%s.%N; }
+# since T0: the seconds from T0 (an earlier `now`) until now. The TPS of a window below is lib.sh's
+# `tps FROM TO 0 %.1f -`: FROM and TO in seconds since sysbench started, "-" for no report in it.
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 LOAD_LINES=""
@@ -125,7 +114,7 @@ if [[ $SKIP_LOAD != 1 ]]; then
   log "load phase: sysbench oltp_write_only, $LOAD_THREADS threads; baseline ${LOAD_BASE_SECS} s"
   t0=$(now)
   sysbench oltp_write_only "${SB_OPTS[@]}" --threads="$LOAD_THREADS" --report-interval=1 \
-    --time="$LOAD_MAX_SECS" run >"$LOGS/sysbench-load.log" 2>&1 &
+    --time="$LOAD_MAX_SECS" run >"$SB_LOG" 2>&1 &
   SB_PID=$!
   sleep "$LOAD_BASE_SECS"
   declare -A WIN_S WIN_E
@@ -144,12 +133,12 @@ if [[ $SKIP_LOAD != 1 ]]; then
   rm -rf "$BK_FERRY" "$BK_MB"
   # Baseline: the load-only seconds before the first backup, skipping a 5 s warm-up.
   warm=5; ((LOAD_BASE_SECS > 10)) || warm=1
-  BASE_TPS=$(tps "$warm" "$LOAD_BASE_SECS")
+  BASE_TPS=$(tps "$warm" "$LOAD_BASE_SECS" 0 %.1f -)
   for tool in "${TOOLS[@]}"; do
     s=${WIN_S[$tool]} e=${WIN_E[$tool]}
-    before=$(tps "$(awk -v s="$s" -v g="$LOAD_GAP_SECS" 'BEGIN { print s - g }')" "$s")
-    during=$(tps "$s" "$e")
-    after=$(tps "$e" "$(awk -v e="$e" -v g="$LOAD_GAP_SECS" 'BEGIN { print e + g }')")
+    before=$(tps "$(awk -v s="$s" -v g="$LOAD_GAP_SECS" 'BEGIN { print s - g }')" "$s" 0 %.1f -)
+    during=$(tps "$s" "$e" 0 %.1f -)
+    after=$(tps "$e" "$(awk -v e="$e" -v g="$LOAD_GAP_SECS" 'BEGIN { print e + g }')" 0 %.1f -)
     LOAD_LINES+="$tool $s $e $before $during $after;"
   done
 fi
@@ -158,9 +147,7 @@ fi
 describe_env
 
 report() {
-  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
-      -v runs="$RUNS" -v par="$PARALLEL" -v check="$CHECK" -v loadlines="$LOAD_LINES" \
+  report_gawk -v check="$CHECK" -v loadlines="$LOAD_LINES" \
       -v basetps="${BASE_TPS:-}" -v lthreads="$LOAD_THREADS" -v skipferry="$SKIP_FERRY" \
       -v ferryargs="$FERRY_ARGS" "$AWK_LIB"'
     function row(name, label,   gb, cpu, wmed, b, sy) {

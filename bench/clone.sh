@@ -69,14 +69,9 @@ RUNS=${RUNS:-1}                                   # lib.sh's default is 3; a clo
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATES=${RATES:-500 1000 4000 0}
-PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
-LOAD_THREADS=${LOAD_THREADS:-2}
-LOAD_WARMUP_SECS=${LOAD_WARMUP_SECS:-5}
 LOAD_BASE_SECS=${LOAD_BASE_SECS:-10}
 LINK_TEST_MB=${LINK_TEST_MB:-256}
 REPL_TIMEOUT=${REPL_TIMEOUT:-600}
-FERRY_ARGS=${FERRY_ARGS:-}
-FERRY_ONLY=${FERRY_ONLY:-0}
 
 DONOR_NS=ferry-donor; RCPT_NS=ferry-rcpt
 DONOR_VETH=veth-fdonor; RCPT_VETH=veth-frcpt
@@ -94,7 +89,6 @@ C_PIDF="$BENCH_DIR/clone-rcpt.pid"
 TOKEN="$BENCH_DIR/clone-token"                    # ferry serve / clone shared secret (mode 600)
 REPLPW="$BENCH_DIR/clone-replpw"                  # ferry clone --repl-password-file
 DONOR_MARIADBD="$BENCH_DIR/clone-donor-mariadbd"  # exec ip netns exec ferry-donor mariadbd "$@"
-SB_LOG="$LOGS/sysbench-load.log"                  # the load of the current run
 CLEAN_PATHS=("$C_DATA" "$C_STAGE" "$C_CNF" "$TOKEN" "$REPLPW" "$DONOR_MARIADBD")
 
 [[ $LOAD_THREADS =~ ^[1-9][0-9]*$ ]] || die "LOAD_THREADS must be a positive integer"
@@ -210,7 +204,7 @@ stop_recipient() {
     stop_pid "$pid"
   fi
   rm -f "$C_PIDF"
-  rm -rf "$C_DATA" "$C_STAGE" "$BENCH_DIR/.$(basename "$C_DATA").ferry-"*
+  rm -rf "$C_STAGE"; clean_restored "$C_DATA"
 }
 
 # stop_serve: waits up to 60 s for `ferry serve --once` to exit by itself, then kills it.
@@ -291,29 +285,10 @@ mb_clone() {
   wait_replica "$REPL_TIMEOUT"
   t1=$(now); echo "replicate $(gawk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$MB_STEPS"
 }
-now() { date +%s.%N; }
 export -f mb_clone csql wait_server wait_replica now q
 MB_STEPS="$LOGS/mb-steps.out"
 export DONOR_NS RCPT_NS DONOR_IP RCPT_IP MB_PORT PORT SOCK DATA PARALLEL PREPARE_MEMORY C_STAGE C_DATA \
   C_CNF C_SOCK MARIADBD REPL_TIMEOUT REPL_USER REPL_PASSWORD MB_STEPS
-
-# --- load ---------------------------------------------------------------------------------------
-# start_load: sysbench oltp_write_only on the donor's socket until stop_load; SB_T0 = its start.
-start_load() {
-  SB_T0=$(now)
-  sysbench oltp_write_only "${SB_OPTS[@]}" --threads="$LOAD_THREADS" --rate=0 --report-interval=1 \
-    --time=$((TOOL_TIMEOUT + LOAD_WARMUP_SECS + LOAD_BASE_SECS + 3600)) run >"$SB_LOG" 2>&1 &
-  SB_PID=$!
-}
-# tps FROM TO (epoch seconds): mean TPS of the sysbench reports whose second (N-1, N] has its
-# middle inside [FROM, TO]; "" if there is none.
-tps() {
-  gawk -v a="$1" -v b="$2" -v t0="$SB_T0" '
-    /^\[ *[0-9]+s \]/ { t = t0 + $2 - 0.5
-      for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
-      if (t >= a && t <= b) { s += v; n++ } }
-    END { if (n) printf "%.1f", s / n }' "$SB_LOG"
-}
 
 # --- correctness ----------------------------------------------------------------------------------
 # check_clone TOOL: after the load stopped, waits until the replica has applied the donor's
@@ -363,19 +338,16 @@ clone_run() {
     rm -rf "$C_STAGE"; mkdir -p "$C_STAGE"
     cmd=mb_clone
   fi
-  start_load
-  sleep $((LOAD_WARMUP_SECS + LOAD_BASE_SECS))
-  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before the copy (log: $SB_LOG)"; }
+  start_load $((LOAD_WARMUP_SECS + LOAD_BASE_SECS)) "the copy"
   w0=$(wire_tx); t0=$(now)
   timed "$label" "$r" "$C_DATA" "$cmd"
   t1=$(now); w1=$(wire_tx)
   wait_replica 10 || die "$label run $r: no running replica after the clone command succeeded"
-  stop_load
-  cp "$SB_LOG" "$LOGS/$label-$r.sysbench.log"
+  stop_load "$LOGS/$label-$r.sysbench.log"
   base=$(tps "$(gawk -v t="$t0" -v b="$LOAD_BASE_SECS" 'BEGIN { printf "%.3f", t - b }')" "$t0")
   during=$(tps "$t0" "$t1")
-  wall=$(gawk -F'\t' -v l="$label" -v r="$r" '$1 == l && $2 == r { w = $3 } END { print w }' "$RAW")
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rate" "$tool" "$r" "$wall" "${base:-}" "${during:-}" $((w1 - w0)) >>"$RES"
+  wall=$(wall_of "$label" "$r")
+  res_row "$rate" "$tool" "$r" "$wall" "${base:-}" "${during:-}" $((w1 - w0))
   log "$(printf '  %-18s run %s: %s s to a running replica, %s MB on the wire, TPS %s baseline, %s during the copy' \
     "$label" "$r" "$wall" $(((w1 - w0) / 1000000)) "${base:-–}" "${during:-–}")"
   if [[ $tool == mb ]]; then
@@ -433,8 +405,7 @@ TOOLS=(ferry-none ferry-auto mb)
 
 quiesce
 data_sizes
-FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
-((FREE_BYTES > DATA_BYTES * 3)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 3x the datadir)"
+check_free 3
 log "donor datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); rates: $RATES; $RUNS run(s) of ${TOOLS[*]}"
 
 # --- the runs -----------------------------------------------------------------------------------
@@ -456,22 +427,17 @@ LINKS=""; for rate in $RATES; do LINKS+="$rate=${LINK_MBIT[$rate]:-} "; done
 CHECKS=""; for tool in "${TOOLS[@]}"; do CHECKS+="$tool: ${CHECK[$tool]:-not run$([[ $SKIP_CHECK == 1 ]] && echo ' (SKIP_CHECK=1)')}; "; done
 
 report() {
-  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
-      -v runs="$RUNS" -v par="$PARALLEL" -v rates="$RATES" -v links="$LINKS" -v checks="$CHECKS" \
+  report_gawk -v rates="$RATES" -v links="$LINKS" -v checks="$CHECKS" \
       -v lthreads="$LOAD_THREADS" -v lbase="$LOAD_BASE_SECS" -v lwarm="$LOAD_WARMUP_SECS" \
-      -v ferryargs="$FERRY_ARGS" -v pmem="$PREPARE_MEMORY" -v linkmb="$LINK_TEST_MB" -v steps="$STEPS" '
+      -v ferryargs="$FERRY_ARGS" -v pmem="$PREPARE_MEMORY" -v linkmb="$LINK_TEST_MB" -v steps="$STEPS" "$AWK_FUNCS"'
     # $RES: rate tool run wall tps_base tps_copy wire_bytes -> per (rate, tool): n, V[key, rate, tool, i]
     { k = $1 SUBSEP $2; i = ++n[k]; V["wall", k, i] = $4; V["base", k, i] = $5; V["copy", k, i] = $6
       V["wire", k, i] = $7; V["drop", k, i] = ($5 != "" && $5 > 0 && $6 != "") ? 100 * (1 - $6 / $5) : "" }
     # median of V[key, rate, tool, 1..n] over the runs that have a value; "" if none
-    function med(key, rate, tool,   k, i, m, t, j, v) {
+    function med(key, rate, tool,   k, i, m, v) {
       k = rate SUBSEP tool; m = 0
       for (i = 1; i <= n[k]; i++) if (V[key, k, i] != "") v[++m] = V[key, k, i] + 0
-      if (!m) return ""
-      for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
-    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+      return m ? median(v, m) : "" }
     function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f", a / b) }
     function rname(rate) { return rate == 0 ? "unshaped" : rate " Mbit/s" }
     # the link limit of a rate: bytes read / rate; unshaped: / the socat-measured rate (marked *)

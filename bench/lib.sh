@@ -1,4 +1,4 @@
-# bench/lib.sh: shared by bench/backup.sh, bench/stream.sh and bench/s3.sh (sourced, not run).
+# bench/lib.sh: shared by every script of bench/ (sourced, not run).
 # shellcheck shell=bash
 #
 # Common settings (environment, defaults in brackets; each script documents its own extras):
@@ -13,11 +13,19 @@
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   SKIP_FERRY=1 SKIP_CHECK=1         leave out ferry / the restore check
 #   KEEP_SERVER=1                     leave the private server running at the end
+# and, for the scripts that document them:
+#   PREPARE_MEMORY [256M]             mariadb-backup --prepare --use-memory (and ferry restore's)
+#   LOAD_THREADS [2]                  sysbench oltp_write_only threads of the write load
+#   LOAD_WARMUP_SECS [5]              load seconds before the measured window (start_load)
+#   FERRY_ARGS                        extra arguments for the script's ferry command
+#   FERRY_ONLY=1                      leave out mariadb-backup
 #
 # Usage in a script (after `set -euo pipefail`):
-#   source lib.sh; LOGS=...; CLEAN_PATHS=(...)   # optional overrides
+#   source lib.sh; LOGS=...; CLEAN_PATHS=(...); CLEAN_RESTORED=(...)   # optional overrides
 #   bench_init; need ...; build_ferry; load_dataset; ... timed ...; check_restored DIR
-# The EXIT trap stops every server and background job this library started, by pid.
+# The EXIT trap stops every server and background job this library started, by pid. Scripts under
+# a write load use start_load / stop_load / tps; those that check a restored datadir themselves,
+# start_restored, check_tables_rows, set_check and stop_restored.
 
 # --- settings ------------------------------------------------------------------------------
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -35,6 +43,11 @@ TOOL_TIMEOUT=${TOOL_TIMEOUT:-1800}
 SKIP_FERRY=${SKIP_FERRY:-0}
 SKIP_CHECK=${SKIP_CHECK:-0}
 KEEP_SERVER=${KEEP_SERVER:-0}
+PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
+LOAD_THREADS=${LOAD_THREADS:-2}
+LOAD_WARMUP_SECS=${LOAD_WARMUP_SECS:-5}
+FERRY_ARGS=${FERRY_ARGS:-}
+FERRY_ONLY=${FERRY_ONLY:-0}
 
 DATA="$BENCH_DIR/data-${TABLES}x${TABLE_SIZE}"   # source datadir, one per dataset size
 LOADED="$DATA.loaded"                             # marker: sysbench prepare finished
@@ -47,13 +60,17 @@ MARIADBD=/usr/sbin/mariadbd
 SB_OPTS=(--db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root --mysql-db=sbtest
          --tables="$TABLES" --table-size="$TABLE_SIZE")
 CLEAN_PATHS=()                                    # removed on exit (scripts add theirs)
+CLEAN_RESTORED=()                                 # datadirs ferry wrote: removed on exit by clean_restored
 
 log() { echo "bench: $*" >&2; }
 die() { echo "bench: FAILED: $*" >&2; exit 1; }
 sql() { mariadb --no-defaults -S "$SOCK" -uroot -N -B "$@"; }
+rsql() { mariadb --no-defaults -S "$RSOCK" -uroot -N -B "$@"; }   # the restored server (start_restored)
 q() { printf '%q' "$1"; }
+now() { date +%s.%N; }
 
-# bench_init: checks, installs the tools every script needs, resets $LOGS (set LOGS before).
+# bench_init: checks, installs the tools every script needs, resets $LOGS (set LOGS before); sets
+# RAW and SB_LOG (the log of the sysbench write load, start_load) below $LOGS.
 bench_init() {
   [[ $EUID == 0 ]] || die "run as root (drop_caches, mariadbd --user=root)"
   [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
@@ -68,6 +85,7 @@ bench_init() {
   need gawk gawk
   mkdir -p "$BENCH_DIR"
   RAW="$LOGS/raw.tsv"                             # one line per timed command
+  SB_LOG="$LOGS/sysbench-load.log"                # the write load of the current run
   rm -rf "$LOGS"; mkdir -p "$LOGS"; : >"$RAW"
 }
 
@@ -150,6 +168,7 @@ cleanup() {
   [[ -n $SB_PID ]] && kill -TERM "$SB_PID" 2>/dev/null && wait "$SB_PID" 2>/dev/null
   [[ -n $REST_PID ]] && stop_pid "$REST_PID"
   ((${#CLEAN_PATHS[@]})) && rm -rf "${CLEAN_PATHS[@]}"
+  ((${#CLEAN_RESTORED[@]})) && clean_restored "${CLEAN_RESTORED[@]}"
   if [[ -n $SRC_PID ]]; then
     if [[ $KEEP_SERVER == 1 ]]; then log "KEEP_SERVER=1: source server left running (pid $SRC_PID, socket $SOCK)"
     else stop_pid "$SRC_PID"; fi
@@ -197,6 +216,12 @@ load_dataset() {
 data_sizes() {
   DATA_BYTES=$(du -sb "$DATA" | cut -f1)
   DD_BYTES=$(find "$DATA" -type f ! -name ib_logfile0 -printf '%s\n' | gawk '{ s += $1 } END { print s + 0 }')
+}
+# check_free FACTOR: warns unless $BENCH_DIR has more than FACTOR x DATA_BYTES (data_sizes) free.
+check_free() {
+  local free
+  free=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
+  ((free > DATA_BYTES * $1)) || log "warning: only $((free >> 20)) MiB free in $BENCH_DIR (want ${1}x the datadir)"
 }
 
 # --- measuring helpers ------------------------------------------------------------------------
@@ -248,6 +273,8 @@ timed() {
       "$slabel" "$run" "$wall" "$user" "$sys" $((rss / 1024)))"
   done <"$LOGS/steps.time"
 }
+# wall_of LABEL RUN: the wall time $RAW holds for that command.
+wall_of() { gawk -F'\t' -v l="$1" -v r="$2" '$1 == l && $2 == r { w = $3 } END { print w }' "$RAW"; }
 # step_time LABEL: a /usr/bin/time prefix for one step inside a timed COMMAND (see timed).
 step_time() { printf "/usr/bin/time -a -o %s -f '%s %%e %%U %%S %%M'" "$(q "$LOGS/steps.time")" "$1"; }
 
@@ -288,13 +315,58 @@ check_restored() {
   tables=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
   log "restore check: CHECKSUM TABLE on the source and on $1"
   sql -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-source.txt"
-  stop_stale "$RPIDF" "$1"
-  start_server REST_PID "$1" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking
-  mariadb --no-defaults -S "$RSOCK" -uroot -N -B -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-restored.txt"
-  stop_pid "$REST_PID"; REST_PID=""
+  start_restored "$1"
+  rsql -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-restored.txt"
+  stop_restored
   if cmp -s "$LOGS/checksum-source.txt" "$LOGS/checksum-restored.txt"; then CHECK="OK ($TABLES/$TABLES tables)"
   else CHECK="MISMATCH (see $LOGS/checksum-*.txt)"; fi
   log "restore check: $CHECK"
+}
+
+# start_restored DATADIR: starts a server (socket only: $RSOCK, rsql) on a restored DATADIR, after
+# stopping one an interrupted invocation left on it; stop_restored stops it.
+start_restored() {
+  stop_stale "$RPIDF" "$1"
+  start_server REST_PID "$1" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking
+}
+stop_restored() { stop_pid "$REST_PID"; REST_PID=""; }
+
+# clean_restored DATADIR...: removes each datadir ferry restore (or clone) wrote and what a failed
+# run leaves beside it (.NAME.ferry-*).
+clean_restored() {
+  local d
+  for d in "$@"; do rm -rf "$d" "$(dirname "$d")/.$(basename "$d").ferry-"*; done
+}
+
+# count_rows CLIENT...: "sbtestN<TAB>rows" for every table, through the given client command.
+count_rows() {
+  "$@" -e "$(gawk -v n="$TABLES" 'BEGIN { for (i = 1; i <= n; i++)
+    printf "%sSELECT \"sbtest%d\", COUNT(*) FROM sbtest.sbtest%d", (i > 1) ? " UNION ALL " : "", i, i }')"
+}
+
+# check_tables_rows: on the server of start_restored, mariadb-check --all-databases (CHECK TABLE;
+# the caller needs mariadb-check) and the rows per sbtest table (count_rows), which must equal
+# $LOGS/counts-source.txt (count_rows sql before the load); adds each problem to the caller's
+# array `fails` (set_check reports them).
+check_tables_rows() {
+  if ! mariadb-check --no-defaults -S "$RSOCK" -uroot --all-databases >"$LOGS/check-tables.txt" 2>&1; then
+    fails+=("mariadb-check failed")
+  elif grep -Eiq 'error|corrupt|warning' "$LOGS/check-tables.txt"; then
+    fails+=("CHECK TABLE reported problems")
+  fi
+  count_rows rsql >"$LOGS/check-counts-restored.txt" || fails+=("COUNT(*) failed")
+  cmp -s "$LOGS/counts-source.txt" "$LOGS/check-counts-restored.txt" || fails+=("row counts differ")
+}
+
+# set_check OK-TEXT: sets CHECK to "OK (OK-TEXT)", or to "FAILED: ..." with the problems in the
+# caller's array `fails`, and logs it.
+set_check() {
+  if ((${#fails[@]})); then
+    CHECK="FAILED: $(printf '%s; ' "${fails[@]}" | sed 's/; $//') (logs: $LOGS/check-*)"
+  else
+    CHECK="OK ($1)"
+  fi
+  log "check: $CHECK"
 }
 
 # --- report helpers ---------------------------------------------------------------------------
@@ -310,26 +382,67 @@ $(ver mariadb-backup --version | sed 's/^.*based on/mariadb-backup of/;s/ (x86_6
   if [[ -n ${FERRY:-} ]]; then VERSIONS+="; ferry $(ver "$FERRY" --version | gawk '{ print $NF }')"; fi
 }
 
+# report_gawk ARGS...: gawk -F'\t' with the variables every report prints (date; machine and
+# versions: describe_env; tables, rows; databytes and ddbytes: data_sizes; runs, par), then ARGS:
+# more -v assignments (a later one wins), the program and its files.
+report_gawk() {
+  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
+    -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
+    -v runs="$RUNS" -v par="$PARALLEL" "$@"
+}
+
+# AWK_FUNCS: awk functions for a report's program (prepend it): f(x, fmt), x formatted or "–" if
+# it is ""; median(v, m), the median of v[1..m] (m >= 1), which it sorts in place.
+AWK_FUNCS='
+    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+    function median(v, m,   i, j, t) {
+      for (i = 2; i <= m; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+'
+
 # AWK_LIB: prepended to a report's awk program run on $RAW (-F'\t'). Reads every row into
 # W (wall), U (user), S (sys), C (user+sys), R (max RSS KiB), B (bytes), indexed [label, n], and
-# cnt[label]; defines agg(A, label, "med"|"min"|"max"), f(x, fmt), ratio(a, b), met(r, limit).
-AWK_LIB='
+# cnt[label]; defines agg(A, label, "med"|"min"|"max"), ratio(a, b), met(r, limit) and those of
+# AWK_FUNCS.
+AWK_LIB="$AWK_FUNCS"'
     { n = ++cnt[$1]; W[$1, n] = $3 + 0; U[$1, n] = $4 + 0; S[$1, n] = $5 + 0
       C[$1, n] = $4 + $5; R[$1, n] = $6 + 0; B[$1, n] = $7 + 0 }
     # median (mode "med"), minimum ("min") or maximum ("max") of array A over the runs of label
-    function agg(A, label, mode,   k, i, j, t, v) {
+    function agg(A, label, mode,   k, i, m, v) {
       k = cnt[label]; if (!k) return ""
       for (i = 1; i <= k; i++) v[i] = A[label, i]
-      for (i = 2; i <= k; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
+      m = median(v, k)
       if (mode == "min") return v[1]; if (mode == "max") return v[k]
-      return (k % 2) ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
-    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+      return m }
     function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f", a / b) }
     function met(r, lim) { return r == "–" ? "–" : (r + 0 <= lim ? "yes" : "**no**") }
 '
 
-# stop_load: stops the sysbench load a script started (SB_PID, logging to SB_LOG) and waits
-# until its connections are gone from the server on $SOCK. Used by prepare.sh and clone.sh.
+# res_row FIELDS...: appends the FIELDS as one tab-separated line to $RES (the script's results).
+res_row() { local IFS=$'\t'; printf '%s\n' "$*" >>"$RES"; }
+
+# logval LOG MSG KEY: the value of KEY on the last line of ferry's LOG whose msg is MSG ("" if none).
+logval() {
+  gawk -v m="msg=\"$2\"" -v k="$3" 'index($0, m) { v = ""
+      if (match($0, " " k "=[^ ]*")) v = substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 2) }
+    END { gsub(/"/, "", v); print v }' "$1"
+}
+
+# --- write load (prepare.sh, clone.sh, slowsink.sh) -------------------------------------------
+# start_load LEAD WHAT: starts sysbench oltp_write_only (LOAD_THREADS threads, unthrottled,
+# per-second reports to $SB_LOG) on the source's socket until stop_load, with SB_T0 its start
+# (epoch seconds); returns LEAD seconds later, dying if it ended meanwhile ("... before WHAT").
+start_load() {
+  SB_T0=$(now)
+  sysbench oltp_write_only "${SB_OPTS[@]}" --threads="$LOAD_THREADS" --rate=0 --report-interval=1 \
+    --time=$((TOOL_TIMEOUT + $1 + 3600)) run >"$SB_LOG" 2>&1 &
+  SB_PID=$!
+  sleep "$1"
+  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before $2 (log: $SB_LOG)"; }
+}
+
+# stop_load [COPY]: stops the sysbench load a script started (SB_PID, logging to SB_LOG), waits
+# until its connections are gone from the server on $SOCK, and copies $SB_LOG to COPY if given.
 stop_load() {
   local i
   kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before it was stopped (log: $SB_LOG)"; }
@@ -337,8 +450,21 @@ stop_load() {
   wait "$SB_PID" 2>/dev/null || true
   SB_PID=""
   for ((i = 0; i < 300; i++)); do
-    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && return 0
+    [[ $(sql -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'sbtest' AND ID <> CONNECTION_ID()") == 0 ]] && break
     sleep 0.1
   done
-  log "warning: sysbench connections still on the server 30 s after it was stopped"
+  ((i < 300)) || log "warning: sysbench connections still on the server 30 s after it was stopped"
+  if [[ -n ${1:-} ]]; then cp "$SB_LOG" "$1"; fi
+}
+
+# tps FROM TO [T0 [FMT [NONE]]]: mean TPS of the per-second reports in $SB_LOG whose second
+# (N-1, N] has its middle inside [FROM, TO] (TO "": no end). Times are epoch seconds with
+# sysbench started at T0 [$SB_T0, see start_load]; with T0 0, seconds since sysbench started.
+# Printed with FMT [%.1f]; NONE [""] if there is no such report.
+tps() {
+  gawk -v a="$1" -v b="$2" -v t0="${3:-$SB_T0}" -v fmt="${4:-%.1f}" -v none="${5:-}" '
+    /^\[ *[0-9]+s \]/ { t = t0 + $2 - 0.5
+      for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
+      if (t >= a && (b == "" || t <= b)) { s += v; n++ } }
+    END { if (n) printf fmt, s / n; else printf "%s", none }' "$SB_LOG"
 }

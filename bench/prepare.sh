@@ -75,22 +75,17 @@ TOOL_TIMEOUT=${TOOL_TIMEOUT:-7200}                # lib.sh's default is 1800; a 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FACTORS=${FACTORS:-1 3 6}
-PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
-LOAD_THREADS=${LOAD_THREADS:-2}
-LOAD_WARMUP_SECS=${LOAD_WARMUP_SECS:-5}
 MB_TOLERANCE=${MB_TOLERANCE:-25}
 MB_TRIES=${MB_TRIES:-3}
 FULL_REDO=${FULL_REDO:-1}
-FERRY_ARGS=${FERRY_ARGS:-}
-FERRY_ONLY=${FERRY_ONLY:-0}
 
 LOGS="$BENCH_DIR/logs-prepare"                    # per-command logs (the other scripts keep theirs)
 RESULTS="$BENCH_DIR/prepare-results.md"
 BK_F="$BENCH_DIR/prepare-bk-ferry"                # the ferry backup being measured
 BK_M="$BENCH_DIR/prepare-bk-mb"                   # the mariadb-backup backup being measured
 F_REST="$BENCH_DIR/prepare-restored"              # ferry restore --datadir, then the check's server
-SB_LOG="$LOGS/sysbench-load.log"                  # the load of the current backup
-CLEAN_PATHS=("$BK_F" "$BK_M" "$F_REST")
+CLEAN_PATHS=("$BK_F" "$BK_M")
+CLEAN_RESTORED=("$F_REST")
 
 [[ $LOAD_THREADS =~ ^[1-9][0-9]*$ ]] || die "LOAD_THREADS must be a positive integer"
 [[ $LOAD_WARMUP_SECS =~ ^[0-9]+$ ]] || die "LOAD_WARMUP_SECS must be a whole number of seconds"
@@ -105,43 +100,20 @@ done
 KMAX=$(printf '%s\n' $FACTORS | sort -g | tail -n1)
 
 # --- load -----------------------------------------------------------------------------------------
-# start_load: sysbench oltp_write_only on the source's socket until stop_load.
-start_load() {
-  sysbench oltp_write_only "${SB_OPTS[@]}" --threads="$LOAD_THREADS" --rate=0 --report-interval=1 \
-    --time=$((TOOL_TIMEOUT + LOAD_WARMUP_SECS + 3600)) run >"$SB_LOG" 2>&1 &
-  SB_PID=$!
-}
-# load_tps: mean of sysbench's per-second TPS after the warm-up (about the backup's window).
-load_tps() {
-  gawk -v w="$LOAD_WARMUP_SECS" '/^\[ *[0-9]+s \]/ { t = $2 + 0
-      for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
-      if (t > w) { s += v; n++ } }
-    END { if (n) printf "%.0f", s / n }' "$SB_LOG"
-}
-# under_load LABEL RUN SIZE COMMAND: quiesce, RESET MASTER, start the load, LOAD_WARMUP_SECS
-# later `timed LABEL RUN SIZE COMMAND`, stop the load (its log is kept as LABEL-RUN.sysbench.log)
-# and set LOAD_TPS (load_tps).
+# under_load LABEL RUN SIZE COMMAND: quiesce, RESET MASTER, start the load (lib.sh start_load),
+# LOAD_WARMUP_SECS later `timed LABEL RUN SIZE COMMAND`, stop the load (its log is kept as
+# LABEL-RUN.sysbench.log) and set LOAD_TPS: the mean of sysbench's per-second TPS after the
+# warm-up (about the backup's window; lib.sh tps in seconds since the load started).
 under_load() {
   quiesce
   sql -e "RESET MASTER"
-  start_load
-  sleep "$LOAD_WARMUP_SECS"
-  kill -0 "$SB_PID" 2>/dev/null || { tail -n 15 "$SB_LOG" >&2; die "sysbench ended before the backup (log: $SB_LOG)"; }
+  start_load "$LOAD_WARMUP_SECS" "the backup"
   timed "$@"
-  stop_load
-  LOAD_TPS=$(load_tps)
-  cp "$SB_LOG" "$LOGS/$1-$2.sysbench.log"
+  stop_load "$LOGS/$1-$2.sysbench.log"
+  LOAD_TPS=$(tps "$LOAD_WARMUP_SECS.5" "" 0 %.0f)
 }
 
-# --- helpers --------------------------------------------------------------------------------------
-# wall_of LABEL RUN: the wall time $RAW holds for that command.
-wall_of() { gawk -F'\t' -v l="$1" -v r="$2" '$1 == l && $2 == r { w = $3 } END { print w }' "$RAW"; }
-# logval LOG MSG KEY: the value of KEY on the last line of ferry's LOG whose msg is MSG ("" if none).
-logval() {
-  gawk -v m="msg=\"$2\"" -v k="$3" 'index($0, m) { v = ""
-      if (match($0, " " k "=[^ ]*")) v = substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 2) }
-    END { gsub(/"/, "", v); print v }' "$1"
-}
+# --- helpers (and lib.sh's wall_of, logval, res_row) -------------------------------------------------
 # secs GO-DURATION: seconds of a Go duration such as 1.475s, 850ms, 1m2.5s ("" stays "").
 secs() {
   LC_ALL=C gawk -v d="$1" 'BEGIN { if (d == "") exit; t = 0
@@ -155,10 +127,6 @@ manifest_span() {
   gawk '/^  "start_lsn": / { s = $2 + 0 } /^  "last_lsn": / { l = $2 + 0 }
     END { if (l != "" && s != "") printf "%.0f", l - s }' "$1/ferry_manifest.json" 2>/dev/null || true
 }
-# clean_restored: removes ferry restore's datadir and what a failed restore leaves beside it.
-clean_restored() { rm -rf "$F_REST" "$BENCH_DIR/.$(basename "$F_REST").ferry-"*; }
-# res_row FIELDS...: one line of $RES (see RES below).
-res_row() { local IFS=$'\t'; printf '%s\n' "$*" >>"$RES"; }
 
 # mb_ios: a first guess of the operations mariadb-backup --throttle counts for a full backup of
 # the datadir: one per 10 MiB read (its read buffer: 640 pages of 16 KiB) of every file it
@@ -172,13 +140,6 @@ mb_ios() {
 }
 
 # --- correctness ------------------------------------------------------------------------------------
-# count_rows CLIENT...: "sbtestN<TAB>rows" for every table, through the given client command.
-count_rows() {
-  "$@" -e "$(gawk -v n="$TABLES" 'BEGIN { for (i = 1; i <= n; i++)
-    printf "%sSELECT \"sbtest%d\", COUNT(*) FROM sbtest.sbtest%d", (i > 1) ? " UNION ALL " : "", i, i }')"
-}
-rsql() { mariadb --no-defaults -S "$RSOCK" -uroot -N -B "$@"; }
-
 # check_replayed DATADIR BINLOG-INFO: the check of step 4 on a restored DATADIR, whose backup's
 # xtrabackup_binlog_info is BINLOG-INFO; the source must be idle. Sets CHECK.
 check_replayed() {
@@ -188,17 +149,9 @@ check_replayed() {
   [[ -n ${file:-} && ${pos:-} =~ ^[0-9]+$ ]] || { CHECK="FAILED: no binlog position in the backup's xtrabackup_binlog_info"; return 0; }
   log "check: restored datadir $dir (CHECK TABLE, row counts, binlog replay from $file:$pos, CHECKSUM TABLE)"
   sql -e "FLUSH BINARY LOGS"
-  stop_stale "$RPIDF" "$dir"
-  start_server REST_PID "$dir" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking
-  # 1. CHECK TABLE of every table of every database
-  if ! mariadb-check --no-defaults -S "$RSOCK" -uroot --all-databases >"$LOGS/check-tables.txt" 2>&1; then
-    fails+=("mariadb-check failed")
-  elif grep -Eiq 'error|corrupt|warning' "$LOGS/check-tables.txt"; then
-    fails+=("CHECK TABLE reported problems")
-  fi
-  # 2. rows per sbtest table, as before the load
-  count_rows rsql >"$LOGS/check-counts-restored.txt" || fails+=("COUNT(*) failed")
-  cmp -s "$LOGS/counts-source.txt" "$LOGS/check-counts-restored.txt" || fails+=("row counts differ")
+  start_restored "$dir"
+  # 1+2. CHECK TABLE of every table of every database; rows per sbtest table, as before the load
+  check_tables_rows
   # 3. the source's binlog from the backup's position, replayed into the restored server
   files=$(gawk -v f="$file" '{ sub(/^.*\//, "") } $0 == f { on = 1 } on' "$DATA/binlog.index")
   if [[ -z $files ]]; then
@@ -212,13 +165,8 @@ check_replayed() {
   sql -e "CHECKSUM TABLE $tables" >"$LOGS/check-checksum-source.txt"
   rsql -e "CHECKSUM TABLE $tables" >"$LOGS/check-checksum-restored.txt" || fails+=("CHECKSUM TABLE failed")
   cmp -s "$LOGS/check-checksum-source.txt" "$LOGS/check-checksum-restored.txt" || fails+=("CHECKSUM TABLE differs after the replay")
-  stop_pid "$REST_PID"; REST_PID=""
-  if ((${#fails[@]})); then
-    CHECK="FAILED: $(printf '%s; ' "${fails[@]}" | sed 's/; $//') (logs: $LOGS/check-*)"
-  else
-    CHECK="OK (mariadb-check all OK; $TABLES/$TABLES tables with their $(gawk '{ s += $2 } END { print s }' "$LOGS/counts-source.txt") rows; CHECKSUM TABLE equal after replaying $(wc -l <<<"$files") binlog file(s) from $file:$pos)"
-  fi
-  log "check: $CHECK"
+  stop_restored
+  set_check "mariadb-check all OK; $TABLES/$TABLES tables with their $(gawk '{ s += $2 } END { print s }' "$LOGS/counts-source.txt") rows; CHECKSUM TABLE equal after replaying $(wc -l <<<"$files") binlog file(s) from $file:$pos"
 }
 
 # --- one ferry backup + restore ---------------------------------------------------------------------
@@ -228,7 +176,7 @@ check_replayed() {
 # its line to $RES; with CHECK_NOW=1 the restored datadir is checked (check_replayed).
 ferry_run() {
   local tool=$1 k=$2 r=$3 rate=0 label="$1-$2x" cmd wall rlog took; shift 3
-  rm -rf "$BK_F"; clean_restored
+  rm -rf "$BK_F"; clean_restored "$F_REST"
   data_sizes
   if [[ $tool != ferry-calib && $k != 1 ]]; then
     rate=$(gawk -v b="$DD_BYTES" -v k="$k" -v t="$T1" 'BEGIN { printf "%.0f", b / (k * t) }')
@@ -260,7 +208,7 @@ ferry_run() {
     if [[ -f $LOGS/$label-$r.binlog_info ]]; then check_replayed "$F_REST" "$LOGS/$label-$r.binlog_info"
     else CHECK="FAILED: the backup has no xtrabackup_binlog_info"; fi
   fi
-  rm -rf "$BK_F"; clean_restored
+  rm -rf "$BK_F"; clean_restored "$F_REST"
 }
 
 # --- one mariadb-backup backup + prepare --------------------------------------------------------------
@@ -316,15 +264,6 @@ mb_run() {
   rm -rf "$BK_M"
 }
 
-# prepare_cleanup: the EXIT trap's first part (lib.sh's cleanup runs next with the same status).
-prepare_cleanup() {
-  local rc=$?
-  set +e
-  rm -rf "$BENCH_DIR/.$(basename "$F_REST").ferry-"*
-  return "$rc"
-}
-trap 'prepare_cleanup; cleanup' EXIT
-
 # --- setup ------------------------------------------------------------------------------------------
 bench_init
 need mariadb-binlog mariadb-client
@@ -337,14 +276,13 @@ fi
 RES="$LOGS/prepare.tsv"; : >"$RES"                # one line per measured backup (fields: report below)
 stop_stale "$RPIDF" "$F_REST"
 load_dataset
-rm -rf "$BK_F" "$BK_M"; clean_restored
+rm -rf "$BK_F" "$BK_M"; clean_restored "$F_REST"
 
 quiesce
 data_sizes
 START_DATA_BYTES=$DATA_BYTES; START_DD_BYTES=$DD_BYTES
 count_rows sql >"$LOGS/counts-source.txt"         # the rows per table every commit keeps
-FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
-((FREE_BYTES > DATA_BYTES * 3)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 3x the datadir)"
+check_free 3
 log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); factors: $FACTORS; $RUNS run(s) each; load: $LOAD_THREADS threads"
 
 # --- 1: T1, one uncapped backup under load ---------------------------------------------------------
@@ -388,23 +326,20 @@ data_sizes                                        # the load grows the tables: s
 describe_env
 
 report() {
-  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$START_DATA_BYTES" -v ddbytes="$START_DD_BYTES" \
-      -v enddd="$DD_BYTES" -v runs="$RUNS" -v par="$PARALLEL" -v factors="$FACTORS" -v kmax="$KMAX" -v t1="$T1" \
+  # the sizes at the start (the later -v wins), and at the end (enddd)
+  report_gawk -v databytes="$START_DATA_BYTES" -v ddbytes="$START_DD_BYTES" \
+      -v enddd="$DD_BYTES" -v factors="$FACTORS" -v kmax="$KMAX" -v t1="$T1" \
       -v skipferry="$SKIP_FERRY" -v ferryonly="$FERRY_ONLY" -v check="$CHECK" -v pmem="$PREPARE_MEMORY" \
       -v lthreads="$LOAD_THREADS" -v lwarm="$LOAD_WARMUP_SECS" -v ferryargs="$FERRY_ARGS" \
-      -v tol="$MB_TOLERANCE" -v tries="$MB_TRIES" '
+      -v tol="$MB_TOLERANCE" -v tries="$MB_TRIES" "$AWK_FUNCS"'
     # $RES: tool factor run cap wall redo_file redo_log lsn_span rounds pages spool_peak
     #       restore_wall recovery_or_prepare target tries redo_name data_bytes load_tps
     { k = $1 SUBSEP $2; i = ++n[k]; for (j = 4; j <= 18; j++) V[j, k, i] = $j }
     # median of field j over the runs of (tool, factor) that have a value; "" if none
-    function med(j, tool, fac,   k, i, m, t, x, v) {
+    function med(j, tool, fac,   k, i, m, v) {
       k = tool SUBSEP fac; m = 0
       for (i = 1; i <= n[k]; i++) if (V[j, k, i] != "") v[++m] = V[j, k, i] + 0
-      if (!m) return ""
-      for (i = 2; i <= m; i++) { t = v[i]; for (x = i - 1; x >= 1 && v[x] > t; x--) v[x + 1] = v[x]; v[x + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
-    function f(x, fmt) { return x == "" ? "–" : sprintf(fmt, x) }
+      return m ? median(v, m) : "" }
     function mib(x) { return x == "" ? "–" : sprintf("%.1f", x / 1048576) }
     function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.1f", a / b) }
     function fname(fac) { return fac == 1 ? "1x (uncapped)" : fac "x" }

@@ -54,12 +54,10 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DOWNLOADS=${DOWNLOADS:-8}
 ZSTD_THREADS=${ZSTD_THREADS:-$(nproc)}
-PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
 S3_PORT=${S3_PORT:-9310}
 VERSITYGW=${VERSITYGW:-$REPO/.bin/versitygw}
 AWS_VENV=${AWS_VENV:-$BENCH_DIR/venv-aws}
 MEM_INTERVAL=${MEM_INTERVAL:-0.2}
-FERRY_ARGS=${FERRY_ARGS:-}
 SKIP_RESTORE=${SKIP_RESTORE:-0}
 
 LOGS="$BENCH_DIR/logs-s3"                         # per-command logs (the other scripts keep theirs)
@@ -265,8 +263,7 @@ TOOLS=(ferry mb)
 # --- 1: backups of the idle server into S3, cold cache ----------------------------------------
 quiesce
 data_sizes
-FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
-((FREE_BYTES > DATA_BYTES * 4)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 4x the datadir)"
+check_free 4
 log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); $RUNS runs, --parallel $PARALLEL"
 
 FERRY_ID=""; LAST_RUN=0
@@ -335,9 +332,7 @@ $(ver "$AWS" --version | gawk '{ print $1 " (" $4 ")" }'); \
 versitygw $(gawk '$1 == "github.com/versity/versitygw" { print $2; exit }' "$REPO/tools/go.mod") (posix backend)"
 
 report() {
-  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
-      -v runs="$RUNS" -v par="$PARALLEL" -v zt="$ZSTD_THREADS" -v dl="$DOWNLOADS" -v check="$CHECK" \
+  report_gawk -v zt="$ZSTD_THREADS" -v dl="$DOWNLOADS" -v check="$CHECK" \
       -v skipferry="$SKIP_FERRY" -v skiprestore="$SKIP_RESTORE" -v ferryargs="$FERRY_ARGS" \
       -v pmem="$PREPARE_MEMORY" -v interval="$MEM_INTERVAL" -v extra="$EXTRA" -v ferryid="$FERRY_ID" "$AWK_LIB"'
     # $EXTRA, one line per run and key: LABEL KEY VALUE -> PK (peak), HW (hwm), ST (stored),

@@ -44,8 +44,6 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ZSTD_THREADS=${ZSTD_THREADS:-$(nproc)}
-PREPARE_MEMORY=${PREPARE_MEMORY:-256M}
-FERRY_ARGS=${FERRY_ARGS:-}
 SKIP_RESTORE=${SKIP_RESTORE:-0}
 
 LOGS="$BENCH_DIR/logs-stream"                     # per-command logs (backup.sh keeps logs/)
@@ -86,8 +84,7 @@ TOOLS=(ferry mb)
 rm -rf "${CLEAN_PATHS[@]}"
 quiesce
 data_sizes
-FREE_BYTES=$(df -B1 --output=avail "$BENCH_DIR" | tail -n1)
-((FREE_BYTES > DATA_BYTES * 4)) || log "warning: only $((FREE_BYTES >> 20)) MiB free in $BENCH_DIR (want 4x the datadir)"
+check_free 4
 log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); $RUNS runs, --parallel $PARALLEL"
 
 if [[ $SKIP_FERRY != 1 ]]; then
@@ -144,9 +141,7 @@ describe_env
 VERSIONS+="; $(ver zstd --version | sed 's/^\*\*\* //;s/ (64-bit)//;s/, by.*//;s/ CLI//'); $(ver lz4 --version | sed 's/^\*\*\* //;s/ command line interface 64-bits//;s/, by.*//')"
 
 report() {
-  gawk -F'\t' -v date="$(date -u '+%F %H:%M UTC')" -v machine="$MACHINE" -v versions="$VERSIONS" \
-      -v tables="$TABLES" -v rows="$TABLE_SIZE" -v databytes="$DATA_BYTES" -v ddbytes="$DD_BYTES" \
-      -v runs="$RUNS" -v par="$PARALLEL" -v zt="$ZSTD_THREADS" -v check="$CHECK" \
+  report_gawk -v zt="$ZSTD_THREADS" -v check="$CHECK" \
       -v skipferry="$SKIP_FERRY" -v skiprestore="$SKIP_RESTORE" -v ferryargs="$FERRY_ARGS" \
       -v fxbs="$F_XBS_BYTES" -v mxbs="$M_XBS_BYTES" -v pmem="$PREPARE_MEMORY" "$AWK_LIB"'
     # stream row: the stream size (median; also as % of what dd reads) and MB/s of data read
