@@ -191,7 +191,7 @@ func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Un
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	r := &receiver{dir: dir, dec: dec, log: cfg.Log, prog: prog.Add, ctx: rctx, fail: fail, dial: d.dial, grace: cfg.Grace,
-		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{})}
+		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second}
 	f, err := jsonFrame(start{})
 	if err == nil {
 		err = bc.send(f)

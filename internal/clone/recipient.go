@@ -35,6 +35,7 @@ type receiver struct {
 	byPath     map[string]*rfile // the file each path holds now
 	committed  chan struct{}     // closed once the commit is applied and acknowledged
 	commitOnce sync.Once
+	commitWait time.Duration // how long a stream broken after the commit waits for its acknowledgement
 	manifest   *manifest.Manifest
 }
 
@@ -71,6 +72,10 @@ func (r *receiver) run(bc *bufConn, session string) {
 		if r.ctx.Err() != nil || r.isCommitted() {
 			return
 		}
+		if r.commitApplied() {
+			r.awaitCommitted()
+			return
+		}
 		var rem remoteError
 		if errors.As(err, &rem) {
 			r.fail(fmt.Errorf("the donor: %s", string(rem)))
@@ -104,6 +109,28 @@ func (r *receiver) redial(session string) (*bufConn, error) {
 			return nil, context.Cause(r.ctx)
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// commitApplied tells whether the commit frame was applied; its acknowledgement may
+// still be on its way.
+func (r *receiver) commitApplied() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.manifest != nil
+}
+
+// awaitCommitted is what a stream that breaks after the commit was applied does: the
+// donor closes every connection as soon as it has the commit's acknowledgement, which
+// may reach it before the stream that carried the commit marks the clone committed.
+// That is the end, not a failure: it waits for the mark, and sets it itself if the
+// commit's own stream broke before its acknowledgement (the clone is whole all the same).
+func (r *receiver) awaitCommitted() {
+	select {
+	case <-r.committed:
+	case <-r.ctx.Done():
+	case <-time.After(r.commitWait):
+		r.commitOnce.Do(func() { close(r.committed) })
 	}
 }
 
