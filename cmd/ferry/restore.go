@@ -2,13 +2,12 @@ package main
 
 import (
 	"errors"
-
-	"filippo.io/age"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/spf13/cobra"
@@ -104,6 +103,7 @@ type sourceFlags struct {
 	maxMemory           int64
 }
 
+// add declares the source flags.
 func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.dir, "target-dir", "", "backup directory to restore from")
 	f.StringVar(&sf.from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
@@ -174,6 +174,7 @@ func (sf *sourceFlags) check(args []string) error {
 	return nil
 }
 
+// identities reads --identity-file, if given.
 func (sf *sourceFlags) identities() ([]age.Identity, error) {
 	if sf.identity == "" {
 		return nil, nil
