@@ -100,6 +100,11 @@ func checkResumable(dir, id string) error {
 // Fill implements Source: it downloads what staging does not already hold (verified)
 // and writes the manifest last.
 func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+	if s.m == nil {
+		if _, err := s.Inspect(ctx); err != nil {
+			return nil, err
+		}
+	}
 	m := s.m
 	parallel := cmp.Or(s.Parallel, 8)
 	j, err := openJournal(staging, m.ID)
