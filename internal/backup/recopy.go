@@ -167,7 +167,11 @@ func (j *job) worthRecopy(cur *tailer) (bool, error) {
 	if saved > 2*cost && saved > keepTarget {
 		return true, nil
 	}
-	j.log.Info("three-stage copy skipped: copying again the pages changed during the copy would keep about as much redo as it drops; the backup keeps the whole redo of the copy",
+	why := "copying again the pages changed during the copy would keep about as much redo as it drops"
+	if saved <= keepTarget {
+		why = "the server's checkpoint has hardly moved since the copy began, so there is little redo to drop"
+	}
+	j.log.Info("three-stage copy skipped: "+why+"; the backup keeps the whole redo of the copy",
 		"changed_bytes", set, "redo_dropped", max(saved, 0), "redo_kept_meanwhile_estimate", cost)
 	return false, nil
 }
