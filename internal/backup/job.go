@@ -66,7 +66,9 @@ type job struct {
 	lostSpaces map[uint32]bool
 	stats      struct{ rereads atomic.Int64 }
 	recopy     recopyStats
-	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
+	// now is the job's clock (time.Now; unit tests fake it). copyStart is when the redo
+	// copy began: the three-stage copy measures rates from it.
+	now       func() time.Time
 	copyStart time.Time
 	m         manifest.Manifest
 }
@@ -97,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
 	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo,
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo, now: time.Now,
 		files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID()
 	res, err := j.run(ctx)

@@ -23,10 +23,13 @@ import (
 // the pages changed since the copy began up to the server's newest checkpoint A1 are
 // copied again, and only the redo from A1 is kept. More rounds run while the server's
 // checkpoint moves on and the rounds shrink. ferry never forces a checkpoint: SET
-// GLOBAL innodb_log_checkpoint_now loops until the checkpoint catches up with the
-// current LSN, which a busy server keeps moving (16 to 50 s measured under sysbench),
-// flushing every dirty page each time; and waiting for the checkpoint to pass the
-// end of the copy gains nothing, since the server keeps it about as far behind.
+// GLOBAL innodb_log_checkpoint_now brings the checkpoint to the current LSN within a
+// second or two, but then loops, flushing the hot pages again and again, until it
+// catches up with an LSN a busy server keeps moving; it cannot be killed, and it needs
+// SUPER. Measured three times on the bench server under sysbench oltp_write_only, it
+// ran 5, 11 and 19 s and cut the write TPS to a half, a third, and to nothing for
+// three seconds. Waiting for the checkpoint to pass the end of the copy gains nothing
+// either: the server keeps it about as far behind.
 const (
 	// maxRounds bounds the re-copy rounds.
 	maxRounds = 3
@@ -81,13 +84,14 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 				return err
 			}
 		}
-		t0 := time.Now()
+		t0 := j.now()
 		next, err := j.openTail(ctx, fail, tailRound) // at the server's newest checkpoint
 		if err != nil {
 			return err
 		}
 		a := next.t.Start().LSN
 		j.recopy.round = round
+		j.prog.Stage(fmt.Sprintf("backup: re-copy round %d", round))
 		n, fellBack, err := j.recopyRound(ctx, cur, a, since)
 		if err != nil {
 			return err
@@ -95,7 +99,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		j.recopy.rounds, j.recopy.pages = round, j.recopy.pages+n
 		since, cur = a, next
 		j.log.Info("three-stage copy: pages changed during the copy copied again", "round", round, "checkpoint_lsn", a,
-			"pages", n, "took", time.Since(t0).Round(time.Millisecond), "redo_since_checkpoint", cur.t.Copied()-a)
+			"pages", n, "took", j.now().Sub(t0).Round(time.Millisecond), "redo_since_checkpoint", cur.t.Copied()-a)
 		// Another round, from the server's newest checkpoint, copies the pages changed
 		// during this one. It drops the redo of this round but keeps its own, so it is
 		// worth it only while the checkpoint has moved on far enough and the rounds
@@ -128,12 +132,9 @@ func (j *job) drain(ctx context.Context) error {
 	return nil
 }
 
-// worthRecopy decides whether the first re-copy round pays: it drops the redo from the
-// copy's start to the server's newest checkpoint, but the redo written while it reads
-// the changed pages again is kept instead. It pays when the first is more than twice
-// the second, estimated from the copy so far (its read rate, or --max-rate, and the
-// server's redo rate). A tracker that failed (lapped) leaves no choice: its redo is not
-// whole, the round falls back to page LSNs.
+// worthRecopy decides whether the first re-copy round pays (recopyEstimate.pays),
+// from the copy so far as the job's clock measures it. A tracker that failed (lapped)
+// leaves no choice: its redo is not whole, the round falls back to page LSNs.
 func (j *job) worthRecopy(cur *tailer) (bool, error) {
 	select {
 	case <-cur.ran:
@@ -145,35 +146,59 @@ func (j *job) worthRecopy(cur *tailer) (bool, error) {
 		return false, err
 	}
 	start := cur.t.Start().LSN
-	elapsed := time.Since(j.copyStart).Seconds()
+	e := recopyEstimate{elapsed: j.now().Sub(j.copyStart), maxRate: j.cfg.MaxRate,
+		redo: int64(cur.t.Copied()) - int64(start), dropped: int64(a) - int64(start)}
 	j.mu.Lock()
-	var copied int64
 	spaces := map[uint32]bool{} // pages of other tablespaces (created or dropped since) are not read again
 	for _, f := range j.files {
 		if f.Kind == manifest.KindInnoDB {
-			copied += f.Size
+			e.copied += f.Size
 			spaces[f.SpaceID] = spaces[f.SpaceID] || f.Known
 		}
 	}
 	j.mu.Unlock()
-	readRate := float64(copied) / max(elapsed, 0.001)
-	if j.cfg.MaxRate > 0 {
-		readRate = min(readRate, float64(j.cfg.MaxRate))
+	e.changed = int64(cur.pages.LenWhere(func(id uint32) bool { return spaces[id] })) * int64(j.info.PageSize)
+	ok, why := e.pays()
+	if !ok {
+		j.log.Info("three-stage copy skipped: "+why+"; the backup keeps the whole redo of the copy",
+			"changed_bytes", e.changed, "redo_dropped", max(e.dropped, 0), "redo_kept_meanwhile_estimate", e.cost())
 	}
-	set := int64(cur.pages.LenWhere(func(id uint32) bool { return spaces[id] })) * int64(j.info.PageSize)
-	redoRate := float64(cur.t.Copied()-start) / max(elapsed, 0.001)
-	saved := int64(a) - int64(start)
-	cost := int64(float64(set) / max(readRate, 1) * redoRate)
-	if saved > 2*cost && saved > keepTarget {
-		return true, nil
+	return ok, nil
+}
+
+// recopyEstimate is what the decision on a first re-copy round is made of, measured
+// over the copy so far.
+type recopyEstimate struct {
+	elapsed time.Duration // since the redo copy began
+	copied  int64         // bytes of InnoDB files copied
+	maxRate int64         // --max-rate (0: none), which paces a round's reads too
+	changed int64         // bytes of the pages a round would read again
+	redo    int64         // redo the server wrote since the copy began
+	dropped int64         // redo from the copy's start to the server's newest checkpoint
+}
+
+// cost is the redo the server is expected to write while a round reads the changed
+// pages again (at the copy's read rate, or --max-rate if lower): what the backup keeps
+// instead of what the round drops.
+func (e recopyEstimate) cost() int64 {
+	secs := max(e.elapsed.Seconds(), 0.001)
+	readRate := float64(e.copied) / secs
+	if e.maxRate > 0 {
+		readRate = min(readRate, float64(e.maxRate))
 	}
-	why := "copying again the pages changed during the copy would keep about as much redo as it drops"
-	if saved <= keepTarget {
-		why = "the server's checkpoint has hardly moved since the copy began, so there is little redo to drop"
+	return int64(float64(e.changed) / max(readRate, 1) * (float64(e.redo) / secs))
+}
+
+// pays tells whether a round drops more than twice the redo it keeps instead (and
+// more than keepTarget), and why not when it does not.
+func (e recopyEstimate) pays() (bool, string) {
+	switch {
+	case e.dropped <= keepTarget:
+		return false, "the server's checkpoint has hardly moved since the copy began, so there is little redo to drop"
+	case e.dropped <= 2*e.cost():
+		return false, "copying again the pages changed during the copy would keep about as much redo as it drops"
 	}
-	j.log.Info("three-stage copy skipped: "+why+"; the backup keeps the whole redo of the copy",
-		"changed_bytes", set, "redo_dropped", max(saved, 0), "redo_kept_meanwhile_estimate", cost)
-	return false, nil
+	return true, ""
 }
 
 // recopyRound retires the redo copy cur at a, the checkpoint the next one starts
@@ -188,6 +213,8 @@ func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n 
 	}
 	pages, ok := cur.pages.Take()
 	if err == nil && ok {
+		j.log.Info("three-stage copy: copying again the pages changed since the last checkpoint", "round", j.recopy.round,
+			"from_lsn", since, "checkpoint_lsn", a, "pages", pagesIn(pages))
 		n, err = j.recopyPages(ctx, pages)
 		return n, false, err
 	}
@@ -201,6 +228,15 @@ func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n 
 	j.log.Warn("three-stage copy: "+why+"; reading every page to copy again those changed since the copy began", "since_lsn", since)
 	n, err = j.recopyChanged(ctx, since)
 	return n, true, err
+}
+
+// pagesIn counts the pages of a page set.
+func pagesIn(set map[uint32][]uint32) int {
+	n := 0
+	for _, list := range set {
+		n += len(list)
+	}
+	return n
 }
 
 // recopyFile is a tablespace file of the server and where its copy is in the backup.
@@ -269,6 +305,7 @@ func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64
 	var work []func(context.Context) (int64, error)
 	for space, list := range pages {
 		if files := targets[space]; len(files) > 0 {
+			j.prog.AddTotal(int64(len(list)) * int64(j.info.PageSize))
 			work = append(work, func(ctx context.Context) (int64, error) { return j.recopySpace(ctx, files, list) })
 		}
 	}
@@ -350,6 +387,7 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 		if err := j.patch(f.copy, first*ps, buf[:got]); err != nil {
 			return n, err
 		}
+		j.prog.Add(int64(got))
 		n += int64(got) / ps
 	}
 	k, err := j.matchSize(ctx, in, ij, f.copy, buf)
@@ -432,6 +470,7 @@ func (j *job) recopyChanged(ctx context.Context, since uint64) (int64, error) {
 	var work []func(context.Context) (int64, error)
 	for _, files := range targets {
 		for _, f := range files {
+			j.prog.AddTotal(f.src.Size)
 			work = append(work, func(ctx context.Context) (int64, error) { return j.recopyIfNewer(ctx, f, since) })
 		}
 	}
@@ -457,6 +496,7 @@ func (j *job) recopyIfNewer(ctx context.Context, f recopyFile, since uint64) (in
 			k, err := j.matchSize(ctx, in, ij, f.copy, buf)
 			return n + k, err
 		}
+		j.prog.Add(int64(got))
 		if newerPage(buf[:got], ij.page, since) {
 			if err := j.patch(f.copy, off, buf[:got]); err != nil {
 				return n, err

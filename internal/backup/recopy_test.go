@@ -74,6 +74,7 @@ func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
 // an UPDATE), and a job between them whose redo copies are the fake's.
 type threeStageSetup struct {
 	j           *job
+	clock       *fakeClock // the job's clock, at the copy's start until a test moves it
 	now, stale  []byte
 	copyPath    string
 	oldPage3LSN uint64
@@ -113,16 +114,22 @@ func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 	space := binary.BigEndian.Uint32(now[34:])
 	srv := &fakeRedoServer{space: space, copies: copies}
 	logs := new(bytes.Buffer)
-	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d,
+	clock := &fakeClock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
+	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d, now: clock.Now, copyStart: clock.t, prog: quietProgress(t),
 		openRedo: srv.open, checkpoint: srv.checkpoint, lock: countingLock{},
 		info: mariadb.Info{Datadir: dd, PageSize: ps, Vars: map[string]string{}},
 		files: map[string]copiedFile{"db/t.ibd": {Rel: "db/t.ibd", Size: int64(len(stale)), CRC: checksum.Sum(stale),
 			SpaceID: space, Known: true, Kind: manifest.KindInnoDB}},
 		sent: map[string]bool{}, aria: map[string]*openCopy{}}
 	t.Cleanup(j.releaseTail)
-	return &threeStageSetup{j: j, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
+	return &threeStageSetup{j: j, clock: clock, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
 		oldPage3LSN: binary.BigEndian.Uint64(before[16:]), pageSize: ps}
 }
+
+// fakeClock is the job's clock in unit tests: it stands still until a test moves it.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.t }
 
 // countingLock is a stage lock; the three-stage copy never enters a stage.
 type countingLock struct{}
@@ -353,4 +360,59 @@ func TestThreeStageHeldTracker(t *testing.T) {
 			t.Fatalf("ib_logfile0 created %d times: the skipped round did not keep the held tracker's redo", end.created)
 		}
 	})
+}
+
+// TestRecopyEstimate: a first round runs only if the redo it drops (copy start to the
+// server's newest checkpoint) is more than twice the redo the server writes while the
+// round reads the changed pages again, at the copy's read rate or --max-rate if lower.
+func TestRecopyEstimate(t *testing.T) {
+	const gib, mib = 1 << 30, 1 << 20
+	// 10 GiB copied in 10 s while the server wrote 100 MiB/s; 1 GiB of pages changed:
+	// a round reads them in 1 s and keeps about 100 MiB of redo.
+	base := recopyEstimate{elapsed: 10 * time.Second, copied: 10 * gib, changed: gib, redo: 1000 * mib}
+	for _, c := range []struct {
+		name    string
+		e       func(e recopyEstimate) recopyEstimate
+		cost    int64
+		pays    bool
+		because string
+	}{
+		{"drops ten times what it keeps", func(e recopyEstimate) recopyEstimate { e.dropped = 1000 * mib; return e }, 100 * mib, true, ""},
+		{"drops just over twice", func(e recopyEstimate) recopyEstimate { e.dropped = 200*mib + 1; return e }, 100 * mib, true, ""},
+		{"drops twice", func(e recopyEstimate) recopyEstimate { e.dropped = 200 * mib; return e }, 100 * mib, false, "about as much redo"},
+		{"--max-rate slows the round", func(e recopyEstimate) recopyEstimate { e.dropped, e.maxRate = 1000*mib, 100*mib; return e },
+			1024 * mib, false, "about as much redo"},
+		{"--max-rate above the copy's rate", func(e recopyEstimate) recopyEstimate { e.dropped, e.maxRate = 1000*mib, 10*gib; return e },
+			100 * mib, true, ""},
+		{"checkpoint barely moved", func(e recopyEstimate) recopyEstimate { e.dropped, e.changed = keepTarget, 0; return e }, 0, false, "hardly moved"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := c.e(base)
+			pays, why := e.pays()
+			if got := e.cost(); got != c.cost || pays != c.pays || !strings.Contains(why, c.because) {
+				t.Fatalf("cost %d, pays %v (%q); want %d, %v (%q)", got, pays, why, c.cost, c.pays, c.because)
+			}
+		})
+	}
+}
+
+// TestThreeStageDecisionOnClock: the same copy decided at two moments of the job's
+// clock. With --max-rate capping a round's reads, a copy that took 1 s keeps more redo
+// while a round re-reads than it drops (skipped); one that took 100 s, reading below the
+// cap, has a round that pays.
+func TestThreeStageDecisionOnClock(t *testing.T) {
+	for _, c := range []struct {
+		elapsed time.Duration
+		rounds  int
+	}{{time.Second, 0}, {100 * time.Second, 1}} {
+		t.Run(c.elapsed.String(), func(t *testing.T) {
+			s := newThreeStage(t, &fakeCopy{start: 100, kept: 16 << 20, pages: []uint32{0, 1, 2, 3}}, &fakeCopy{start: 100 + far, kept: 1 << 20})
+			s.j.cfg.MaxRate = int64(s.pageSize) // 4 s to read the 4 changed pages again
+			s.clock.t = s.clock.t.Add(c.elapsed)
+			s.run(t)
+			if s.j.recopy.rounds != c.rounds {
+				t.Fatalf("rounds %d, want %d:\n%s", s.j.recopy.rounds, c.rounds, s.logs)
+			}
+		})
+	}
 }

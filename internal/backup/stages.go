@@ -35,7 +35,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	case three:
 		kind = tailTracker // kept unless a re-copy round replaces it
 	}
-	j.copyStart = time.Now()
+	j.copyStart = j.now()
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
@@ -97,6 +97,7 @@ func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
 // underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
 // that ran during the copy, and copies the non-InnoDB files that are now stable.
 func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
+	j.prog.Stage("backup: BLOCK_DDL")
 	if _, err := j.lock.Enter(ctx, mariadb.StageFlush); err != nil {
 		return 0, err
 	}
@@ -127,6 +128,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 // binlog/GTID coordinates, flushes the redo up to the end LSN and ends the sequence. The
 // redo copy finishes after the lock is released: it stops exactly at the end LSN.
 func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
+	j.prog.Stage("backup: BLOCK_COMMIT")
 	if _, err := j.lock.Enter(ctx, mariadb.StageBlockCommit); err != nil {
 		return 0, err
 	}

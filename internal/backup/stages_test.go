@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -33,8 +34,12 @@ func (l *fakeLock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error)
 	return l.end, l.coords, nil
 }
 
-func (l *fakeLock) CheckpointAllowed(context.Context) error { return nil }
-func (l *fakeLock) Checkpoint(context.Context) error        { return nil }
+// quietProgress is a progress reporter that shows nothing.
+func quietProgress(t *testing.T) *progress.Reporter {
+	p := progress.New(progress.Options{Out: io.Discard, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Every: time.Hour})
+	t.Cleanup(p.Finish)
+	return p
+}
 
 // fakeRedo is a redo copy that records StopAt.
 type fakeRedo struct{ stop uint64 }
@@ -55,7 +60,7 @@ func TestRedoCopyStopsBeforeCommitsResume(t *testing.T) {
 	l := &fakeLock{end: 987654, coords: mariadb.Coordinates{GTIDBinlogPos: "0-1-731"}, redo: r}
 	j := &job{lock: l, tail: &tailer{t: r}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		info: mariadb.Info{Datadir: t.TempDir(), PageSize: 16384, Vars: map[string]string{}},
-		cfg:  Config{Parallel: 1}, aria: map[string]*openCopy{}}
+		cfg:  Config{Parallel: 1}, aria: map[string]*openCopy{}, prog: quietProgress(t)}
 	if _, err := j.underBlockCommit(context.Background()); err != nil {
 		t.Fatal(err)
 	}

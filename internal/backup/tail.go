@@ -292,6 +292,7 @@ func (j *job) loadLogKeys() error {
 // mtr boundary at or after the end LSN), drains the spool into the backup and records
 // the file. On failure releaseTail cleans up.
 func (j *job) finishTail(ctx context.Context) (uint64, error) {
+	j.prog.Stage("backup: storing the redo tail")
 	tl := j.tail
 	<-tl.ran
 	if tl.runErr != nil {

@@ -16,7 +16,8 @@ import (
 
 // Reporter counts bytes for one job.
 type Reporter struct {
-	label string
+	mu    sync.Mutex
+	label string // what the job does now (Stage)
 	done  atomic.Int64
 	total atomic.Int64
 	start time.Time
@@ -74,6 +75,17 @@ func (r *Reporter) AddTotal(n int64) {
 	}
 }
 
+// Stage names what the job does from now on ("backup: re-copy round 1"): the bar's
+// description, and the message of the log lines.
+func (r *Reporter) Stage(label string) {
+	r.mu.Lock()
+	r.label = label
+	r.mu.Unlock()
+	if r.bar != nil {
+		r.bar.Describe(label)
+	}
+}
+
 // Done returns the bytes counted so far.
 func (r *Reporter) Done() int64 { return r.done.Load() }
 
@@ -111,5 +123,8 @@ func (r *Reporter) logLine() {
 	if rate > 0 && total > done {
 		attrs = append(attrs, "eta", time.Duration(float64(total-done)/rate*float64(time.Second)).Round(time.Second).String())
 	}
-	r.log.Info(r.label, attrs...)
+	r.mu.Lock()
+	label := r.label
+	r.mu.Unlock()
+	r.log.Info(label, attrs...)
 }
