@@ -25,17 +25,24 @@ import (
 // was overwritten". Now the redo waits in the local spool: the backup completes, its
 // log gives the redo it kept and the spool's peak, and every restored copy holds the
 // bank invariants at its GTID, replicates, and matches every table's checksum. A
-// backup killed while its spool file is open leaves nothing behind.
+// backup killed while its spool file is open leaves nothing behind. The plain stream,
+// unpacked by the stock mbstream and prepared by the stock mariadb-backup, restores
+// consistent too.
 func TestSlowStreamUnderRedoPressure(t *testing.T) {
 	keyFile := filepath.Join(shortTemp(t), "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
+	var plain string // the plain stream, which the stock tools take next
 	underRedoPressure(t, []pressureCase{
 		{"plain", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
-			return slowStreamCase(t, src, tmp, "plain", []string{"--compress", "none"}, nil, 8<<20)
+			plain = filepath.Join(tmp, "plain.xbs")
+			return slowStreamCase(t, src, tmp, "plain", []string{"--compress", "none"}, nil, 8<<20, plain)
+		}},
+		{"plain by mbstream and mariadb-backup", func(t *testing.T, _ *testdb.Server, tmp string) (string, string) {
+			return stockUnpacked(t, plain, tmp)
 		}},
 		{"zstd+age", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
 			return slowStreamCase(t, src, tmp, "zstd-age", []string{"--compress", "zstd", "--encrypt-to", public},
-				[]string{"--identity-file", keyFile}, 2<<20)
+				[]string{"--identity-file", keyFile}, 2<<20, "")
 		}},
 		{"killed", func(t *testing.T, src *testdb.Server, _ string) (string, string) {
 			killWhileSpooling(t, src)
@@ -46,13 +53,14 @@ func TestSlowStreamUnderRedoPressure(t *testing.T) {
 
 // TestSlowRepoAndCloneUnderRedoPressure: under the same load, a backup into an S3
 // repository whose uploads are capped at 8 MiB/s (with a small pipeline, so the link
-// holds the copy back), and a clone capped with --max-rate 8M (--compress none), end
-// consistent. Both use the three-stage copy: the repository stores the pages copied
+// holds the copy back), one into a directory repository with reads capped at 8 MiB/s,
+// and a clone capped with --max-rate 8M (--compress none), end consistent. Both use the three-stage copy: the repository stores the pages copied
 // again as extra parts, the clone sends them as patch frames, and each keeps a redo
 // tail far shorter than what the server wrote meanwhile.
 func TestSlowRepoAndCloneUnderRedoPressure(t *testing.T) {
 	underRedoPressure(t, []pressureCase{
 		{"s3 repository", slowRepoCase},
+		{"directory repository", dirRepoCase},
 		{"clone", func(t *testing.T, src *testdb.Server, tmp string) (string, string) {
 			datadir := filepath.Join(tmp, "cloned")
 			before := lsnNow(t, src)
@@ -118,13 +126,19 @@ func underRedoPressure(t *testing.T, cases []pressureCase) {
 }
 
 // slowStreamCase pipes a stream backup through a link of rate bytes per second into
-// ferry restore and checks, from the backup's log, that the server lapped its log.
-func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, restore []string, rate int) (string, string) {
+// ferry restore and checks, from the backup's log, that the server lapped its log. With
+// save set, the stream is also written there.
+func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, restore []string, rate int, save string) (string, string) {
 	datadir := filepath.Join(tmp, "restored-"+slug)
 	p := slowPipeline(t, streamArgs(src, append(backup, "--tmpdir", tmp)...),
-		append([]string{"restore", "--from", "-", "--datadir", datadir}, restore...), false, rate, 5*time.Minute)
+		append([]string{"restore", "--from", "-", "--datadir", datadir}, restore...), save != "", rate, 5*time.Minute)
 	if p.backup.err != nil || p.restore.err != nil {
 		t.Fatalf("pipeline failed: backup %v, restore %v", p.backup.err, p.restore.err)
+	}
+	if save != "" {
+		if err := os.WriteFile(save, p.stream, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var redo, peak int64
 	fmt.Sscanf(after(p.backup.stderr, "redo_bytes="), "%d", &redo)
@@ -134,6 +148,60 @@ func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, 
 	t.Logf("spool peak %d MiB", peak>>20)
 	checkLaps(t, uint64(redo))
 	return datadir, restoredGTID(t, p.restore.stdout)
+}
+
+// stockUnpacked unpacks a plain ferry stream with the stock mbstream, prepares it with
+// the stock mariadb-backup (a stream carries the whole redo of the copy, which it
+// replays) and restores the prepared directory.
+func stockUnpacked(t *testing.T, stream, tmp string) (string, string) {
+	if stream == "" {
+		t.Fatal("no stream from the case before")
+	}
+	mb := testdb.Tool(t, "mariadb-backup", "mariadb-backup")
+	mbstream := testdb.Tool(t, "mbstream", "mariadb-backup")
+	dir := filepath.Join(tmp, "unpacked-plain")
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	run(t, stream, mbstream, "-x", "-C", dir)
+	run(t, "", mb, "--prepare", "--target-dir="+dir)
+	datadir := filepath.Join(tmp, "restored-mbstream")
+	out := mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
+	return datadir, restoredGTID(t, out.stdout)
+}
+
+// dirRepoCase backs up into a directory repository with reads capped at 8 MiB/s, so
+// that the copy outlasts many laps of the log, and restores it: the three-stage copy
+// stores the pages it copied again as extra parts, as in S3.
+func dirRepoCase(t *testing.T, src *testdb.Server, tmp string) (string, string) {
+	repo := filepath.Join(tmp, "repo")
+	if err := os.Mkdir(repo, 0o700); err != nil { // like a bucket, the directory must exist
+		t.Fatal(err)
+	}
+	before := lsnNow(t, src)
+	res := mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", repo, "--max-rate", "8M", "--tmpdir", tmp)
+	written := lsnNow(t, src) - before
+	checkLaps(t, written)
+	checkKept(t, res.stderr, written)
+	mustFerry(t, "verify", "--repo", repo, "latest")
+	datadir := filepath.Join(tmp, "restored-dirrepo")
+	out := mustFerry(t, "restore", "--repo", repo, "latest", "--datadir", datadir)
+	if d := recoveryTime(t, out.stderr); d > 5*time.Second {
+		t.Errorf("recovery of a short redo tail took %v", d)
+	}
+	return datadir, restoredGTID(t, out.stdout)
+}
+
+// checkKept fails unless a backup's log says the three-stage copy ran and kept under a
+// third of the redo written meanwhile.
+func checkKept(t *testing.T, log string, written uint64) {
+	t.Helper()
+	var kept uint64
+	fmt.Sscanf(after(log, "redo_kept="), "%d", &kept)
+	if rounds := recopyRounds(t, log); rounds < 1 || kept == 0 || kept > written/3 {
+		t.Fatalf("%d re-copy rounds, redo kept %d of the %d written: the three-stage copy did not run", rounds, kept, written)
+	}
+	t.Logf("redo written %d MiB, kept %d KiB", written>>20, kept>>10)
 }
 
 // slowRepoCase backs up into an S3 repository through uploads capped at 8 MiB/s and
@@ -149,12 +217,7 @@ func slowRepoCase(t *testing.T, src *testdb.Server, tmp string) (string, string)
 	r.proxy.Set(testdb.Faults{})
 	written := lsnNow(t, src) - before
 	checkLaps(t, written)
-	var kept uint64
-	fmt.Sscanf(after(res.stderr, "redo_kept="), "%d", &kept)
-	if rounds := recopyRounds(t, res.stderr); rounds < 1 || kept == 0 || kept > written/3 {
-		t.Fatalf("%d re-copy rounds, redo kept %d of the %d written: the three-stage copy did not run", rounds, kept, written)
-	}
-	t.Logf("redo written %d MiB, kept %d KiB", written>>20, kept>>10)
+	checkKept(t, res.stderr, written)
 	r.run(t, "verify", "--repo", r.url, "latest")
 	datadir := filepath.Join(tmp, "restored-s3")
 	out := r.run(t, "restore", "--repo", r.url, "latest", "--datadir", datadir)
