@@ -192,7 +192,14 @@ func (c *conn) sendLoop() error {
 				return nil
 			}
 		}
+		// A frame taken after the connection went down (its acknowledgements' reader
+		// failed first) is handed back: down has already requeued what it held.
 		c.mu.Lock()
+		if c.dead.Load() {
+			c.mu.Unlock()
+			s.requeue([]*frame{f})
+			return nil
+		}
 		c.sent[f.seq] = f
 		c.mu.Unlock()
 		if s.rate != nil {
@@ -236,7 +243,7 @@ func (c *conn) readAcks() {
 func (c *conn) down(err error) {
 	c.once.Do(func() {
 		s := c.s
-		c.dead.Store(true)
+		c.dead.Store(true) // before c.mu: sendLoop checks it under c.mu before keeping a frame
 		if cause := s.err(); cause != nil && !errors.Is(cause, errFinished) {
 			c.bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 			c.bc.send(&frame{typ: frameError, payload: []byte(cause.Error())})
