@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/ferry-backup/ferry/internal/optfile"
 )
 
 // byteSize is a flag value like 512K, 100M or 2G (powers of 1024).
@@ -25,26 +26,11 @@ func (b byteSize) String() string {
 }
 
 func (b byteSize) Set(s string) error {
-	mult := int64(1)
-	s = strings.TrimSpace(s)
-	if s != "" {
-		switch strings.ToUpper(s[len(s)-1:]) {
-		case "K":
-			mult = 1 << 10
-		case "M":
-			mult = 1 << 20
-		case "G":
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
+	n, err := optfile.ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("want a size like 100M: %w", err)
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("want a size like 100M, got %q", s)
-	}
-	*b.v = n * mult
+	*b.v = n
 	return nil
 }
 

@@ -8,6 +8,7 @@ package optfile
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"gopkg.in/ini.v1"
@@ -145,4 +146,26 @@ func unescape(v string) string {
 		}
 	}
 	return b.String()
+}
+
+// ParseSize reads a size as MariaDB options take it: digits with an optional K, M or G
+// suffix (powers of 1024), at most 2^62.
+func ParseSize(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	mult := int64(1)
+	if n := len(v); n > 0 {
+		switch v[n-1] {
+		case 'k', 'K':
+			mult, v = 1<<10, v[:n-1]
+		case 'm', 'M':
+			mult, v = 1<<20, v[:n-1]
+		case 'g', 'G':
+			mult, v = 1<<30, v[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (like 512K, 100M or 2G)", v)
+	}
+	return n * mult, nil
 }

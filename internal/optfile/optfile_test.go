@@ -53,3 +53,16 @@ func FuzzParse(f *testing.F) {
 		Parse(b, "mysqld")
 	})
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "512": 512, "64k": 64 << 10, "100M": 100 << 20, " 2G ": 2 << 30} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "M", "-1", "1.5G", "10T", "4294967297G", "9223372036854775807"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}

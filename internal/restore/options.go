@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/optfile"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -227,7 +228,7 @@ func intRange(lo, hi int) func(string) (string, error) {
 
 // pageSize accepts 4096..65536 (a power of two) or 4k..64k.
 func pageSize(v string) (string, error) {
-	n, err := parseSize(v)
+	n, err := optfile.ParseSize(v)
 	if err != nil || n < 4096 || n > 65536 || n&(n-1) != 0 {
 		return "", fmt.Errorf("not an InnoDB page size (4k, 8k, 16k, 32k or 64k)")
 	}
@@ -251,24 +252,4 @@ func dataFilePath(v string) (string, error) {
 		}
 	}
 	return v, nil
-}
-
-// parseSize reads a size with an optional K, M or G suffix.
-func parseSize(v string) (int64, error) {
-	mult := int64(1)
-	if n := len(v); n > 0 {
-		switch v[n-1] {
-		case 'k', 'K':
-			mult, v = 1<<10, v[:n-1]
-		case 'm', 'M':
-			mult, v = 1<<20, v[:n-1]
-		case 'g', 'G':
-			mult, v = 1<<30, v[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > 1<<40 {
-		return 0, fmt.Errorf("not a size")
-	}
-	return n * mult, nil
 }
