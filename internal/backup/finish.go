@@ -31,6 +31,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 	}{
 		{xtrabackup.MyCnfFile, xtrabackup.MyCnfBytes(m.Server.Settings)},
 		{xtrabackup.BinlogInfoFile, j.binlogInfo()},
+		{xtrabackup.GaleraInfoFile, j.galeraInfo()},
 		{xtrabackup.InfoFile, xtrabackup.InfoBytes(j.infoEntries(res))},
 		{xtrabackup.CheckpointsFile, xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN}.Bytes()},
 	}
@@ -79,6 +80,15 @@ func (j *job) binlogInfo() []byte {
 		return nil
 	}
 	return xtrabackup.BinlogInfoBytes(c.BinlogFile, c.BinlogPos, c.GTIDBinlogPos)
+}
+
+// galeraInfo is xtrabackup_galera_info ("uuid:seqno domain", as mariadb-backup
+// --galera-info writes it), nil unless the server is a Galera node.
+func (j *job) galeraInfo() []byte {
+	if g := j.m.Coordinates.Galera; g != nil {
+		return []byte(g.Line() + "\n")
+	}
+	return nil
 }
 
 func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {

@@ -16,6 +16,10 @@ type Coordinates struct {
 	GTIDCurrentPos  string `json:"gtid_current_pos"`
 	GTIDSlavePos    string `json:"gtid_slave_pos"`
 	GTIDBinlogState string `json:"gtid_binlog_state"`
+	// Galera is the node's position in its cluster's history, nil if it is not a
+	// Galera node (xtrabackup_galera_info; what an SST joiner or a node seeded from
+	// the backup starts from).
+	Galera *WsrepPosition `json:"galera,omitempty"`
 }
 
 // ReplicaGTID is the position a replica of the backed-up server starts from.
@@ -26,7 +30,8 @@ func (c Coordinates) ReplicaGTID() string {
 	return c.GTIDCurrentPos
 }
 
-// ReadCoordinates reads SHOW MASTER STATUS and the GTID variables on conn.
+// ReadCoordinates reads SHOW MASTER STATUS, the GTID variables and, on a Galera node,
+// its position on conn.
 func ReadCoordinates(ctx context.Context, conn *sql.Conn) (Coordinates, error) {
 	var c Coordinates
 	rows, err := conn.QueryContext(ctx, "SHOW MASTER STATUS")
@@ -53,5 +58,6 @@ func ReadCoordinates(ctx context.Context, conn *sql.Conn) (Coordinates, error) {
 	if err != nil {
 		return c, fmt.Errorf("read GTID variables: %w", err)
 	}
-	return c, nil
+	c.Galera, err = ReadWsrepPosition(ctx, conn)
+	return c, err
 }

@@ -1,6 +1,6 @@
 // Package xtrabackup reads and writes the metadata files of the mariabackup/XtraBackup
 // directory layout (xtrabackup_checkpoints, xtrabackup_info, xtrabackup_binlog_info,
-// backup-my.cnf), so that ferry backups and mariabackup backups are interchangeable.
+// xtrabackup_galera_info, backup-my.cnf), so that ferry backups and mariabackup backups are interchangeable.
 package xtrabackup
 
 import (
@@ -21,6 +21,7 @@ const (
 	CheckpointsFile = "xtrabackup_checkpoints"
 	InfoFile        = "xtrabackup_info"
 	BinlogInfoFile  = "xtrabackup_binlog_info"
+	GaleraInfoFile  = "xtrabackup_galera_info" // "uuid:seqno domain" of a Galera node
 	MyCnfFile       = "backup-my.cnf"
 )
 
