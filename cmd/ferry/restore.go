@@ -73,6 +73,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	addKeyFlags(f, &cfg.Keys)
 	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")
 	f.BoolVar(&cfg.DataDirs.Inside, "no-data-directory", false, "put DATA DIRECTORY tablespaces inside the datadir as ordinary tablespaces")
+	f.BoolVar(&cfg.Galera, "galera", false, "write grastate.dat at the backup's Galera position, so that a node started on the datadir joins its cluster by IST (the backup must come from a Galera node)")
 	f.StringVar(&writeCnf, "write-cnf", "", "write the options the restored datadir needs (datadir, InnoDB page size, system and undo tablespaces, ...) as a [mysqld] group to this new file")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
@@ -83,6 +84,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 func printReplication(w io.Writer, res *restore.Result) {
 	gtid := res.Coordinates.ReplicaGTID()
 	fmt.Fprintf(w, "Restored %s. Start it with: %s\n", res.Datadir, startCommand(res.Datadir, res.Options))
+	if g := res.Coordinates.Galera; g != nil {
+		fmt.Fprintf(w, "Galera position: %s (domain %d). As a new node of that cluster, restore with --galera (it writes grastate.dat) or start it with --wsrep-start-position=%s, and it joins by IST while a donor's gcache holds the write-sets since.\n", g, g.Domain, g)
+	}
 	if gtid == "" && res.Coordinates.BinlogFile == "" {
 		fmt.Fprintln(w, "The source had no binary log position; it cannot seed a replica.")
 		return

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // FindMysqld returns the mariadbd binary: explicit if given, else the first of
@@ -175,4 +179,35 @@ func (p *Private) LogErrors() string {
 		errs = errs[len(errs)-5:]
 	}
 	return strings.Join(errs, " | ") + " (full log: " + p.ErrLog + ")"
+}
+
+// DatadirInUse reports whether a server holds the InnoDB lock on the datadir's ibdata1.
+func DatadirInUse(datadir string) bool {
+	f, err := os.OpenFile(filepath.Join(datadir, "ibdata1"), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != unix.F_UNLCK
+}
+
+// OwnerName is the name of the user owning path ("" if unknown).
+func OwnerName(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10))
+	if err != nil {
+		return ""
+	}
+	return u.Username
 }

@@ -147,7 +147,23 @@ func (b *Backup) coordinates() mariadb.Coordinates {
 	if b.Manifest != nil {
 		return b.Manifest.Coordinates
 	}
-	return readBinlogInfo(b.Dir)
+	c := readBinlogInfo(b.Dir)
+	c.Galera = readGaleraInfo(b.Dir)
+	return c
+}
+
+// readGaleraInfo reads a mariadb-backup backup's xtrabackup_galera_info (--galera-info);
+// nil if it has none or it does not parse.
+func readGaleraInfo(dir string) *mariadb.WsrepPosition {
+	b, err := os.ReadFile(filepath.Join(dir, xtrabackup.GaleraInfoFile))
+	if err != nil || len(b) > 4096 {
+		return nil
+	}
+	p, err := mariadb.ParseWsrepPosition(string(b))
+	if err != nil || !p.Known() {
+		return nil
+	}
+	return &p
 }
 
 // readBinlogInfo reads a mariadb-backup backup's xtrabackup_binlog_info.

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // ownerIDs is the uid/gid restored files get; apply is a no-op unless running as root.
@@ -69,18 +67,4 @@ func (o ownerIDs) apply(dir string) error {
 		}
 		return nil
 	})
-}
-
-// inUse reports whether a server holds the InnoDB lock on the datadir's ibdata1.
-func inUse(datadir string) bool {
-	f, err := os.OpenFile(filepath.Join(datadir, "ibdata1"), os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
-		return false
-	}
-	return lk.Type != unix.F_UNLCK
 }

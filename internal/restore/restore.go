@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/galera"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -28,9 +29,16 @@ type Config struct {
 	Mariadbd string
 	// UseMemory is the buffer pool of the recovery run.
 	UseMemory string
-	Log       *slog.Logger
-	Progress  io.Writer
-	Terminal  bool
+	// InPlace, if set, swaps the datadir's contents and keeps the directory (a Galera
+	// joiner's); the old contents are kept aside as with Replace.
+	InPlace *InPlace
+	// Galera writes grastate.dat at the backup's Galera position, so that a node
+	// started on the restored datadir joins its cluster by IST while a donor's gcache
+	// still holds the write-sets since.
+	Galera   bool
+	Log      *slog.Logger
+	Progress io.Writer
+	Terminal bool
 }
 
 // Result tells what a restore did.
@@ -51,7 +59,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
 	}
-	if err := checkDatadir(datadir, cfg.Replace); err != nil {
+	if err := checkDatadir(datadir, cfg.Replace || cfg.InPlace != nil); err != nil {
 		return nil, err
 	}
 	pre, err := cfg.Source.Inspect(ctx)
@@ -93,6 +101,9 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
 		return "", err
 	}
+	if cfg.Galera && b.coordinates().Galera == nil {
+		return "", fmt.Errorf("--galera: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", b.Origin())
+	}
 	if _, err := b.Options(cfg.Keys); err != nil {
 		return "", err
 	}
@@ -126,6 +137,11 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 	if err := removeBackupOnlyFiles(staging); err != nil {
 		return nil, err
 	}
+	if cfg.Galera {
+		if err := writeGaleraState(staging, coords, cfg); err != nil {
+			return nil, err
+		}
+	}
 	return finishStaging(b, coords, staging, datadir, owner, cfg)
 }
 
@@ -147,12 +163,29 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 		unplace(moved)
 		return nil, err
 	}
-	aside, err := swapIn(staging, datadir, cfg.Replace)
+	var aside string
+	if cfg.InPlace != nil {
+		aside, err = swapContents(staging, datadir, cfg.InPlace.Local)
+	} else {
+		aside, err = swapIn(staging, datadir, cfg.Replace)
+	}
 	if err != nil {
 		unplace(moved)
 		return nil, err
 	}
 	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts}, nil
+}
+
+// writeGaleraState writes grastate.dat at the backup's Galera position.
+func writeGaleraState(staging string, c mariadb.Coordinates, cfg Config) error {
+	if c.Galera == nil {
+		return errors.New("--galera: the backup has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node")
+	}
+	if err := galera.WriteState(staging, *c.Galera); err != nil {
+		return err
+	}
+	cfg.Log.Info("wrote grastate.dat: a node started on this datadir asks its cluster for the write-sets since the backup (IST)", "position", c.Galera.String())
+	return nil
 }
 
 // checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a
@@ -171,7 +204,7 @@ func checkDatadir(datadir string, replace bool) error {
 	if !replace {
 		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir aside (it is kept, never deleted)", datadir)
 	}
-	if inUse(datadir) {
+	if mariadb.DatadirInUse(datadir) {
 		return fmt.Errorf("datadir %s is in use by a running server: stop it before restoring over it", datadir)
 	}
 	return nil
