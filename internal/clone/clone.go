@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/keyfile"
@@ -24,7 +25,12 @@ const DefaultStreams = 4
 
 // Config configures ferry clone.
 type Config struct {
-	From      string // donor address host:port
+	From string // donor address host:port
+	// Listener, if set, is where the donor connects to this host instead (a Galera SST
+	// joiner listens; From then only names the donor in messages). FirstWait bounds
+	// the wait for its first connection.
+	Listener  net.Listener
+	FirstWait time.Duration
 	Security  Security
 	Datadir   string
 	Replace   bool // move a non-empty datadir aside (kept) and clone in its place
@@ -45,6 +51,7 @@ type Config struct {
 	Mariadbd     string
 	UseMemory    string
 	DataDirs     restore.DataDirs // where DATA DIRECTORY tablespaces go on this host
+	InPlace      *restore.InPlace // swap the datadir's contents, not the directory (see restore.InPlace)
 	Keys         keyfile.Files    // this host's key files, for a donor encrypting data at rest
 	Version      string
 	Log          *slog.Logger
@@ -62,6 +69,10 @@ type Result struct {
 	Server      *mariadb.Server // the started server, with Start
 	Replicating bool
 	Options     restore.ServerOptions // what the clone's server must be started with
+	Coordinates mariadb.Coordinates   // the copy's position, read on the donor under BLOCK_COMMIT
+	// Bypass is what a donor that sent no copy said instead (a Galera IST); nothing
+	// else is set then, and the datadir was not touched.
+	Bypass string
 }
 
 // Clone copies the donor's running server into a staging directory beside the datadir,
@@ -72,41 +83,48 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
 	}
-	host, _, err := net.SplitHostPort(cfg.From)
-	if err != nil {
-		return nil, fmt.Errorf("--from %q: use host:port of the donor's ferry serve", cfg.From)
-	}
-	tcfg, err := cfg.Security.clientTLS(host)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Replicate && (!cfg.Start || cfg.Repl.User == "") {
 		return nil, errors.New("--replicate needs --start and --repl-user (with --repl-password-file)")
 	}
+	conns, host, err := cfg.connector(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conns.close()
 	unlock, staging, err := claimStaging(datadir, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	d := &dialer{addr: cfg.From, tls: tcfg, key: cfg.Security.key(),
-		h: hello{Protocol: protocolVersion, Ferry: cfg.Version, Compress: cfg.Compress, MaxRate: cfg.MaxRate, MaxImpact: cfg.MaxImpact}}
-	var w welcome
+	bc, w, err := conns.connect(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if w.Bypass != "" {
+		if f, err := jsonFrame(start{}); err == nil {
+			bc.send(f) // the donor waits for it before it reports its part done
+		}
+		bc.c.Close()
+		return &Result{Datadir: datadir, Donor: cfg.From, Bypass: w.Bypass}, nil
+	}
+	first := &firstConn{bc: bc}
 	src := &restore.StreamSource{Label: "clone of " + cfg.From, Dir: staging,
 		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
-			got, wl, err := receive(ctx, cfg, d, dir)
-			w = wl
-			return got, err
+			return receive(ctx, cfg, conns, first.take(), w, dir)
 		}}
 	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
-		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys}
+		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
+		InPlace: cfg.InPlace}
 	res, err := restore.Restore(ctx, rcfg)
 	if err != nil {
+		first.abort(err)
 		return nil, err
 	}
 	if m := res.Backup.Manifest; m != nil {
 		cfg.Log.Info("clone prepared", "datadir", res.Datadir, "redo_kept", m.LastLSN-m.StartLSN, "gtid", res.Coordinates.ReplicaGTID())
 	}
-	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options}
+	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options,
+		Coordinates: res.Coordinates}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
 	if out.Replica.Host == "" {
@@ -119,6 +137,55 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		return out, nil
 	}
 	return out, startAndReplicate(ctx, cfg, out, w)
+}
+
+// connector is how this recipient reaches the donor: it dials From, or accepts on
+// Listener. host is the donor's host, for replication.
+func (cfg Config) connector(ctx context.Context) (connector, string, error) {
+	h := hello{Protocol: protocolVersion, Ferry: cfg.Version, Compress: cfg.Compress, MaxRate: cfg.MaxRate, MaxImpact: cfg.MaxImpact,
+		Streams: cfg.Streams}
+	if cfg.Listener != nil {
+		tcfg, err := cfg.Security.serverTLS()
+		if err != nil {
+			return nil, "", err
+		}
+		return newAcceptor(ctx, cfg.Listener, tcfg, cfg.Security.key(), h, cfg.FirstWait, cfg.Log), "", nil
+	}
+	host, _, err := net.SplitHostPort(cfg.From)
+	if err != nil {
+		return nil, "", fmt.Errorf("--from %q: use host:port of the donor's ferry serve", cfg.From)
+	}
+	tcfg, err := cfg.Security.clientTLS(host)
+	if err != nil {
+		return nil, "", err
+	}
+	return &dialer{addr: cfg.From, tls: tcfg, key: cfg.Security.key(), h: h}, host, nil
+}
+
+// firstConn is the first connection of a clone, made before the restore starts: the
+// restore's receive takes it, or, if the restore fails before, abort tells the donor why.
+type firstConn struct {
+	mu sync.Mutex
+	bc *bufConn
+}
+
+func (f *firstConn) take() *bufConn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	bc := f.bc
+	f.bc = nil
+	return bc
+}
+
+func (f *firstConn) abort(err error) {
+	bc := f.take()
+	if bc == nil {
+		return
+	}
+	if fr, ferr := jsonFrame(start{Abort: err.Error()}); ferr == nil {
+		bc.send(fr)
+	}
+	bc.c.Close()
 }
 
 func (cfg Config) withDefaults() Config {
@@ -167,22 +234,23 @@ func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
 	return func() { os.Remove(lockPath); lf.Close() }, staging, nil
 }
 
-// receive runs the clone's connections into dir and returns what they wrote.
-func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Unpacked, welcome, error) {
-	bc, w, err := d.dial(ctx, "")
-	if err != nil {
-		return nil, w, err
+// receive runs the clone's connections into dir, starting with bc (welcomed with w),
+// and returns what they wrote.
+func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w welcome, dir string) (*stream.Unpacked, error) {
+	if bc == nil {
+		return nil, errors.New("the clone's first connection is gone (internal error)")
 	}
 	if err := checkRecipient(ctx, cfg, w, dir); err != nil {
 		if f, ferr := jsonFrame(start{Abort: err.Error()}); ferr == nil {
 			bc.send(f)
 		}
 		bc.c.Close()
-		return nil, w, err
+		return nil, err
 	}
 	dec, err := newDecoder()
 	if err != nil {
-		return nil, w, err
+		bc.c.Close()
+		return nil, err
 	}
 	cfg.Log.Info("cloning", "donor", cfg.From, "server", w.ServerVersion, "datadir", w.Datadir, "estimate_mib", w.Estimate>>20,
 		"streams", cfg.Streams, "compress", cfg.Compress, "staging", dir)
@@ -190,7 +258,7 @@ func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Un
 	defer prog.Finish()
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	r := &receiver{dir: dir, dec: dec, log: cfg.Log, prog: prog.Add, ctx: rctx, fail: fail, dial: d.dial, grace: cfg.Grace,
+	r := &receiver{dir: dir, dec: dec, log: cfg.Log, prog: prog.Add, ctx: rctx, fail: fail, conns: conns, grace: cfg.Grace,
 		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second}
 	f, err := jsonFrame(start{})
 	if err == nil {
@@ -198,12 +266,12 @@ func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Un
 	}
 	if err != nil {
 		bc.c.Close()
-		return nil, w, fmt.Errorf("start the clone: %w", err)
+		return nil, fmt.Errorf("start the clone: %w", err)
 	}
 	go r.run(bc, w.Session)
 	for i := 1; i < cfg.Streams; i++ {
 		go func() {
-			c, _, err := d.dial(rctx, w.Session)
+			c, _, err := conns.connect(rctx, w.Session)
 			if err != nil {
 				cfg.Log.Warn("an extra stream could not connect; going on with fewer", "err", err)
 				return
@@ -215,12 +283,12 @@ func receive(ctx context.Context, cfg Config, d *dialer, dir string) (*stream.Un
 	case <-r.committed:
 		fail(errFinished)
 	case <-rctx.Done():
-		return nil, w, context.Cause(rctx)
+		return nil, r.failure()
 	}
 	if err := writeManifest(dir, r.manifest); err != nil {
-		return nil, w, err
+		return nil, err
 	}
-	return r.unpacked(), w, nil
+	return r.unpacked(), nil
 }
 
 // checkRecipient refuses a clone this host cannot take: another MariaDB series than

@@ -79,7 +79,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 		return err
 	}
 	s.log.Info("clone starting", "peer", peer, "compress", s.codec.mode, "max_rate", s.rateLimit(), "max_impact", minPositiveF(d.cfg.MaxImpact, h.MaxImpact))
-	go s.serveConn(bc)
+	go s.serveConn(bc, nil)
 	go s.watch()
 	cfg := d.cfg.Backup
 	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}
@@ -101,21 +101,27 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 	return nil
 }
 
-// join adds a connection to the running clone it names.
-func (d *donor) join(bc *bufConn, h hello, peer string) {
+// join adds a connection to the running clone it names; registered, if set, is
+// called once the session counts it (or the connection is refused).
+func (d *donor) join(bc *bufConn, h hello, peer string, registered func()) {
+	if registered == nil {
+		registered = func() {}
+	}
 	d.mu.Lock()
 	s := d.cur
 	d.mu.Unlock()
 	if s == nil || s.id != h.Session || s.err() != nil {
+		registered()
 		refuse(bc, "that clone is over on the donor (it failed, finished or gave up waiting): run ferry clone again")
 		return
 	}
 	if err := d.welcome(bc, s.id, 0); err != nil {
+		registered()
 		bc.c.Close()
 		return
 	}
 	s.log.Debug("stream joined", "peer", peer)
-	s.serveConn(bc)
+	s.serveConn(bc, registered)
 }
 
 // liveConns counts the session's connections.
@@ -154,12 +160,15 @@ func (s *session) watch() {
 
 // serveConn sends frames on one connection and reads its acknowledgements, until the
 // session ends or the connection breaks (its unacknowledged frames then go out again
-// on the other connections).
-func (s *session) serveConn(bc *bufConn) {
+// on the other connections). registered, if set, is called once the connection counts.
+func (s *session) serveConn(bc *bufConn, registered func()) {
 	c := &conn{s: s, bc: bc, sent: map[uint64]*frame{}}
 	s.mu.Lock()
 	s.conns++
 	s.mu.Unlock()
+	if registered != nil {
+		registered()
+	}
 	go c.readAcks()
 	err := c.sendLoop()
 	c.down(err)

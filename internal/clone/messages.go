@@ -14,6 +14,9 @@ type hello struct {
 	Compress  string  `json:"compress,omitempty"`
 	MaxRate   int64   `json:"max_rate,omitempty"`
 	MaxImpact float64 `json:"max_impact,omitempty"`
+	// Streams is how many connections the recipient wants; a donor that dials the
+	// recipient (a Galera SST donor) opens that many.
+	Streams int `json:"streams,omitempty"`
 }
 
 // welcome is the donor's answer to an accepted hello.
@@ -27,6 +30,9 @@ type welcome struct {
 	Host          string `json:"host"`
 	Datadir       string `json:"datadir"`
 	Estimate      int64  `json:"estimate_bytes"` // bytes the copy will write on the recipient (roughly)
+	// Bypass, if set, means the donor sends no copy: this is all it has to say (a
+	// Galera donor whose joiner gets the write-sets by IST sends the joiner's position).
+	Bypass string `json:"bypass,omitempty"`
 }
 
 // start tells the donor the recipient's checks passed (or not: Abort says why).

@@ -27,7 +27,7 @@ type receiver struct {
 	prog  func(int64)
 	ctx   context.Context
 	fail  context.CancelCauseFunc
-	dial  func(ctx context.Context, session string) (*bufConn, welcome, error)
+	conns connector // the donor's further connections, and reconnections
 	grace time.Duration
 
 	mu         sync.Mutex
@@ -37,6 +37,28 @@ type receiver struct {
 	commitOnce sync.Once
 	commitWait time.Duration // how long a stream broken after the commit waits for its acknowledgement
 	manifest   *manifest.Manifest
+	broken     error     // why the last stream broke, while it is down (nil once it is back)
+	brokenAt   time.Time // when
+}
+
+// noteBroken records why a stream broke (nil: it is back).
+func (r *receiver) noteBroken(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.broken, r.brokenAt = err, time.Now()
+}
+
+// failure is why the clone ended, with the broken stream it was waiting for, if any:
+// a clone stopped from outside (a Galera joiner whose server gave up) says the donor
+// had gone quiet.
+func (r *receiver) failure() error {
+	cause := context.Cause(r.ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.broken == nil {
+		return cause
+	}
+	return fmt.Errorf("%w; the donor's connections had broken %v before (%v)", cause, time.Since(r.brokenAt).Round(100*time.Millisecond), r.broken)
 }
 
 // rfile is one file of the clone on the recipient.
@@ -82,10 +104,12 @@ func (r *receiver) run(bc *bufConn, session string) {
 			return
 		}
 		r.log.Warn("a stream from the donor broke; reconnecting", "err", err)
+		r.noteBroken(err)
 		if bc, err = r.redial(session); err != nil {
 			r.fail(err)
 			return
 		}
+		r.noteBroken(nil)
 	}
 }
 
@@ -94,7 +118,7 @@ func (r *receiver) redial(session string) (*bufConn, error) {
 	deadline := time.Now().Add(r.grace)
 	wait := 250 * time.Millisecond
 	for {
-		bc, _, err := r.dial(r.ctx, session)
+		bc, _, err := r.conns.connect(r.ctx, session)
 		if err == nil {
 			return bc, nil
 		}
@@ -490,29 +514,14 @@ func (d *dialer) dial(ctx context.Context, session string) (*bufConn, welcome, e
 	bc := newBufConn(tc)
 	h := d.h
 	h.Session = session
-	if d.key != nil {
-		if h.Proof, err = proof(d.key, tc.ConnectionState(), roleRecipient); err != nil {
-			c.Close()
-			return nil, w, err
-		}
-	}
-	f, err := jsonFrame(h)
-	if err == nil {
-		err = bc.send(f)
-	}
-	if err == nil {
-		f, err = readFrameMax(bc.r, maxHandshake)
-	}
-	if err == nil {
-		err = decodeJSON(f, &w)
+	w, err = exchange(bc, h, d.key)
+	if errors.Is(err, errImpostor) {
+		c.Close()
+		return nil, w, fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr)
 	}
 	if err != nil {
 		c.Close()
 		return nil, w, d.explain(err)
-	}
-	if d.key != nil && !checkProof(d.key, tc.ConnectionState(), roleDonor, w.Proof) {
-		c.Close()
-		return nil, w, fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr)
 	}
 	tc.SetDeadline(time.Time{})
 	bc.grow()

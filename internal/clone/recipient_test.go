@@ -19,6 +19,14 @@ func brokenStream() *bufConn {
 	return newBufConn(tls.Client(a, &tls.Config{InsecureSkipVerify: true}))
 }
 
+// connectFunc is a connector made of a function.
+type connectFunc func(ctx context.Context, session string) (*bufConn, welcome, error)
+
+func (f connectFunc) connect(ctx context.Context, session string) (*bufConn, welcome, error) {
+	return f(ctx, session)
+}
+func (connectFunc) close() {}
+
 // TestStreamBrokenAfterCommit: the donor closes every connection once it has the
 // commit's acknowledgement, which can reach it before the stream that carried the
 // commit marks the clone committed. A stream breaking then must not redial (the donor
@@ -31,10 +39,10 @@ func TestStreamBrokenAfterCommit(t *testing.T) {
 		dials := 0
 		r := &receiver{ctx: ctx, fail: fail, log: slog.New(slog.NewTextHandler(io.Discard, nil)), grace: time.Millisecond,
 			committed: make(chan struct{}), commitWait: 20 * time.Millisecond, files: map[uint64]*rfile{}, byPath: map[string]*rfile{}}
-		r.dial = func(context.Context, string) (*bufConn, welcome, error) {
+		r.conns = connectFunc(func(context.Context, string) (*bufConn, welcome, error) {
 			dials++
 			return nil, welcome{}, remoteError("that clone is over on the donor")
-		}
+		})
 		return r, &dials
 	}
 	r, dials := newReceiver()

@@ -160,7 +160,7 @@ func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
 }
 
 // estimate is roughly what a clone writes on the recipient: the datadir without its
-// binary and relay logs, plus the redo the copy may collect.
+// binary and relay logs and a Galera node's own files, plus the redo the copy may collect.
 func (d *donor) estimate() int64 {
 	var n int64
 	filepath.WalkDir(d.info.datadir, func(p string, e fs.DirEntry, err error) error {
@@ -172,12 +172,21 @@ func (d *donor) estimate() int64 {
 				return nil
 			}
 		}
+		if galeraOwn(e.Name()) {
+			return nil
+		}
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
 			n += fi.Size()
 		}
 		return nil
 	})
 	return n
+}
+
+// galeraOwn tells a Galera node's own files, which a copy never carries: its gcache
+// (often gigabytes), its saved state and view.
+func galeraOwn(name string) bool {
+	return name == "galera.cache" || name == "grastate.dat" || name == "gvwstate.dat" || strings.HasPrefix(name, "gcache.page.")
 }
 
 // handle authenticates one connection and attaches it to a new or running clone;
@@ -194,23 +203,29 @@ func (d *donor) handle(ctx context.Context, c net.Conn, authenticated func()) {
 		c.Close()
 		return
 	}
-	bc := newBufConn(tc)
+	d.attach(ctx, newBufConn(tc), peer, release)
+}
+
+// attach authenticates the recipient on an established TLS connection and starts a new
+// clone for it or adds the connection to its running one; authenticated is called
+// once the peer is no longer a stranger.
+func (d *donor) attach(ctx context.Context, bc *bufConn, peer string, authenticated func()) {
 	h, err := d.authenticate(bc)
 	if err != nil {
 		d.cfg.Log.Warn("rejected a connection", "peer", peer, "err", err)
 		time.Sleep(time.Second) // one guess per second and connection
 		bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
-		tc.Close()
+		bc.c.Close()
 		return
 	}
-	tc.SetDeadline(time.Time{})
-	release()
+	bc.c.SetDeadline(time.Time{})
+	authenticated()
 	bc.grow()
 	if h.Session == "" {
 		d.newClone(ctx, bc, h, peer)
 		return
 	}
-	d.join(bc, h, peer)
+	d.join(bc, h, peer, nil)
 }
 
 // authenticate reads the hello and checks the recipient's proof of the token.
@@ -227,7 +242,7 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 		return h, fmt.Errorf("protocol mismatch: the donor runs ferry %s (clone protocol %d), the recipient ferry %s (protocol %d): use the same ferry version on both hosts", d.cfg.Backup.Version, protocolVersion, h.Ferry, h.Protocol)
 	}
 	if d.key != nil && !checkProof(d.key, bc.c.ConnectionState(), roleRecipient, h.Proof) {
-		return h, errors.New("wrong token: the recipient's --token-file does not match the donor's")
+		return h, errors.New("wrong token: the two hosts do not share the same secret (ferry clone and serve: --token-file; a Galera SST: wsrep_sst_auth, the same on every node)")
 	}
 	return h, nil
 }
@@ -237,6 +252,11 @@ func (d *donor) welcome(bc *bufConn, id string, estimate int64) error {
 	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
 		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate}
 	w.Host, _ = os.Hostname()
+	return d.sendWelcome(bc, w)
+}
+
+// sendWelcome sends w with the donor's token proof.
+func (d *donor) sendWelcome(bc *bufConn, w welcome) error {
 	if d.key != nil {
 		p, err := proof(d.key, bc.c.ConnectionState(), roleDonor)
 		if err != nil {

@@ -1,0 +1,176 @@
+package clone
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// maxDialStreams bounds the connections a dialling donor opens, whatever the
+// recipient asks for.
+const maxDialStreams = 16
+
+// DonateConfig configures one clone sent to a recipient that listens (a Galera SST
+// joiner): the donor dials it, and the recipient still speaks first on every
+// connection, so both ends authenticate exactly as with ferry serve.
+type DonateConfig struct {
+	// To is the recipient's address, host:port.
+	To string
+	// Serve holds the donor's settings (security, the backup's connection and copy
+	// options, rate, impact, memory, reconnect grace, log); Listen, Once and Ready
+	// are not used.
+	Serve ServeConfig
+	// Bypass, if set, sends no copy: the recipient gets this message instead (a
+	// Galera donor whose joiner gets the write-sets by IST sends the joiner's position).
+	Bypass string
+}
+
+// Donate dials the recipient and sends it a hot copy of the server (or only Bypass),
+// keeping as many connections as the recipient asked for, redialling broken ones; it
+// returns once the recipient has acknowledged the whole copy.
+func Donate(ctx context.Context, cfg DonateConfig) error {
+	sc := cfg.Serve
+	if sc.Memory <= 0 {
+		sc.Memory = DefaultMemory
+	}
+	if sc.Grace <= 0 {
+		sc.Grace = DefaultGrace
+	}
+	sc.Once = true
+	host, _, err := net.SplitHostPort(cfg.To)
+	if err != nil {
+		return fmt.Errorf("recipient address %q: want host:port", cfg.To)
+	}
+	tcfg, err := sc.Security.clientTLS(host)
+	if err != nil {
+		return err
+	}
+	d := &donor{cfg: sc, key: sc.Security.key(), done: make(chan error, 1)}
+	dial := func(ctx context.Context) (*bufConn, error) { return dialRecipient(ctx, cfg.To, tcfg) }
+	if cfg.Bypass != "" {
+		return d.bypass(ctx, dial, cfg.Bypass)
+	}
+	bc, err := dial(ctx)
+	if err != nil {
+		return err
+	}
+	h, err := d.authenticate(bc)
+	if err != nil {
+		bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
+		bc.c.Close()
+		return fmt.Errorf("the recipient %s: %w", cfg.To, err)
+	}
+	// The server is checked once the recipient is known, so that it learns why a
+	// donor that cannot read its own server gives up.
+	if d.info, err = probeDonor(ctx, sc.Backup.Conn); err != nil {
+		refuse(bc, "the donor cannot back up its server: "+err.Error())
+		return err
+	}
+	if h.Session != "" {
+		bc.c.Close()
+		return fmt.Errorf("the recipient %s asked to join clone %s, which this donor never started", cfg.To, h.Session)
+	}
+	bc.c.SetDeadline(time.Time{})
+	bc.grow()
+	d.newClone(ctx, bc, h, cfg.To)
+	go d.keepStreams(ctx, dial, min(max(h.Streams, 1), maxDialStreams))
+	select {
+	case err := <-d.done:
+		return err
+	case <-ctx.Done():
+		d.stopCurrent(context.Cause(ctx))
+		return context.Cause(ctx)
+	}
+}
+
+// dialRecipient opens a TLS connection to a listening recipient.
+func dialRecipient(ctx context.Context, addr string, tcfg *tls.Config) (*bufConn, error) {
+	nd := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}
+	c, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the recipient %s: %w", addr, err)
+	}
+	tc := tls.Client(c, tcfg)
+	tc.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the recipient %s: %w", addr, explainTLS(err, addr))
+	}
+	return newBufConn(tc), nil
+}
+
+// keepStreams keeps want connections to the recipient while the clone runs: once the
+// first one carries data it dials the others, and dials again whenever one breaks.
+func (d *donor) keepStreams(ctx context.Context, dial func(context.Context) (*bufConn, error), want int) {
+	d.mu.Lock()
+	s := d.cur
+	d.mu.Unlock()
+	if s == nil {
+		return
+	}
+	var pending atomic.Int32 // dialled, not yet counted by the session
+	wait := 250 * time.Millisecond
+	started := false // the first connection carries data: the recipient is there
+	for s.err() == nil {
+		started = started || s.liveConns() > 0
+		if started && s.liveConns()+int(pending.Load()) < want {
+			pending.Add(1)
+			bc, err := dial(ctx)
+			if err != nil {
+				pending.Add(-1)
+				s.log.Debug("dial another stream to the recipient", "err", err)
+				wait = min(2*wait, 5*time.Second)
+			} else {
+				wait = 250 * time.Millisecond
+				go d.joinDialled(bc, s, func() { pending.Add(-1) })
+				continue
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// joinDialled authenticates a connection this donor dialled and adds it to session s;
+// registered is called once s counts it, or the connection is given up.
+func (d *donor) joinDialled(bc *bufConn, s *session, registered func()) {
+	h, err := d.authenticate(bc)
+	if err != nil {
+		registered()
+		s.log.Warn("a dialled stream did not authenticate", "err", err)
+		bc.c.Close()
+		return
+	}
+	bc.c.SetDeadline(time.Time{})
+	bc.grow()
+	d.join(bc, h, bc.c.RemoteAddr().String(), registered)
+}
+
+// bypass sends only a welcome carrying msg and waits for the recipient to take it.
+func (d *donor) bypass(ctx context.Context, dial func(context.Context) (*bufConn, error), msg string) error {
+	bc, err := dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer bc.c.Close()
+	if _, err := d.authenticate(bc); err != nil {
+		bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
+		return fmt.Errorf("the recipient: %w", err)
+	}
+	w := welcome{Session: newSessionID(), Ferry: d.cfg.Backup.Version, Bypass: msg}
+	if err := d.sendWelcome(bc, w); err != nil {
+		return fmt.Errorf("tell the recipient: %w", err)
+	}
+	bc.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := readFrame(bc.r); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("the recipient did not confirm: %w", err)
+	}
+	return nil
+}
