@@ -37,7 +37,9 @@ func main() {
 	// break the one-line error: ferry returns and explains every error it meets.
 	mysql.SetLogger(&mysql.NopLogger{})
 	if err := newRoot().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
+		if !isReported(err) {
+			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
+		}
 		os.Exit(1)
 	}
 }
@@ -58,7 +60,8 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
-	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd())
+	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd(),
+		newSSTCmd(), newInstallSSTCmd(), newRecoverCmd(g))
 	return root
 }
 
