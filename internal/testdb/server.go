@@ -32,6 +32,11 @@ type Options struct {
 	NoBinlog bool
 	// Args are extra mariadbd options (e.g. "--innodb-page-size=4k").
 	Args []string
+	// Config are extra lines of my.cnf, after the server's own group (they may open
+	// other groups, e.g. "[sst]").
+	Config []string
+	// Env is extra environment for mariadbd (e.g. a PATH with an SST method on it).
+	Env []string
 }
 
 // StartTimeout bounds how long Start and Restart wait for the server to accept connections.
@@ -164,6 +169,7 @@ func (s *Server) config() string {
 	if !s.opt.NoBinlog {
 		lines = append(lines, "log-bin=mysql-bin", "binlog-format=ROW", "relay-log=relay-bin")
 	}
+	lines = append(lines, s.opt.Config...)
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -185,6 +191,9 @@ func (s *Server) launch() error {
 	args := append([]string{"--defaults-file=" + s.ConfigFile, "--user=root"}, s.opt.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	if len(s.opt.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.opt.Env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", bin, err)
 	}
