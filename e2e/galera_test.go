@@ -2,7 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +33,7 @@ import (
 //     the datadir alone;
 //   - n3 is seeded from `ferry backup` of n1 and `ferry restore --galera`, and joins by IST;
 //   - n3, killed hard, gets its position from `ferry recover` and rejoins by IST;
+//   - n2 joins by a full SST authenticated by certificates alone (no wsrep_sst_auth);
 //   - failures of a full SST to n3 (wrong wsrep_sst_auth, another MariaDB series, the
 //     donor's ferry killed, the joiner's mariadbd killed) and to n4 (a full disk): each
 //     time the joiner's error log says why in one ferry line, the SST exits non-zero, the
@@ -52,29 +61,29 @@ func TestGaleraSST(t *testing.T) {
 		{"n3 seeded from a backup joins by IST", func(t *testing.T) { seedFromBackup(t, g) }},
 		{"n3 crashed, recovered, rejoins by IST", func(t *testing.T) { recoverCrashed(t, g) }},
 		{"wrong wsrep_sst_auth", func(t *testing.T) {
-			failedSST(t, g, 2, "the donor refused the transfer: wrong token", func() { g.SetSST(2, "wsrep-sst-auth=sst:not-the-secret") }, nil, nil)
+			failedSST(t, g, 2, sstFailure{want: "did not prove it knows the shared secret",
+				setup: func() { g.SetSST(2, "wsrep-sst-auth=sst:not-the-secret") }})
 		}},
 		{"another MariaDB series", func(t *testing.T) {
 			fake := writeFile(t, shortTemp(t), "mariadbd-10.6", "#!/bin/sh\necho 'mariadbd  Ver 10.6.21-MariaDB for debian-linux-gnu on x86_64'\n")
 			os.Chmod(fake, 0o755)
-			failedSST(t, g, 2, "but this host's", func() { g.SetSST(2, "mariadbd="+fake) }, nil, nil)
+			failedSST(t, g, 2, sstFailure{want: "but this host's", exitSeen: true, setup: func() { g.SetSST(2, "mariadbd="+fake) }})
 		}},
 		{"donor killed", func(t *testing.T) {
-			failedSST(t, g, 2, "the donor's connections had broken", func() { g.SetSST(2, "max-rate=1M") }, func() {
-				killProcess(t, sstPid(t, "donor", ""))
-			}, nil)
+			failedSST(t, g, 2, sstFailure{want: "the donor's connections had broken", setup: func() { g.SetSST(2, "max-rate=1M") },
+				during: func() { killProcess(t, sstPid(t, "donor", "")) }})
 		}},
 		{"joiner killed", func(t *testing.T) {
-			failedSST(t, g, 2, "that started this SST is gone", func() { g.SetSST(2, "max-rate=1M") }, func() {
-				g.Nodes[2].Kill(t)
-			}, nil)
+			failedSST(t, g, 2, sstFailure{want: "that started this SST is gone", setup: func() { g.SetSST(2, "max-rate=1M") },
+				during: func() { g.Nodes[2].Kill(t) }})
 		}},
+		{"certificates instead of the secret", func(t *testing.T) { sstWithCertificates(t, g) }},
 		{"full disk", func(t *testing.T) {
-			failedSST(t, g, 3, "not enough free disk", func() {}, nil, func() {
+			failedSST(t, g, 3, sstFailure{want: "not enough free disk", exitSeen: true, repair: func() {
 				if out, err := exec.Command("mount", "-o", "remount,size=1g", small).CombinedOutput(); err != nil {
 					t.Fatalf("grow the tmpfs: %v %s", err, out)
 				}
-			})
+			}})
 		}},
 	}
 	for _, s := range steps {
@@ -177,12 +186,22 @@ func wantIST(t *testing.T, log, node string) {
 	}
 }
 
-// failedSST forces a full SST to node i (its grastate.dat removed) with setup applied,
-// runs during (if set) once the copy has started, and checks that the SST fails with
-// want in one ferry error line, that the donors are Synced again and the joiner's
-// datadir untouched; then it clears the [sst] overrides, runs repair (if set) and checks
-// that the next start succeeds by SST.
-func failedSST(t *testing.T, g *testdb.Galera, i int, want string, setup, during, repair func()) {
+// sstFailure is a way a full SST fails: setup (before the joiner starts) and during
+// (once the copy has started) cause it, want is in the joiner's one ferry error line,
+// exitSeen says mariadbd collects the method's exit status (when the joiner fails on its
+// own; when the donor fails, Galera aborts the joiner first), repair (with the [sst]
+// overrides cleared) makes the next start succeed.
+type sstFailure struct {
+	want                  string
+	exitSeen              bool
+	setup, during, repair func()
+}
+
+// failedSST forces a full SST to node i (its grastate.dat removed) that fails as f
+// says, and checks that the joiner's error log says why in one ferry line, that the
+// donors are Synced again and the joiner's datadir untouched; then it checks that the
+// next start, repaired, succeeds by SST.
+func failedSST(t *testing.T, g *testdb.Galera, i int, f sstFailure) {
 	n := g.Nodes[i]
 	if g.Running(i) {
 		n.Stop(t)
@@ -192,19 +211,21 @@ func failedSST(t *testing.T, g *testdb.Galera, i int, want string, setup, during
 	if err := os.WriteFile(marker, []byte("the old datadir"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	setup()
+	if f.setup != nil {
+		f.setup()
+	}
 	mark := len(logOf(n))
 	done := make(chan error, 1)
 	go func() { done <- g.Start(i) }()
-	if during != nil {
+	if f.during != nil {
 		waitFor(t, time.Minute, "the SST copy to start", func() bool { return strings.Contains(logOf(n)[mark:], "ferry joiner: cloning") })
 		time.Sleep(time.Second)
-		during()
+		f.during()
 	}
 	select {
 	case err := <-done:
 		if err == nil {
-			t.Fatalf("n%d started although its SST should fail with %q", i+1, want)
+			t.Fatalf("n%d started although its SST should fail with %q", i+1, f.want)
 		}
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("n%d neither started nor failed within 3 min", i+1)
@@ -221,13 +242,11 @@ func failedSST(t *testing.T, g *testdb.Galera, i int, want string, setup, during
 		}
 		return len(errs) > 0
 	})
-	if len(errs) != 1 || !strings.Contains(errs[0], want) {
-		t.Errorf("the joiner's error log has %d ferry error lines %q; want one saying %q\n%s", len(errs), errs, want, tail(log, 30))
+	if len(errs) != 1 || !strings.Contains(errs[0], f.want) {
+		t.Errorf("the joiner's error log has %d ferry error lines %q; want one saying %q\n%s", len(errs), errs, f.want, tail(log, 30))
 	}
-	if during == nil { // mariadbd aborts at once when the donor fails or it is killed, collecting no exit status
-		if !strings.Contains(log, "Process completed with error: wsrep_sst_ferry") {
-			t.Errorf("mariadbd did not see the SST exit non-zero:\n%s", tail(log, 20))
-		}
+	if f.exitSeen && !strings.Contains(log, "Process completed with error: wsrep_sst_ferry") {
+		t.Errorf("mariadbd did not see the SST exit non-zero:\n%s", tail(log, 20))
 	}
 	for d := range g.Nodes {
 		if d != i && g.Running(d) {
@@ -238,14 +257,66 @@ func failedSST(t *testing.T, g *testdb.Galera, i int, want string, setup, during
 		t.Errorf("the joiner's datadir lost its files after a failed SST: %v", err)
 	}
 	g.SetSST(i)
-	if repair != nil {
-		repair()
+	if f.repair != nil {
+		f.repair()
 	}
 	g.Join(t, i)
 	if !strings.Contains(logOf(n)[mark:], "ferry joiner: SST complete") {
 		t.Errorf("n%d restarted without a new SST", i+1)
 	}
 	t.Logf("n%d: %s", i+1, errs)
+}
+
+// sstWithCertificates gives every node a CA, a certificate and its key in [sst] and no
+// wsrep_sst_auth (the donor then reads its server as its OS user through the socket), and
+// makes n2 join by a full SST authenticated by the certificates alone.
+func sstWithCertificates(t *testing.T, g *testdb.Galera) {
+	ca, cert, key := writeTestCA(t, shortTemp(t))
+	lines := []string{"wsrep-sst-auth=", "tls-ca=" + ca, "tls-cert=" + cert, "tls-key=" + key}
+	for i := range g.Nodes {
+		g.WriteSST(t, i, lines...)
+	}
+	defer func() {
+		for i := range g.Nodes {
+			g.WriteSST(t, i)
+		}
+	}()
+	n2 := g.Nodes[1]
+	n2.Stop(t)
+	os.Remove(filepath.Join(n2.Datadir, galera.StateFile))
+	mark := len(logOf(n2))
+	g.Join(t, 1)
+	log := logOf(n2)[mark:]
+	if !strings.Contains(log, "ferry joiner: SST complete") || !strings.Contains(log, "auth=certificates") {
+		t.Fatalf("n2 did not join by an SST authenticated by certificates:\n%s", tail(log, 20))
+	}
+}
+
+// writeTestCA writes a CA and one certificate for 127.0.0.1 signed by it, with its key.
+func writeTestCA(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ferry e2e CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "galera node"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caCert, _ := x509.ParseCertificate(caDER)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &nodeKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(nodeKey)
+	ca = writeFile(t, dir, "ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
+	cert = writeFile(t, dir, "node.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	key = writeFile(t, dir, "node.key", string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})))
+	return ca, cert, key
 }
 
 // logOf is a server's error log, "" if there is none yet.

@@ -43,10 +43,12 @@ type acceptor struct {
 	first time.Duration // how long connect waits for the donor's first connection
 	next  time.Duration // and for each later one
 
-	mu      sync.Mutex
-	session string // known once the first connection is welcomed
-	ready   chan accepted
-	stop    context.CancelFunc
+	mu       sync.Mutex
+	session  string // known once the first connection is welcomed
+	rejected int    // connections turned away, and why the last was
+	lastWhy  error
+	ready    chan accepted
+	stop     context.CancelFunc
 }
 
 // accepted is one connection the donor made, authenticated, or what the donor said
@@ -98,31 +100,55 @@ func (a *acceptor) accept(ctx context.Context) {
 				got = accepted{err: fmt.Errorf("the donor refused the transfer: %s", string(rem))}
 			} else if err != nil {
 				a.log.Warn("rejected a connection", "peer", c.RemoteAddr().String(), "err", err)
+				a.mu.Lock()
+				a.rejected, a.lastWhy = a.rejected+1, err
+				a.mu.Unlock()
 				c.Close()
 				return
 			}
+			// A connection nobody takes (the donor opened one more than the recipient
+			// wants) is closed, so that the donor sends its frames on the others.
+			park := time.NewTimer(a.next)
+			defer park.Stop()
 			select {
 			case a.ready <- got:
 			case <-ctx.Done():
-				got.bc.c.Close()
+				got.close()
+			case <-park.C:
+				a.log.Debug("closed a connection nobody took", "peer", c.RemoteAddr().String())
+				got.close()
 			}
 		}()
 	}
 }
 
-// authenticate runs the TLS handshake as the server, says hello for the current
-// session and checks the donor's welcome.
+// authenticate runs the TLS handshake as the server, waits for the donor's knock (the
+// side that dials proves first: a stranger gets nothing to attack offline), then says
+// hello for the current session and checks the donor's welcome. Only what a donor says
+// after a valid knock can end the transfer (an error frame: the donor refused).
 func (a *acceptor) authenticate(ctx context.Context, c net.Conn) (accepted, error) {
 	tc := tls.Server(c, a.tls)
 	tc.SetDeadline(time.Now().Add(15 * time.Second))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return accepted{}, fmt.Errorf("TLS handshake: %w", err)
 	}
+	bc := newBufConn(tc)
+	var k knock
+	f, err := readFrameMax(bc.r, maxHandshake)
+	if err == nil {
+		err = decodeJSON(f, &k)
+	}
+	if err != nil {
+		return accepted{}, fmt.Errorf("no knock from the peer: %v", err) // %v: a stranger's error frame ends nothing
+	}
+	if a.key != nil && !checkProof(a.key, tc.ConnectionState(), roleKnock, k.Proof) {
+		return accepted{}, errors.New("the peer did not prove it knows the shared secret (a different token, or wsrep_sst_auth?)")
+	}
 	h := a.h
 	a.mu.Lock()
 	h.Session = a.session
 	a.mu.Unlock()
-	bc := newBufConn(tc)
+	tc.SetDeadline(time.Now().Add(time.Minute)) // the donor may check its server before it answers
 	w, err := exchange(bc, h, a.key)
 	if err != nil {
 		return accepted{}, err
@@ -132,14 +158,23 @@ func (a *acceptor) authenticate(ctx context.Context, c net.Conn) (accepted, erro
 	return accepted{bc: bc, w: w}, nil
 }
 
-// connect implements connector: the next authenticated connection of session.
-func (a *acceptor) connect(ctx context.Context, session string) (*bufConn, welcome, error) {
-	wait := a.next
-	if session == "" {
-		wait = a.first
+// close closes an accepted connection, if it is one.
+func (got accepted) close() {
+	if got.bc != nil {
+		got.bc.c.Close()
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+}
+
+// connect implements connector: the next authenticated connection of session. The
+// first waits at most a.first; the others as long as ctx lets them (the recipient waits
+// for its further streams while the clone runs, and for a reconnection within its grace).
+func (a *acceptor) connect(ctx context.Context, session string) (*bufConn, welcome, error) {
+	var first <-chan time.Time
+	if session == "" {
+		t := time.NewTimer(a.first)
+		defer t.Stop()
+		first = t.C
+	}
 	for {
 		select {
 		case got := <-a.ready:
@@ -147,7 +182,7 @@ func (a *acceptor) connect(ctx context.Context, session string) (*bufConn, welco
 				return nil, welcome{}, got.err
 			}
 			if got.w.Session != session && session != "" {
-				got.bc.c.Close() // from another session (a donor that gave up and started over)
+				got.close() // from another session (a donor that gave up and started over)
 				continue
 			}
 			if session == "" && got.w.Bypass == "" {
@@ -156,15 +191,27 @@ func (a *acceptor) connect(ctx context.Context, session string) (*bufConn, welco
 				a.mu.Unlock()
 			}
 			return got.bc, got.w, nil
-		case <-t.C:
-			if session == "" {
-				return nil, welcome{}, fmt.Errorf("no donor connected to %s within %v", a.ln.Addr(), wait)
-			}
-			return nil, welcome{}, fmt.Errorf("the donor did not connect again to %s within %v", a.ln.Addr(), wait)
+		case <-first:
+			return nil, welcome{}, a.turnedAway(fmt.Errorf("no donor connected to %s within %v", a.ln.Addr(), a.first))
 		case <-ctx.Done():
-			return nil, welcome{}, context.Cause(ctx)
+			if session != "" {
+				return nil, welcome{}, a.turnedAway(fmt.Errorf("the donor did not connect again to %s: %w", a.ln.Addr(), context.Cause(ctx)))
+			}
+			return nil, welcome{}, a.turnedAway(context.Cause(ctx))
 		}
 	}
+}
+
+// turnedAway adds to err the connections the acceptor rejected meanwhile, if any: a
+// donor with another secret is turned away, and the transfer then fails for another
+// reason (no donor, the server gave up) that would hide it.
+func (a *acceptor) turnedAway(err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.rejected == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; meanwhile %d connection(s) to %s were turned away, the last because %v", err, a.rejected, a.ln.Addr(), a.lastWhy)
 }
 
 // exchange sends the recipient's hello (with its token proof) on an established TLS

@@ -33,6 +33,13 @@ type Security struct {
 	KeyFile    string
 	CAFile     string // CA the peer's certificate must chain to
 	ServerName string // recipient: name the donor's certificate must carry (default: host of the address)
+	// Salt, if set, is mixed into the key stretched from the token (a Galera joiner's
+	// random per-SST value, which only its donor learns, from mariadbd): guesses cannot
+	// be computed once for every transfer.
+	Salt []byte
+	// ChainOnly checks the peer's certificate against CAFile but not the name in it (a
+	// Galera donor knows its joiner only by the address mariadbd gives, often an IP).
+	ChainOnly bool
 }
 
 // MinToken is the shortest token ferry accepts: the token proof is not a PAKE, so a
@@ -70,7 +77,7 @@ func (s Security) key() []byte {
 	if len(s.Token) == 0 {
 		return nil
 	}
-	return argon2.IDKey(s.Token, []byte("ferry clone v1"), 1, 32<<10, 2, 32)
+	return argon2.IDKey(s.Token, append([]byte("ferry clone v1"), s.Salt...), 1, 32<<10, 2, 32)
 }
 
 // proof is the HMAC a side sends: the stretched token over the TLS session's exported
@@ -128,6 +135,10 @@ func (s Security) clientTLS(host string) (*tls.Config, error) {
 			return nil, err
 		}
 		cfg.RootCAs = pool
+		if s.ChainOnly {
+			cfg.InsecureSkipVerify = true // the chain is checked below, the name is not
+			cfg.VerifyConnection = func(cs tls.ConnectionState) error { return verifyChain(cs, pool) }
+		}
 	} else {
 		// No CA: the donor's certificate is ephemeral and the token proof, bound to this
 		// TLS session, authenticates it instead.
@@ -157,6 +168,19 @@ func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
 		return tls.Certificate{}, fmt.Errorf("load --tls-cert %s / --tls-key %s: %w", s.CertFile, s.KeyFile, err)
 	}
 	return cert, nil
+}
+
+// verifyChain checks that the peer's certificate chains to pool, whatever name it carries.
+func verifyChain(cs tls.ConnectionState, pool *x509.CertPool) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("the peer presented no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err
 }
 
 func loadCA(path string) (*x509.CertPool, error) {

@@ -52,6 +52,9 @@ type Config struct {
 	UseMemory    string
 	DataDirs     restore.DataDirs // where DATA DIRECTORY tablespaces go on this host
 	InPlace      *restore.InPlace // swap the datadir's contents, not the directory (see restore.InPlace)
+	// BeforeSwap checks the prepared copy's coordinates before it replaces the datadir
+	// (restore.Config.BeforeSwap).
+	BeforeSwap func(mariadb.Coordinates) error
 	Keys         keyfile.Files    // this host's key files, for a donor encrypting data at rest
 	Version      string
 	Log          *slog.Logger
@@ -91,11 +94,6 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer conns.close()
-	unlock, staging, err := claimStaging(datadir, cfg.Log)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	bc, w, err := conns.connect(ctx, "")
 	if err != nil {
 		return nil, err
@@ -108,13 +106,19 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Datadir: datadir, Donor: cfg.From, Bypass: w.Bypass}, nil
 	}
 	first := &firstConn{bc: bc}
+	unlock, staging, err := claimStaging(datadir, cfg.InPlace != nil, cfg.Log)
+	if err != nil {
+		first.abort(err)
+		return nil, err
+	}
+	defer unlock()
 	src := &restore.StreamSource{Label: "clone of " + cfg.From, Dir: staging,
 		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
 			return receive(ctx, cfg, conns, first.take(), w, dir)
 		}}
 	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
 		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
-		InPlace: cfg.InPlace}
+		InPlace: cfg.InPlace, BeforeSwap: cfg.BeforeSwap}
 	res, err := restore.Restore(ctx, rcfg)
 	if err != nil {
 		first.abort(err)
@@ -207,14 +211,20 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// claimStaging locks the clone's staging path beside datadir, so two clones cannot
-// share it, and clears what an interrupted clone left there.
-func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
+// claimStaging locks the clone's staging path beside datadir (inside it, for a
+// contents swap: a Galera joiner runs as mariadbd's user, who may not write the
+// datadir's parent, and the datadir may be a mount point), so two clones cannot share
+// it, and clears what an interrupted clone left there.
+func claimStaging(datadir string, inside bool, log *slog.Logger) (func(), string, error) {
 	parent, base := filepath.Dir(datadir), filepath.Base(datadir)
+	lockPath, staging := filepath.Join(parent, "."+base+".ferry-clone.lock"), filepath.Join(parent, "."+base+".ferry-clone")
+	if inside {
+		parent = datadir
+		lockPath, staging = filepath.Join(datadir, ".ferry-clone.lock"), filepath.Join(datadir, ".ferry-clone")
+	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, "", fmt.Errorf("create %s: %w", parent, err)
 	}
-	lockPath := filepath.Join(parent, "."+base+".ferry-clone.lock")
 	lf, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, "", fmt.Errorf("lock %s: %w", lockPath, err)
@@ -223,7 +233,6 @@ func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
 		lf.Close()
 		return nil, "", fmt.Errorf("another ferry clone is running into %s (it holds %s)", datadir, lockPath)
 	}
-	staging := filepath.Join(parent, "."+base+".ferry-clone")
 	if _, err := os.Stat(staging); err == nil {
 		log.Warn("removing the staging directory of an interrupted clone; starting over", "staging", staging)
 		if err := os.RemoveAll(staging); err != nil {

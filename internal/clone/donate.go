@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -50,11 +52,18 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 		return err
 	}
 	d := &donor{cfg: sc, key: sc.Security.key(), done: make(chan error, 1)}
-	dial := func(ctx context.Context) (*bufConn, error) { return dialRecipient(ctx, cfg.To, tcfg) }
+	dial := func(ctx context.Context) (*bufConn, error) { return d.dialRecipient(ctx, cfg.To, tcfg) }
 	if cfg.Bypass != "" {
 		return d.bypass(ctx, dial, cfg.Bypass)
 	}
-	bc, err := dial(ctx)
+	// The server is checked and sized before the recipient is dialled (it waits for the
+	// welcome); a donor that cannot use its server still dials, to tell it why.
+	d.info, err = probeDonor(ctx, sc.Backup.Conn)
+	if err == nil {
+		d.est = max(d.estimate(), 1)
+	}
+	probeErr := err
+	bc, err := dialFirst(ctx, dial)
 	if err != nil {
 		return err
 	}
@@ -62,17 +71,21 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 	if err != nil {
 		bc.send(&frame{typ: frameError, payload: []byte(err.Error())})
 		bc.c.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("the recipient %s closed the connection instead of saying hello: it did not accept this donor's proof (a different token, or wsrep_sst_auth?)", cfg.To)
+		}
 		return fmt.Errorf("the recipient %s: %w", cfg.To, err)
 	}
-	// The server is checked once the recipient is known, so that it learns why a
-	// donor that cannot read its own server gives up.
-	if d.info, err = probeDonor(ctx, sc.Backup.Conn); err != nil {
-		refuse(bc, "the donor cannot back up its server: "+err.Error())
-		return err
+	if probeErr != nil {
+		refuse(bc, "the donor cannot back up its server: "+probeErr.Error())
+		return probeErr
 	}
-	if h.Session != "" {
-		bc.c.Close()
-		return fmt.Errorf("the recipient %s asked to join clone %s, which this donor never started", cfg.To, h.Session)
+	if _, err := ParseCompress(h.Compress); err != nil || h.Session != "" {
+		if err == nil {
+			err = fmt.Errorf("the recipient asked to join clone %s, which this donor never started", h.Session)
+		}
+		refuse(bc, err.Error())
+		return fmt.Errorf("the recipient %s: %w", cfg.To, err)
 	}
 	bc.c.SetDeadline(time.Time{})
 	bc.grow()
@@ -87,8 +100,29 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 	}
 }
 
-// dialRecipient opens a TLS connection to a listening recipient.
-func dialRecipient(ctx context.Context, addr string, tcfg *tls.Config) (*bufConn, error) {
+// dialFirst makes the first connection, retrying for a while: the recipient may be
+// busy turning strangers away (at most maxStrangers authenticate at once).
+func dialFirst(ctx context.Context, dial func(context.Context) (*bufConn, error)) (*bufConn, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 250 * time.Millisecond
+	for {
+		bc, err := dial(ctx)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return bc, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// dialRecipient opens a TLS connection to a listening recipient and knocks: the side
+// that dials proves first that it knows the token, so the recipient, which listens on
+// a port anyone may reach, gives strangers nothing to attack offline.
+func (d *donor) dialRecipient(ctx context.Context, addr string, tcfg *tls.Config) (*bufConn, error) {
 	nd := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}
 	c, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -100,7 +134,23 @@ func dialRecipient(ctx context.Context, addr string, tcfg *tls.Config) (*bufConn
 		c.Close()
 		return nil, fmt.Errorf("the recipient %s: %w", addr, explainTLS(err, addr))
 	}
-	return newBufConn(tc), nil
+	bc := newBufConn(tc)
+	var k knock
+	if d.key != nil {
+		if k.Proof, err = proof(d.key, tc.ConnectionState(), roleKnock); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	f, err := jsonFrame(k)
+	if err == nil {
+		err = bc.send(f)
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the recipient %s: %w", addr, err)
+	}
+	return bc, nil
 }
 
 // keepStreams keeps want connections to the recipient while the clone runs: once the
@@ -116,8 +166,10 @@ func (d *donor) keepStreams(ctx context.Context, dial func(context.Context) (*bu
 	wait := 250 * time.Millisecond
 	started := false // the first connection carries data: the recipient is there
 	for s.err() == nil {
-		started = started || s.liveConns() > 0
-		if started && s.liveConns()+int(pending.Load()) < want {
+		p := int(pending.Load()) // before liveConns: a registration in between then counts twice, never not at all
+		live := s.liveConns()
+		started = started || live > 0
+		if started && live+p < want {
 			pending.Add(1)
 			bc, err := dial(ctx)
 			if err != nil {

@@ -59,13 +59,19 @@ func (d *donor) newClone(ctx context.Context, bc *bufConn, h hello, peer string)
 
 // runClone is the life of one clone on the donor; nil when the recipient has it all.
 func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
-	if err := d.welcome(bc, s.id, d.estimate()); err != nil {
+	est := d.est
+	if est == 0 {
+		est = d.estimate()
+	}
+	if err := d.welcome(bc, s.id, est); err != nil {
 		bc.c.Close()
 		return fmt.Errorf("welcome %s: %w", peer, err)
 	}
 	var st start
 	bc.c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+	unblock := context.AfterFunc(s.ctx, func() { bc.c.SetReadDeadline(time.Now()) }) // a stopped donor does not wait
 	f, err := readFrame(bc.r)
+	unblock()
 	if err == nil {
 		err = decodeJSON(f, &st)
 	}

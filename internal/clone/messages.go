@@ -44,4 +44,12 @@ type start struct {
 const (
 	roleRecipient = "ferry clone recipient"
 	roleDonor     = "ferry clone donor"
+	// roleKnock is a dialling donor's first proof: the side that dials proves first, so a
+	// listening recipient gives a stranger nothing to attack offline.
+	roleKnock = "ferry clone donor knock"
 )
+
+// knock is the first message of a donor that dialled a listening recipient.
+type knock struct {
+	Proof string `json:"proof,omitempty"`
+}

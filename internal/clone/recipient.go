@@ -115,22 +115,25 @@ func (r *receiver) run(bc *bufConn, session string) {
 
 // redial connects again to the running clone, with backoff.
 func (r *receiver) redial(session string) (*bufConn, error) {
-	deadline := time.Now().Add(r.grace)
+	ctx, cancel := context.WithTimeoutCause(r.ctx, r.grace, fmt.Errorf("no reconnection within %v", r.grace))
+	defer cancel()
 	wait := 250 * time.Millisecond
 	for {
-		bc, _, err := r.conns.connect(r.ctx, session)
+		bc, _, err := r.conns.connect(ctx, session)
 		if err == nil {
 			return bc, nil
 		}
 		var rem remoteError
-		if errors.As(err, &rem) || time.Now().After(deadline) || r.ctx.Err() != nil {
+		if errors.As(err, &rem) || ctx.Err() != nil {
+			if r.ctx.Err() != nil {
+				return nil, context.Cause(r.ctx)
+			}
 			return nil, fmt.Errorf("lost the connection to the donor and could not reconnect: %w", err)
 		}
 		r.log.Debug("reconnect failed; retrying", "err", err, "in", wait)
 		select {
 		case <-time.After(wait):
-		case <-r.ctx.Done():
-			return nil, context.Cause(r.ctx)
+		case <-ctx.Done():
 		}
 		wait = min(2*wait, 5*time.Second)
 	}

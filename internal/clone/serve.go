@@ -50,6 +50,7 @@ type donor struct {
 	key  []byte
 	tls  *tls.Config
 	info donorInfo
+	est  int64 // the size estimate, when taken once before the clone (Donate)
 
 	mu   sync.Mutex
 	cur  *session

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -71,6 +72,9 @@ func Recover(ctx context.Context, cfg RecoverConfig) (Recovered, error) {
 		"--socket="+filepath.Join(run, "s.sock"), "--pid-file="+filepath.Join(run, "m.pid"))
 	if os.Geteuid() == 0 {
 		args = append(args, "--user="+ownerName(datadir))
+		if err := chownLike(run, datadir); err != nil { // the server writes its log and socket there
+			return Recovered{}, err
+		}
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Minute
@@ -84,12 +88,31 @@ func Recover(ctx context.Context, cfg RecoverConfig) (Recovered, error) {
 		if err != nil {
 			return Recovered{}, fmt.Errorf("mariadbd --wsrep-recover printed %w", err)
 		}
+		if !p.Known() {
+			return Recovered{}, fmt.Errorf("the datadir records no Galera position (%s): it is not a Galera node's, or the node never committed a write-set; it needs a full SST", m[1])
+		}
 		return Recovered{Position: p, StartPosition: m[1]}, nil
 	}
 	if strings.Contains(log, "skipping position recovery") {
 		return Recovered{}, errors.New("wsrep is off in this node's settings: mariadbd skipped position recovery; pass the node's my.cnf with --defaults-file")
 	}
 	return Recovered{}, fmt.Errorf("mariadbd --wsrep-recover printed no position (%v): %s", runErr, lastLines(log, 5))
+}
+
+// chownLike gives dir the owner of like.
+func chownLike(dir, like string) error {
+	fi, err := os.Stat(like)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if err := os.Chown(dir, int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("give the recovery's run directory to the datadir's owner: %w", err)
+	}
+	return nil
 }
 
 // ownerName is the user owning dir, for mariadbd --user when run as root.

@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"golang.org/x/sys/unix"
 )
 
 // InPlace swaps the contents of a datadir rather than the directory: a Galera joiner's
 // mariadbd waits for its state transfer inside the datadir (its working directory), so
 // the directory itself must stay. The old entries move into DATADIR.ferry-old-TIME
-// beside it (kept, never deleted), the staging directory's entries move in, and the
-// entries Local names stay where they are (the node's own Galera state, its logs).
+// beside it (kept, never deleted) or, when this process may not write there or it is
+// another filesystem (the datadir is a mount point), into DATADIR/.ferry-old-TIME; the
+// staging directory's entries move in; the entries Local names stay where they are (the
+// node's own Galera state, its logs), and so do ferry's own ".ferry-" entries.
 type InPlace struct {
 	Local func(name string) bool
 }
@@ -23,7 +27,7 @@ type InPlace struct {
 // directory's in, and removes the emptied staging directory. On failure it puts back
 // what it moved. It returns the directory the old entries went to ("" if none).
 func swapContents(staging, datadir string, local func(string) bool) (string, error) {
-	aside := fmt.Sprintf("%s.ferry-old-%s", datadir, time.Now().Format("20060102T150405"))
+	aside := asideDir(datadir, time.Now().Format("20060102T150405"))
 	var undo []func() error
 	rollback := func(err error) (string, error) {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -38,7 +42,7 @@ func swapContents(staging, datadir string, local func(string) bool) (string, err
 	}
 	moved := false
 	for _, e := range old {
-		if local != nil && local(e.Name()) {
+		if strings.HasPrefix(e.Name(), ".ferry-") || (local != nil && local(e.Name())) {
 			continue
 		}
 		if !moved {
@@ -70,11 +74,25 @@ func swapContents(staging, datadir string, local func(string) bool) (string, err
 	if err := os.Remove(staging); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return rollback(fmt.Errorf("remove the emptied staging directory: %w", err))
 	}
-	if err := manifest.SyncDir(datadir); err != nil {
-		return "", err
-	}
 	if !moved {
-		return "", manifest.SyncDir(filepath.Dir(datadir))
+		aside = ""
 	}
-	return aside, manifest.SyncDir(filepath.Dir(datadir))
+	if err := manifest.SyncDir(datadir); err != nil {
+		return aside, err
+	}
+	if aside != "" {
+		return aside, manifest.SyncDir(filepath.Dir(aside))
+	}
+	return "", nil
+}
+
+// asideDir is where a contents swap keeps the old entries: beside the datadir when this
+// process may write there on the same filesystem (renames stay renames), else inside it.
+func asideDir(datadir, stamp string) string {
+	parent := filepath.Dir(datadir)
+	var dp, pp unix.Stat_t
+	if unix.Stat(datadir, &dp) == nil && unix.Stat(parent, &pp) == nil && dp.Dev == pp.Dev && unix.Access(parent, unix.W_OK|unix.X_OK) == nil {
+		return fmt.Sprintf("%s.ferry-old-%s", datadir, stamp)
+	}
+	return filepath.Join(datadir, ".ferry-old-"+stamp)
 }

@@ -32,6 +32,10 @@ type Config struct {
 	// InPlace, if set, swaps the datadir's contents and keeps the directory (a Galera
 	// joiner's); the old contents are kept aside as with Replace.
 	InPlace *InPlace
+	// BeforeSwap, if set, is called with the backup's coordinates once the copy is
+	// complete and prepared, before it replaces the datadir: an error stops the restore
+	// there, the datadir untouched.
+	BeforeSwap func(mariadb.Coordinates) error
 	// Galera writes grastate.dat at the backup's Galera position, so that a node
 	// started on the restored datadir joins its cluster by IST while a donor's gcache
 	// still holds the write-sets since.
@@ -129,7 +133,11 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		}
 	}
 	if !b.Prepared {
-		if err := recoverDir(ctx, b, staging, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
+		errLog := errLogBeside(datadir)
+		if cfg.InPlace != nil {
+			errLog = filepath.Join(datadir, ".ferry-prepare.err") // the parent may not be writable
+		}
+		if err := recoverDir(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -139,6 +147,11 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 	}
 	if cfg.Galera {
 		if err := writeGaleraState(staging, coords, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.BeforeSwap != nil {
+		if err := cfg.BeforeSwap(coords); err != nil {
 			return nil, err
 		}
 	}
@@ -168,6 +181,9 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 		aside, err = swapContents(staging, datadir, cfg.InPlace.Local)
 	} else {
 		aside, err = swapIn(staging, datadir, cfg.Replace)
+	}
+	if err != nil && aside != "" {
+		return nil, fmt.Errorf("%w (the copy is in place; the old datadir's files are in %s)", err, aside)
 	}
 	if err != nil {
 		unplace(moved)

@@ -23,11 +23,14 @@ type Config struct {
 	// CA, Cert and Key authenticate the ends by certificates instead of, or besides,
 	// the secret (tls-ca/tls-cert/tls-key, or the stock ssl-ca/ssl-cert/ssl-key).
 	CA, Cert, Key string
-	Streams       int
-	Compress      string
-	MaxRate       int64
-	MaxImpact     float64 // a share, 0.2 for max-impact=20
-	Parallel      int
+	// ServerName, if set, is the name the joiner's certificate must carry; by default
+	// only its chain to CA is checked (the donor knows the joiner by an address).
+	ServerName string
+	Streams    int
+	Compress   string
+	MaxRate    int64
+	MaxImpact  float64 // a share, 0.2 for max-impact=20
+	Parallel   int
 	// InitialTimeout bounds the joiner's wait for the donor's first connection
 	// (sst-initial-timeout, 300 s as mariabackup's).
 	InitialTimeout time.Duration
@@ -70,7 +73,7 @@ func LoadConfig(ctx context.Context, a Args, getenv func(string) string, stdin *
 	}
 	c.Auth = authFrom(getenv("WSREP_SST_OPT_AUTH"))
 	if c.Auth == "" && a.Role == RoleDonor && isPipe(stdin) {
-		if c.Auth, err = readStdinAuth(stdin); err != nil {
+		if c.Auth, err = readStdinAuthWithin(stdin, 5*time.Second); err != nil {
 			return c, err
 		}
 	}
@@ -100,6 +103,7 @@ func (c *Config) apply(o optfile.Options) error {
 		return ""
 	}
 	c.CA, c.Cert, c.Key = pick("tls_ca", "ssl_ca", "tca"), pick("tls_cert", "ssl_cert", "tcert"), pick("tls_key", "ssl_key", "tkey")
+	c.ServerName = pick("tls_server_name")
 	var err error
 	num := func(name string, dst *int) {
 		if v, ok := o[name]; ok && err == nil {
@@ -164,6 +168,27 @@ func isPipe(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
 }
 
+// readStdinAuthWithin is readStdinAuth bounded in time: a newer server writes the lines
+// and closes the pipe at once, but an inherited pipe nobody closes must not hold the
+// donor (its node stays a donor while the method runs).
+func readStdinAuthWithin(r io.Reader, d time.Duration) (string, error) {
+	type result struct {
+		auth string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := readStdinAuth(r)
+		done <- result{a, err}
+	}()
+	select {
+	case res := <-done:
+		return res.auth, res.err
+	case <-time.After(d):
+		return "", nil
+	}
+}
+
 // readStdinAuth reads the "sst_user=" and "sst_password=" lines a newer server writes
 // to the donor's stdin before closing it.
 func readStdinAuth(r io.Reader) (string, error) {
@@ -194,7 +219,7 @@ func readStdinAuth(r io.Reader) (string, error) {
 // names them, and a secret derived from wsrep_sst_auth (the same on every node) when
 // it is set; an SST with neither is refused.
 func (c Config) security() (clone.Security, error) {
-	sec := clone.Security{CAFile: c.CA, CertFile: c.Cert, KeyFile: c.Key}
+	sec := clone.Security{CAFile: c.CA, CertFile: c.Cert, KeyFile: c.Key, ServerName: c.ServerName, ChainOnly: c.ServerName == ""}
 	if c.Auth != "" {
 		sec.Token = []byte("ferry sst\x00" + c.Auth)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os/user"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,10 +24,11 @@ func Donate(ctx context.Context, a Args, c Config, env Env) error {
 	if err != nil {
 		return err
 	}
-	to, err := joinerAddress(a.Address)
+	to, salt, err := joinerAddress(a.Address)
 	if err != nil {
 		return err
 	}
+	sec.Salt = []byte(salt)
 	ctx, cancel := watchParent(ctx, a.Parent)
 	defer cancel(nil)
 	conn, err := c.serverConn(a)
@@ -58,25 +60,29 @@ func Donate(ctx context.Context, a Args, c Config, env Env) error {
 	return err
 }
 
-// joinerAddress is the host:port of the joiner's "ready" address, which must carry
-// ferry's tag: a joiner of another method or protocol version is refused.
-func joinerAddress(s string) (string, error) {
+// joinerAddress is the host:port of the joiner's "ready" address and the salt after
+// ferry's tag in its path: a joiner of another method or protocol version is refused.
+func joinerAddress(s string) (addr, salt string, err error) {
 	if i := strings.LastIndex(s, "@"); i >= 0 {
 		s = s[i+1:]
 	}
 	host, port, err := splitAddress(s)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	_, path, _ := strings.Cut(s, "/")
-	if path != addressTag {
-		return "", fmt.Errorf("the joiner's address %q is not ferry's SST (protocol %s): run the same ferry version on every node, with wsrep_sst_method=ferry", s, addressTag)
+	tag, salt, _ := strings.Cut(path, "/")
+	if tag != addressTag || !saltRe.MatchString(salt) {
+		return "", "", fmt.Errorf("the joiner's address %q is not ferry's SST (protocol %s): run the same ferry version on every node, with wsrep_sst_method=ferry", s, addressTag)
 	}
 	if port == "" {
 		port = DefaultPort
 	}
-	return net.JoinHostPort(host, port), nil
+	return net.JoinHostPort(host, port), salt, nil
 }
+
+// saltRe is the joiner's per-SST salt: 16 random bytes in hex.
+var saltRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // serverConn is the donor's connection to its own server: the socket (or the client
 // port) mariadbd gave, as the user of wsrep_sst_auth, or with none as this OS user

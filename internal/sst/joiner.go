@@ -2,6 +2,8 @@ package sst
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +50,17 @@ func Join(ctx context.Context, a Args, c Config, env Env) error {
 	if err != nil {
 		return err
 	}
+	// A random value per SST salts the secret's key: only the donor learns it, from the
+	// address mariadbd hands it, so guesses cannot be prepared for every transfer.
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return err
+	}
+	salt := hex.EncodeToString(nonce)
+	sec.Salt = []byte(salt)
+	if err := writable(srv.datadir); err != nil {
+		return err
+	}
 	addr, err := listenAddress(a.Address)
 	if err != nil {
 		return err
@@ -60,15 +73,23 @@ func Join(ctx context.Context, a Args, c Config, env Env) error {
 	}
 	defer ln.Close()
 	ready := ln.Addr().String()
-	if _, err := fmt.Fprintf(env.Out, "ready %s/%s\n", ready, addressTag); err != nil {
+	if _, err := fmt.Fprintf(env.Out, "ready %s/%s/%s\n", ready, addressTag, salt); err != nil {
 		return fmt.Errorf("tell mariadbd the SST address: %w", err)
 	}
 	env.Log.Info("waiting for the donor", "listen", ready, "datadir", srv.datadir, "auth", describe(sec), "initial_timeout", c.InitialTimeout)
 	t0 := time.Now()
+	// Checked before the copy replaces the datadir: a copy without a Galera position
+	// would leave the node at no position; the old binary logs go aside then too.
+	beforeSwap := func(c mariadb.Coordinates) error {
+		if g := c.Galera; g == nil || !g.Known() {
+			return errors.New("the donor's copy carries no Galera position: is the donor a Galera node (wsrep_on, a provider)?")
+		}
+		return srv.binlogsAside(env.Log)
+	}
 	res, err := clone.Clone(ctx, clone.Config{From: "the SST donor", Listener: ln, FirstWait: c.InitialTimeout, Security: sec,
-		Datadir: srv.datadir, InPlace: &restore.InPlace{Local: srv.local()}, Streams: c.Streams, Compress: c.Compress,
-		MaxRate: c.MaxRate, MaxImpact: c.MaxImpact, Mariadbd: c.Mariadbd, UseMemory: c.UseMemory, Version: env.Version, Grace: c.Grace,
-		Log: env.Log, Progress: io.Discard})
+		Datadir: srv.datadir, InPlace: &restore.InPlace{Local: srv.local()}, BeforeSwap: beforeSwap, Streams: c.Streams,
+		Compress: c.Compress, MaxRate: c.MaxRate, MaxImpact: c.MaxImpact, Mariadbd: c.Mariadbd, UseMemory: c.UseMemory,
+		Version: env.Version, Grace: c.Grace, Log: env.Log, Progress: io.Discard})
 	if err != nil {
 		return err
 	}
@@ -77,13 +98,22 @@ func Join(ctx context.Context, a Args, c Config, env Env) error {
 		return err
 	}
 	if res.Bypass == "" {
-		if err := srv.finish(res, c, env.Log); err != nil {
-			return err
-		}
+		srv.oldDatadir(res, c, env.Log)
 		env.Log.Info("SST complete: the copy is prepared and in place", "position", pos.String(), "took", time.Since(t0).Round(time.Millisecond))
 	}
 	_, err = fmt.Fprintln(env.Out, pos.Line())
 	return err
+}
+
+// writable checks that this process can create files in the datadir, where the copy
+// is built: better said before "ready" than after the transfer.
+func writable(dir string) error {
+	f, err := os.CreateTemp(dir, ".ferry-sst-check-")
+	if err != nil {
+		return fmt.Errorf("the SST cannot write in the datadir %s (it runs as mariadbd's user): %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // received is the position the joiner reports: the donor's IST position, or the
@@ -105,9 +135,9 @@ func received(res *clone.Result, log *slog.Logger) (mariadb.WsrepPosition, error
 	return *g, nil
 }
 
-// finish puts the joiner's old binary logs aside (outside the datadir), and removes the
-// old datadir if [sst] remove-old-datadir asks for it.
-func (s server) finish(res *clone.Result, c Config, log *slog.Logger) error {
+// binlogsAside puts the joiner's old binary logs aside when they live outside the
+// datadir (inside it, they go with the old datadir).
+func (s server) binlogsAside(log *slog.Logger) error {
 	aside, err := s.binlogAside(time.Now().Format("20060102T150405"))
 	if err != nil {
 		return err
@@ -115,6 +145,12 @@ func (s server) finish(res *clone.Result, c Config, log *slog.Logger) error {
 	if aside != "" {
 		log.Info("the old binary logs were moved aside: the node starts a new binary log from the copy", "kept_in", aside)
 	}
+	return nil
+}
+
+// oldDatadir removes the joiner's old datadir if [sst] remove-old-datadir asks for it,
+// or says where it is kept.
+func (s server) oldDatadir(res *clone.Result, c Config, log *slog.Logger) {
 	switch {
 	case res.MovedAside == "":
 	case c.RemoveOld:
@@ -124,7 +160,6 @@ func (s server) finish(res *clone.Result, c Config, log *slog.Logger) error {
 	default:
 		log.Info("the old datadir is kept; remove it when the node is back in sync (or set [sst] remove-old-datadir=ON)", "kept_in", res.MovedAside)
 	}
-	return nil
 }
 
 // listenAddress is the joiner's --address as host:port: a missing port is 4444, and a

@@ -16,7 +16,7 @@ var (
 	joinerArgv = []string{"--role", "joiner", "--address", "127.0.0.1:25444", "--datadir", "/var/lib/mysql/",
 		"--defaults-file", "/etc/n2.cnf", "--parent", "12796", "--progress", "0", "--binlog", "mysql-bin",
 		"--mysqld-args", "--defaults-file=/etc/n2.cnf", "--log-bin=/var/log/mysql/mysql-bin", "--wsrep-new-cluster"}
-	donorArgv = []string{"--role", "donor", "--address", "127.0.0.1:25444/ferry-1", "--local-port", "23306",
+	donorArgv = []string{"--role", "donor", "--address", "127.0.0.1:25444/ferry-1/0123456789abcdef0123456789abcdef", "--local-port", "23306",
 		"--socket", "/run/n1.sock", "--progress", "0", "--datadir", "/var/lib/n1/", "--defaults-file", "/etc/n1.cnf",
 		"--gtid", "09143526-e8d6-11f1-a595-5f863b832ca2:1509", "--gtid-domain-id", "1", "--binlog", "mysql-bin", "--bypass",
 		"--mysqld-args", "--defaults-file=/etc/n1.cnf"}
@@ -68,11 +68,13 @@ func TestAddresses(t *testing.T) {
 			t.Errorf("listenAddress(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if got, err := joinerAddress("127.0.0.1:25444/ferry-1"); err != nil || got != "127.0.0.1:25444" {
-		t.Errorf("joinerAddress = %q, %v", got, err)
+	const salt = "0123456789abcdef0123456789abcdef"
+	if got, s, err := joinerAddress("127.0.0.1:25444/ferry-1/" + salt); err != nil || got != "127.0.0.1:25444" || s != salt {
+		t.Errorf("joinerAddress = %q, %q, %v", got, s, err)
 	}
-	for _, bad := range []string{"127.0.0.1:25444/xtrabackup_sst//1", "127.0.0.1:25444", ":4444/ferry-1", "[::1:5/ferry-1", "h:99999/ferry-1"} {
-		if _, err := joinerAddress(bad); err == nil {
+	for _, bad := range []string{"127.0.0.1:25444/xtrabackup_sst//1", "127.0.0.1:25444", "127.0.0.1:25444/ferry-1", "127.0.0.1:25444/ferry-1/xyz",
+		":4444/ferry-1/" + salt, "[::1:5/ferry-1/" + salt, "h:99999/ferry-1/" + salt} {
+		if _, _, err := joinerAddress(bad); err == nil {
 			t.Errorf("joinerAddress(%q) accepted", bad)
 		}
 	}

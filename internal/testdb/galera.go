@@ -83,6 +83,19 @@ func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 // SetSST sets node i's own [sst] lines (besides the cluster's), for its next start.
 func (g *Galera) SetSST(i int, lines ...string) { g.sst[i] = lines }
 
+// WriteSST sets node i's own [sst] lines and rewrites its my.cnf now: the SST method
+// reads [sst] when it runs, so a running node's next SST (as donor or joiner) takes them.
+func (g *Galera) WriteSST(t testing.TB, i int, lines ...string) {
+	t.Helper()
+	g.sst[i] = lines
+	args := g.Nodes[i].opt.Args
+	g.configure(i, false)
+	g.Nodes[i].opt.Args = args
+	if err := os.WriteFile(g.Nodes[i].ConfigFile, []byte(g.Nodes[i].config()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // configure renders node i's options for its next start.
 func (g *Galera) configure(i int, bootstrap bool) {
 	var addrs []string
