@@ -55,11 +55,11 @@ type Config struct {
 	// BeforeSwap checks the prepared copy's coordinates before it replaces the datadir
 	// (restore.Config.BeforeSwap).
 	BeforeSwap func(mariadb.Coordinates) error
-	Keys         keyfile.Files    // this host's key files, for a donor encrypting data at rest
-	Version      string
-	Log          *slog.Logger
-	Progress     io.Writer
-	Terminal     bool
+	Keys       keyfile.Files // this host's key files, for a donor encrypting data at rest
+	Version    string
+	Log        *slog.Logger
+	Progress   io.Writer
+	Terminal   bool
 }
 
 // Result tells what a clone did.
