@@ -12,8 +12,8 @@
 #      it is Synced is the measure; mariadbd's own log gives when the SST ran;
 #   4. the load stops: TPS during the join = mean of the per-second TPS from n2's start until
 #      Synced; zero-TPS seconds = how many of those seconds committed nothing (rsync's FLUSH
-#      TABLES WITH READ LOCK shows there), and, for the stock rsync, the read-only window its
-#      log gives ("Tables flushed" to "SST sent"/"continue");
+#      TABLES WITH READ LOCK shows there), and the donor's read-only window from its log
+#      ("Flushing tables for SST" to "Provider resumed": only a method that asks for FTWRL);
 #   5. n2 and n1 stop; n2's datadir is removed.
 # Then, once, CHECKSUM TABLE of every sbtest table on n2 (ferry's last join, the load stopped)
 # must equal n1's.
@@ -30,7 +30,9 @@
 #   LOAD_THREADS [2], LOAD_WARMUP_SECS [5], LOAD_BASE_SECS [10]
 #   JOIN_TIMEOUT [1800]        seconds a join may take
 #   SST_OPTS                   extra [sst] lines for every method, e.g. "streams=2" (one per line)
-# Needs root (drop_caches, mariadbd --user=root), galera-4, rsync, socat (installed if missing).
+# Needs root (drop_caches; the nodes run as the mysql user, as packaged servers do, and so do
+# their SST methods: rsync's daemon cannot run as root), galera-4, rsync, socat (installed if
+# missing).
 set -euo pipefail
 TABLES=${TABLES:-4}
 RUNS=${RUNS:-1}
@@ -61,7 +63,7 @@ node_cnf() {
   mkdir -p "$G/n$n"
   cat >"$G/n$n/my.cnf" <<EOF
 [mysqld]
-user=root
+user=mysql
 datadir=$G/n$n/data
 socket=$G/n$n/s.sock
 port=$((23300 + n))
@@ -121,21 +123,23 @@ bootstrap_n1() {
 }
 
 stop_nodes() { stop_pid "$N2_PID"; N2_PID=""; stop_pid "$N1_PID"; N1_PID=""; }
-trap 'stop_nodes; cleanup' EXIT
+sst_exit() { local rc=$?; stop_nodes; (exit "$rc"); cleanup; }  # cleanup exits with the status it is entered with
+trap sst_exit EXIT
 
 load_galera_dataset() {
   node_cnf 1 ferry
   if [[ ! -f $GLOADED ]]; then
     log "creating the Galera dataset: sysbench ${TABLES} x ${TABLE_SIZE} rows on n1"
     rm -rf "$GDATA"
-    mariadb-install-db --no-defaults --user=root --datadir="$GDATA" --auth-root-authentication-method=normal >"$LOGS/install-db.log" 2>&1 ||
+    mariadb-install-db --no-defaults --user=mysql --datadir="$GDATA" --auth-root-authentication-method=normal >"$LOGS/install-db.log" 2>&1 ||
       { tail -n 15 "$LOGS/install-db.log" >&2; die "mariadb-install-db failed"; }
+    chown -R mysql:mysql "$G/n1"
     bootstrap_n1
     nsql 1 -e "CREATE DATABASE sbtest; CREATE USER $SST_USER@localhost IDENTIFIED BY '$SST_PASS';
       GRANT RELOAD, PROCESS, LOCK TABLES, BINLOG MONITOR ON *.* TO $SST_USER@localhost"
     sysbench oltp_read_write "${SB_OPTS[@]}" --threads=2 prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
       { tail -n 15 "$LOGS/sysbench-prepare.log" >&2; die "sysbench prepare failed"; }
-    nsql 1 -e "RESET MASTER"
+    nsql 1 -e "FLUSH BINARY LOGS"   # RESET MASTER is refused on a Galera node; rsync ships the newest binlog
     stop_pid "$N1_PID"; N1_PID=""
     touch "$GLOADED"
   fi
@@ -152,7 +156,7 @@ join() {
   start_load "$LOAD_WARMUP_SECS" "the $m join"
   sleep "$LOAD_BASE_SECS"
   base=$(tps "$(echo "$(now) - $LOAD_BASE_SECS" | bc)" "$(now)" "" %.1f)
-  rm -rf "$G/n2"; node_cnf 2 "$m"; mkdir -p "$G/n2/data"
+  rm -rf "$G/n2"; node_cnf 2 "$m"; mkdir -p "$G/n2/data"; chown -R mysql:mysql "$G/n2"
   t0=$(now)
   start_node 2 N2_PID
   wait_synced 2 "$N2_PID" "$JOIN_TIMEOUT"
@@ -162,8 +166,12 @@ join() {
   zero=$(gawk -v a="$t0" -v b="$t1" -v t0="$SB_T0" '/^\[ *[0-9]+s \]/ { t = t0 + $2 - 0.5
       for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
       if (t >= a && t <= b && v == 0) z++ } END { print z + 0 }' "$SB_LOG")
-  ro=$(gawk '/Tables flushed/ { s = $2 } /(SST sent|continue)/ && s { e = $2 } END { if (s && e) { split(s, a, ":"); split(e, b, ":")
-      print (b[1] * 3600 + b[2] * 60 + b[3]) - (a[1] * 3600 + a[2] * 60 + a[3]) } else print 0 }' "$G/n1/error.log")
+  # The donor's read-only window: mariadbd's "Flushing tables for SST..." (FTWRL) to its
+  # "Provider resumed." (the method said "continue"); ferry and mariabackup never ask for it.
+  ro=$(gawk '/^[0-9-]+ [0-9:]+ .*WSREP: Flushing tables for SST/ { s = $2 }
+      /^[0-9-]+ [0-9:]+ .*WSREP: Provider resumed/ && s != "" { e = $2 }
+      END { if (s != "" && e != "") { split(s, a, ":"); split(e, b, ":")
+        print (b[1] * 3600 + b[2] * 60 + b[3]) - (a[1] * 3600 + a[2] * 60 + a[3]) } else print 0 }' "$G/n1/error.log")
   stop_load
   cp "$G/n1/error.log" "$LOGS/$lab.donor.log"; cp "$G/n2/error.log" "$LOGS/$lab.joiner.log"
   printf '%s\t%s\t%.2f\t%s\t%s\t%s\t%s\n' "$m" "$r" "$took" "$base" "$during" "$zero" "$ro" >>"$TSV"
@@ -190,12 +198,13 @@ check_join() {
 }
 
 bench_init
-need /usr/lib/galera/libgalera_smm.so galera-4
+[[ -e /usr/lib/galera/libgalera_smm.so ]] || need galera_new_cluster galera-4
 need rsync rsync
 need socat socat
 need bc bc
 build_ferry
 mkdir -p "$G/bin"
+id mysql >/dev/null 2>&1 || die "no mysql user: install mariadb-server"
 if [[ -n $FERRY ]]; then "$FERRY" install-sst --dir "$G/bin" >/dev/null; fi
 load_galera_dataset
 TSV="$LOGS/sst.tsv"; : >"$TSV"; CHECK="not run (no ferry join)"
