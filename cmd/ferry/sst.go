@@ -21,11 +21,14 @@ func newSSTCmd() *cobra.Command {
 --defaults-file, --parent, --gtid, --bypass, --socket, ..., --mysqld-args ...); the
 settings come from the [sst] group of the server's option files. The joiner listens and
 prints "ready ADDRESS"; the donor sends a hot copy (BACKUP STAGE: the donor stays
-writable) over TLS; the joiner prepares it beside its datadir, swaps it in (the old
+writable) over TLS; the joiner prepares it in its datadir, swaps it in (the old
 datadir is kept aside) and prints "uuid:seqno domain". Logs go to stderr, the server's
 error log, as "WSREP_SST: [LEVEL] ferry joiner|donor: ...". See docs/galera.md.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && (args[0] == "-h" || args[0] == "--help") {
+				return cmd.Help()
+			}
 			a, err := sst.ParseArgs(args)
 			role := a.Role
 			if role == "" {
