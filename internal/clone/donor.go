@@ -277,7 +277,7 @@ func (c *conn) down(err error) {
 		}
 		s.wake.Broadcast()
 		s.mu.Unlock()
-		if err != nil && s.err() == nil {
+		if err != nil && s.err() == nil && !s.committed.Load() {
 			s.log.Warn("a stream to the recipient broke; its frames go out again on the others", "err", err, "resent", len(again))
 		}
 	})

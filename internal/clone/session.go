@@ -48,6 +48,7 @@ type session struct {
 	patchMu    sync.Mutex // held while a round's first patch waits for the frames before it
 	patchRound int        // the re-copy round whose patches are being sent (patchMu)
 	sentBytes  atomic.Int64
+	committed  atomic.Bool // the recipient acknowledged the commit
 	finished   chan struct{} // closed when the clone's backup has stopped
 }
 
@@ -282,6 +283,7 @@ func (s *session) Commit(_ context.Context, m *manifest.Manifest) error {
 	if err := s.call(&frame{typ: frameCommit, payload: b}); err != nil {
 		return fmt.Errorf("send the end of the clone: %w", err)
 	}
+	s.committed.Store(true) // the recipient has everything: it may close its streams now
 	return nil
 }
 
