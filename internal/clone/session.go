@@ -48,7 +48,7 @@ type session struct {
 	patchMu    sync.Mutex // held while a round's first patch waits for the frames before it
 	patchRound int        // the re-copy round whose patches are being sent (patchMu)
 	sentBytes  atomic.Int64
-	committed  atomic.Bool // the recipient acknowledged the commit
+	committed  atomic.Bool   // the recipient acknowledged the commit
 	finished   chan struct{} // closed when the clone's backup has stopped
 }
 
