@@ -66,8 +66,7 @@ func LoadConfig(ctx context.Context, a Args, getenv func(string) string, stdin *
 	if err != nil {
 		return Config{}, err
 	}
-	c := Config{Streams: clone.DefaultStreams, Compress: clone.CompressAuto, InitialTimeout: DefaultInitialTimeout, Grace: DefaultGrace,
-		UseMemory: "256M"}
+	c := Config{Streams: clone.DefaultStreams, Compress: clone.CompressAuto, InitialTimeout: DefaultInitialTimeout, Grace: DefaultGrace}
 	if err := c.apply(o); err != nil {
 		return c, err
 	}

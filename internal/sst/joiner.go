@@ -88,7 +88,7 @@ func Join(ctx context.Context, a Args, c Config, env Env) error {
 	}
 	res, err := clone.Clone(ctx, clone.Config{From: "the SST donor", Listener: ln, FirstWait: c.InitialTimeout, Security: sec,
 		Datadir: srv.datadir, InPlace: &restore.InPlace{Local: srv.local()}, BeforeSwap: beforeSwap, Streams: c.Streams,
-		Compress: c.Compress, MaxRate: c.MaxRate, MaxImpact: c.MaxImpact, Mariadbd: c.Mariadbd, UseMemory: c.UseMemory,
+		Compress: c.Compress, MaxRate: c.MaxRate, MaxImpact: c.MaxImpact, Mariadbd: c.Mariadbd, UseMemory: srv.recoveryMemory(c.UseMemory),
 		Version: env.Version, Grace: c.Grace, Log: env.Log, Progress: io.Discard})
 	if err != nil {
 		return err

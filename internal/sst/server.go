@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/optfile"
@@ -136,4 +137,20 @@ func (s server) binlogAside(stamp string) (string, error) {
 		return "", nil
 	}
 	return aside, nil
+}
+
+// recoveryMemory is the buffer pool of the copy's recovery: [sst] use-memory, else the
+// joiner's own innodb_buffer_pool_size, as mariabackup's SST does (the joiner's InnoDB
+// has not started yet, so that memory is free; a larger pool replays the redo in fewer
+// batches), else 256M.
+func (s server) recoveryMemory(useMemory string) string {
+	if useMemory != "" {
+		return useMemory
+	}
+	if v := s.opts["innodb_buffer_pool_size"]; v != "" {
+		if n, err := optfile.ParseSize(v); err == nil && n >= 256<<20 {
+			return strconv.FormatInt(n, 10)
+		}
+	}
+	return "256M"
 }

@@ -184,3 +184,16 @@ func TestBinlogAside(t *testing.T) {
 		t.Fatalf("binary logs inside the datadir moved on their own: %q", aside)
 	}
 }
+
+func TestRecoveryMemory(t *testing.T) {
+	s := server{opts: map[string]string{"innodb_buffer_pool_size": "1G"}}
+	if got := s.recoveryMemory(""); got != "1073741824" {
+		t.Fatalf("default from the buffer pool: %q", got)
+	}
+	if got := s.recoveryMemory("2G"); got != "2G" {
+		t.Fatalf("[sst] use-memory: %q", got)
+	}
+	if got := (server{opts: map[string]string{"innodb_buffer_pool_size": "16M"}}).recoveryMemory(""); got != "256M" {
+		t.Fatalf("a small pool: %q", got)
+	}
+}
