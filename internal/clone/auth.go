@@ -275,8 +275,8 @@ func (b *bufConn) send(f *frame) error {
 	return b.w.Flush()
 }
 
-// describe names the authentication in use, for the log.
-func (s Security) describe() string {
+// Describe names the authentication in use, for logs: "token", "certificates" or both.
+func (s Security) Describe() string {
 	var parts []string
 	if len(s.Token) > 0 {
 		parts = append(parts, "token")

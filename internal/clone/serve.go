@@ -89,7 +89,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	defer ln.Close()
 	context.AfterFunc(ctx, func() { ln.Close() })
 	cfg.Log.Info("serving clones", "listen", ln.Addr().String(), "server", d.info.version, "datadir", d.info.datadir,
-		"auth", cfg.Security.describe())
+		"auth", cfg.Security.Describe())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}

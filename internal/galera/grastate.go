@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
 // StateFile is the node's saved state, in its datadir.
@@ -45,22 +46,7 @@ func WriteState(dir string, p mariadb.WsrepPosition) error {
 	if !p.Known() {
 		return fmt.Errorf("no Galera position to write to %s (%s)", StateFile, p)
 	}
-	path := filepath.Join(dir, StateFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o660)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(State{UUID: p.UUID, Seqno: p.Seqno}.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return xtrabackup.WriteFileSync(filepath.Join(dir, StateFile), State{UUID: p.UUID, Seqno: p.Seqno}.Bytes())
 }
 
 // ReadState reads dir's grastate.dat.

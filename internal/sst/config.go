@@ -233,15 +233,3 @@ func (c Config) security() (clone.Security, error) {
 	}
 	return sec, nil
 }
-
-// describe names the authentication in use, for the log.
-func describe(sec clone.Security) string {
-	var parts []string
-	if len(sec.Token) > 0 {
-		parts = append(parts, "wsrep_sst_auth secret")
-	}
-	if sec.CAFile != "" {
-		parts = append(parts, "certificates")
-	}
-	return strings.Join(parts, "+")
-}

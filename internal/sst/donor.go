@@ -47,7 +47,7 @@ func Donate(ctx context.Context, a Args, c Config, env Env) error {
 		cfg.Bypass = pos.Line()
 		env.Log.Info("IST: telling the joiner its position; no copy", "joiner", to, "position", pos.String())
 	} else {
-		env.Log.Info("sending a hot copy", "joiner", to, "auth", describe(sec))
+		env.Log.Info("sending a hot copy", "joiner", to, "auth", sec.Describe())
 	}
 	t0 := time.Now()
 	if err := clone.Donate(ctx, cfg); err != nil {

@@ -76,7 +76,7 @@ func Join(ctx context.Context, a Args, c Config, env Env) error {
 	if _, err := fmt.Fprintf(env.Out, "ready %s/%s/%s\n", ready, addressTag, salt); err != nil {
 		return fmt.Errorf("tell mariadbd the SST address: %w", err)
 	}
-	env.Log.Info("waiting for the donor", "listen", ready, "datadir", srv.datadir, "auth", describe(sec), "initial_timeout", c.InitialTimeout)
+	env.Log.Info("waiting for the donor", "listen", ready, "datadir", srv.datadir, "auth", sec.Describe(), "initial_timeout", c.InitialTimeout)
 	t0 := time.Now()
 	// Checked before the copy replaces the datadir: a copy without a Galera position
 	// would leave the node at no position; the old binary logs go aside then too.
