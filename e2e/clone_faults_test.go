@@ -170,13 +170,7 @@ func TestCloneErrors(t *testing.T) {
 	t.Run("disk too small", func(t *testing.T) {
 		mnt := filepath.Join(dir, "small")
 		os.MkdirAll(mnt, 0o755)
-		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).CombinedOutput(); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("cannot mount a small tmpfs: %v %s", err, out)
-			}
-			t.Skipf("cannot mount a small tmpfs here (%v); needs root", err)
-		}
-		t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+		mountTmpfs(t, mnt, "8m")
 		wantFail(t, nil, "not enough free disk", "clone", "--from", d.addr, "--token-file", d.token, "--datadir", filepath.Join(mnt, "data"))
 	})
 }

@@ -143,13 +143,7 @@ func TestDiskFull(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	mnt := shortTemp(t)
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("cannot mount a small tmpfs (%v: %s): CI runs as root and needs this test", err, strings.TrimSpace(string(out)))
-		}
-		t.Skipf("cannot mount a small tmpfs here (%v: %s); needs root", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	mountTmpfs(t, mnt, "8m")
 	dir := filepath.Join(mnt, "bk")
 	wantFail(t, nil, "is full", backupArgs(src, dir)...)
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {

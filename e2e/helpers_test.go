@@ -143,3 +143,15 @@ func runDDL(t testing.TB, ddl *testdb.DDL) func() {
 		}
 	}
 }
+
+// mountTmpfs mounts a tmpfs of size at dir until the test ends.
+func mountTmpfs(t testing.TB, dir, size string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot mount a small tmpfs (%v: %s): CI runs as root and needs this test", err, strings.TrimSpace(string(out)))
+		}
+		t.Skipf("cannot mount a small tmpfs here (%v: %s); needs root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+}
