@@ -34,7 +34,32 @@ const (
 	KindOther  = "other"  // non-InnoDB table or log file
 	KindMeta   = "meta"   // metadata written by ferry (xtrabackup_* files, backup-my.cnf)
 	KindDDL    = "ddl"    // mariadb-backup DDL marker (<name>.del) applied before recovery
+	KindDelta  = "delta"  // an incremental's changed pages of a tablespace (<file>.delta, docs/incremental.md)
 )
+
+// Backup types.
+const (
+	TypeFull        = "full"
+	TypeIncremental = "incremental"
+)
+
+// Incremental says what an incremental backup applies on and what its deltas hold.
+type Incremental struct {
+	// BaseID is the manifest id of the backup it applies on ("" when the base is not
+	// a ferry backup, or was named by --incremental-lsn).
+	BaseID string `json:"base_id,omitempty"`
+	// BaseToLSN is the base's to_lsn (xtrabackup_checkpoints): this backup's from_lsn,
+	// which mariadb-backup --prepare checks against the base it applies on.
+	BaseToLSN uint64 `json:"base_to_lsn"`
+	// FromLSN: the deltas hold every page whose FIL_PAGE_LSN is above it. ferry takes
+	// the base's start LSN (the checkpoint its redo starts from), so that every page
+	// the base copied while it changed is in the deltas and one recovery with this
+	// backup's redo makes the whole chain consistent.
+	FromLSN uint64 `json:"from_lsn"`
+	// Method says how the changed pages were found: "redo" (the server's redo log still
+	// held everything since FromLSN) or "scan" (every page read).
+	Method string `json:"method"`
+}
 
 // File is one file of the backup.
 type File struct {
@@ -110,6 +135,9 @@ type Server struct {
 	Version  string            `json:"version"`
 	Series   string            `json:"series"`
 	Datadir  string            `json:"datadir"`
+	// UID is the server's @@server_uid: an incremental is taken only on a base of the
+	// same server.
+	UID      string            `json:"uid,omitempty"`
 	Settings map[string]string `json:"settings"`
 }
 
@@ -139,6 +167,8 @@ type Manifest struct {
 	Files       []File              `json:"files"`
 	Objects     []Object            `json:"objects,omitempty"` // repository backups
 	Prepared    *Prepared           `json:"prepared,omitempty"`
+	// Incremental is set when Type is TypeIncremental.
+	Incremental *Incremental `json:"incremental,omitempty"`
 }
 
 // StoredSize is the sum of the sizes of a repository backup's objects.
