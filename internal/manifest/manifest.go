@@ -132,9 +132,9 @@ type Storage struct {
 
 // Server describes the backed-up server, as prepare needs it.
 type Server struct {
-	Version  string            `json:"version"`
-	Series   string            `json:"series"`
-	Datadir  string            `json:"datadir"`
+	Version string `json:"version"`
+	Series  string `json:"series"`
+	Datadir string `json:"datadir"`
 	// UID is the server's @@server_uid: an incremental is taken only on a base of the
 	// same server.
 	UID      string            `json:"uid,omitempty"`
