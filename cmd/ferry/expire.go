@@ -18,7 +18,9 @@ func newExpireCmd(g *globals) *cobra.Command {
 		Short: "Delete the backups a retention policy lets go, and the debris of interrupted backups",
 		Example: `  ferry expire --repo s3://bucket/prod-db1 --keep-last 7 --keep-days 30
   Keeps a backup if either rule keeps it, always the newest complete one, and any
-  backup still running; deletes a backup's manifest first, then its objects.`,
+  backup still running; deletes a backup's manifest first, then its objects.
+  A kept incremental keeps the backups it applies on, down to its full backup
+  ("keep ... (base of kept incremental ID)"); they do not count in --keep-last.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p.KeepWithin = time.Duration(days) * 24 * time.Hour
@@ -35,7 +37,7 @@ func newExpireCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			for _, e := range plan.Keep {
-				fmt.Fprintf(out, "keep    %s\n", e.Describe())
+				fmt.Fprintf(out, "keep    %s%s\n", e.Describe(), keptFor(plan, e.ID))
 			}
 			for _, e := range append(plan.Expired, plan.Debris...) {
 				verb := "delete "
@@ -60,4 +62,19 @@ func newExpireCmd(g *globals) *cobra.Command {
 	f.IntVar(&days, "keep-days", 0, "keep complete backups that ended in the last D days")
 	f.BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
+}
+
+// keptFor says why the policy's plan keeps backup id beyond its rules ("" if it does
+// not): a kept incremental, or a backup still running, applies on it.
+func keptFor(plan *repo.ExpirePlan, id string) string {
+	child, ok := plan.BaseOf[id]
+	if !ok {
+		return ""
+	}
+	for _, e := range plan.Keep {
+		if e.ID == child && e.Status == repo.StatusRunning {
+			return fmt.Sprintf(" (base of running backup %s)", child)
+		}
+	}
+	return fmt.Sprintf(" (base of kept incremental %s)", child)
 }

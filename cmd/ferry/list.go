@@ -15,6 +15,8 @@ import (
 type listed struct {
 	ID          string    `json:"id"`
 	Type        string    `json:"type,omitempty"`
+	Base        string    `json:"base_id,omitempty"` // an incremental's base backup
+	Method      string    `json:"method,omitempty"`  // how an incremental found its changed pages
 	Status      string    `json:"status"`
 	Restorable  bool      `json:"restorable"`
 	Start       time.Time `json:"start,omitzero"`
@@ -33,9 +35,11 @@ func newListCmd(g *globals) *cobra.Command {
 	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "list --repo REPO [--json] [--all]",
-		Short: "List the restorable backups of a repository: id, type, start/end, size stored, GTID, status",
+		Short: "List the restorable backups of a repository: id, type, base, start/end, size stored, GTID, status",
 		Example: `  ferry list --repo s3://bucket/prod-db1
   ferry list --repo /mnt/backups --json
+  An incremental shows its base (the backup it applies on) and how its changed pages were
+  found (redo or scan); restoring it needs its whole chain down to a full backup.
   A backup is listed once its manifest is written. --all also shows unfinished ones: running,
   or incomplete (interrupted: never restorable; ferry expire removes them).`,
 		Args: cobra.NoArgs,
@@ -82,6 +86,9 @@ func toListed(e repo.Entry) listed {
 		l.Restorable, l.Type, l.Start, l.End, l.Size = true, m.Type, m.StartTime, m.EndTime, m.TotalSize()
 		l.GTID, l.Server = m.Coordinates.GTIDBinlogPos, m.Server.Version
 		l.Compression, l.Encryption = m.Storage.Compression, m.Storage.Encryption
+		if m.Incremental != nil {
+			l.Base, l.Method = m.Incremental.BaseID, m.Incremental.Method
+		}
 	} else if e.Marker != nil {
 		l.Start = e.Marker.Started
 	}
@@ -90,9 +97,9 @@ func toListed(e repo.Entry) listed {
 
 func printList(w io.Writer, list []listed) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS")
+	fmt.Fprintln(tw, "ID\tTYPE\tBASE\tMETHOD\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS")
 	for _, l := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), stamp(l.Start), stamp(l.End),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), dash(l.Base), dash(l.Method), stamp(l.Start), stamp(l.End),
 			human(l.Size), human(l.StoredSize), dash(l.GTID), l.Status)
 	}
 	tw.Flush()

@@ -29,10 +29,14 @@ type ExpirePlan struct {
 	Keep    []Entry // complete backups kept, and backups still running
 	Expired []Entry // complete backups the policy lets go
 	Debris  []Entry // backups interrupted before their manifest
+	// BaseOf says why a backup the policy let go is kept all the same: it maps its
+	// id to the kept incremental (or running backup) that applies on it.
+	BaseOf map[string]string
 }
 
 // PlanExpire applies p to the repository's backups at time now. The newest complete
-// backup is always kept, and so is a backup still being written.
+// backup is always kept, and so is a backup still being written. A kept incremental
+// keeps its bases, up to its full backup: they do not count towards KeepLast.
 func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*ExpirePlan, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -41,23 +45,76 @@ func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*Expire
 	if err != nil {
 		return nil, err
 	}
-	plan := &ExpirePlan{}
-	kept := 0
+	keep := p.keep(list, now)
+	plan := &ExpirePlan{BaseOf: keepBases(list, keep)}
 	for i := len(list) - 1; i >= 0; i-- { // newest first
 		e := list[i]
 		switch {
-		case e.Status == StatusRunning:
+		case keep[e.ID]:
 			plan.Keep = append(plan.Keep, e)
 		case e.Status == StatusIncomplete:
 			plan.Debris = append(plan.Debris, e)
-		case kept == 0 || kept < p.KeepLast || p.KeepWithin > 0 && now.Sub(e.Manifest.EndTime) < p.KeepWithin:
-			kept++
-			plan.Keep = append(plan.Keep, e)
 		default:
 			plan.Expired = append(plan.Expired, e)
 		}
 	}
 	return plan, nil
+}
+
+// keep returns the backups the policy keeps: running ones, the newest complete one,
+// and the complete ones either rule keeps.
+func (p Policy) keep(list []Entry, now time.Time) map[string]bool {
+	keep := map[string]bool{}
+	kept := 0
+	for i := len(list) - 1; i >= 0; i-- { // newest first
+		e := list[i]
+		switch {
+		case e.Status == StatusRunning:
+			keep[e.ID] = true
+		case e.Status == StatusIncomplete:
+		case kept == 0 || kept < p.KeepLast || p.KeepWithin > 0 && now.Sub(e.Manifest.EndTime) < p.KeepWithin:
+			kept++
+			keep[e.ID] = true
+		}
+	}
+	return keep
+}
+
+// keepBases adds to keep every complete backup a kept one applies on, through the
+// chain up to its full backup, and returns, for each one added, the backup that
+// needs it. A base missing or unfinished ends the walk: there is nothing to keep.
+func keepBases(list []Entry, keep map[string]bool) map[string]string {
+	byID := make(map[string]Entry, len(list))
+	var todo []Entry
+	for _, e := range list {
+		byID[e.ID] = e
+		if keep[e.ID] {
+			todo = append(todo, e)
+		}
+	}
+	baseOf := map[string]string{}
+	for len(todo) > 0 {
+		e := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		b, ok := byID[baseID(e)]
+		if !ok || b.Manifest == nil || keep[b.ID] {
+			continue
+		}
+		keep[b.ID], baseOf[b.ID] = true, e.ID
+		todo = append(todo, b)
+	}
+	return baseOf
+}
+
+// baseID is the id of the backup e applies on, "" for a full backup.
+func baseID(e Entry) string {
+	switch {
+	case e.Manifest != nil && e.Manifest.Incremental != nil:
+		return e.Manifest.Incremental.BaseID
+	case e.Manifest == nil && e.Marker != nil:
+		return e.Marker.Base
+	}
+	return ""
 }
 
 // Delete removes a backup: its manifest first, so that it stops being restorable at

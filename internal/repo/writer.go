@@ -34,6 +34,9 @@ type WriterOptions struct {
 	Uploads   int   // most uploads at once (the pool grows up to it while objects wait)
 	Version   string
 	Log       *slog.Logger
+	// Base is the id of the backup an incremental applies on: its in-progress marker
+	// names it, so that expire keeps the base while the incremental runs.
+	Base string
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -80,6 +83,7 @@ type Marker struct {
 	PID         int       `json:"pid"`
 	Started     time.Time `json:"started"`
 	ToolVersion string    `json:"tool_version"`
+	Base        string    `json:"base,omitempty"` // an incremental's base backup
 }
 
 // Writer writes one backup into the repository. Files are created, written (several
@@ -135,7 +139,7 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	mk := Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version}
+	mk := Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version, Base: o.Base}
 	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
 		enc.Close()
 		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)

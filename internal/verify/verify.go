@@ -1,7 +1,8 @@
 // Package verify checks a backup in a repository without restoring it: every object is
 // read again and every byte checked against the manifest (object, stored and decoded
 // CRC-32Cs, decryption, decompression), and every page of every InnoDB tablespace is
-// validated as the copy validated it.
+// validated as the copy validated it. An incremental is verified with its whole chain
+// (repo.Chain): every backup down to its full one, and the links between them.
 package verify
 
 import (
@@ -31,42 +32,59 @@ type Config struct {
 	Terminal   bool
 }
 
-// Report is what a verification checked.
+// Report is what a verification checked: of the backup and, for an incremental, of
+// every backup of its chain.
 type Report struct {
 	ID          string
+	Chain       []string // the backups verified, oldest first: the full one, incrementals, ID
 	Files       int
 	Objects     int
 	StoredBytes int64
 	RawBytes    int64
-	Pages       int64 // InnoDB pages validated
+	Pages       int64 // InnoDB pages validated (in tablespaces and deltas)
 }
 
-// Run verifies one backup; the first problem found is returned, naming the object
-// (and file and page) at fault.
+// Run verifies one backup and, for an incremental, every backup it applies on down to
+// its full backup, and the links between them (repo.Chain). The first problem found
+// is returned, naming the backup and object (and file and page) at fault.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	m, err := cfg.Repo.Load(ctx, cfg.BackupID, cfg.Identities)
+	chain, err := cfg.Repo.Chain(ctx, cfg.BackupID, cfg.Identities)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkObjects(ctx, cfg.Repo, m); err != nil {
-		return nil, err
+	rep := &Report{ID: chain[len(chain)-1].ID}
+	for _, m := range chain {
+		if err := checkObjects(ctx, cfg.Repo, m); err != nil {
+			return nil, err
+		}
+		rep.Chain = append(rep.Chain, m.ID)
+		rep.Files, rep.Objects = rep.Files+len(m.Files), rep.Objects+len(m.Objects)
+		rep.StoredBytes, rep.RawBytes = rep.StoredBytes+m.StoredSize(), rep.RawBytes+m.TotalSize()
 	}
-	rep := &Report{ID: m.ID, Files: len(m.Files), Objects: len(m.Objects), StoredBytes: m.StoredSize(), RawBytes: m.TotalSize()}
-	cfg.Log.Info("verifying", "backup", m.ID, "from", cfg.Repo.Location(), "objects", rep.Objects, "stored_bytes", rep.StoredBytes)
+	cfg.Log.Info("verifying", "backup", rep.ID, "chain", rep.Chain, "from", cfg.Repo.Location(), "objects", rep.Objects, "stored_bytes", rep.StoredBytes)
 	prog := progress.New(progress.Options{Label: "verify", Total: rep.RawBytes, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
+	defer prog.Finish()
+	for _, m := range chain {
+		n, err := readAll(ctx, cfg, m, prog.Add)
+		rep.Pages += n
+		if err != nil {
+			return nil, fmt.Errorf("backup %s failed verification: %w", m.ID, err)
+		}
+	}
+	return rep, nil
+}
+
+// readAll reads every object of backup m, referenced or not, every blob and patch,
+// checking every page it can; it returns the pages checked.
+func readAll(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64)) (int64, error) {
 	var pages atomic.Int64
-	err = cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel, Unreferenced: true, Round: repo.AllRounds},
+	err := cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel, Unreferenced: true, Round: repo.AllRounds},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
-			n, err := checkPages(f, b, r, prog.Add)
+			n, err := checkBlob(f, b, r, progress)
 			pages.Add(n)
 			return err
 		})
-	prog.Finish()
-	if err != nil {
-		return nil, fmt.Errorf("backup %s failed verification: %w", m.ID, err)
-	}
-	rep.Pages = pages.Load()
-	return rep, nil
+	return pages.Load(), err
 }
 
 // checkObjects makes sure every object of the manifest is stored with its size, so a
@@ -88,19 +106,39 @@ func checkObjects(ctx context.Context, r *repo.Repo, m *manifest.Manifest) error
 	return nil
 }
 
-// checkPages reads a blob's bytes and, for a tablespace whose page 0 the copy read,
-// validates every page; it returns the pages checked.
-func checkPages(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) (int64, error) {
-	if f.Space == nil || f.Kind != manifest.KindInnoDB {
-		n, err := io.Copy(io.Discard, r)
-		progress(n)
-		return 0, err
+// checkBlob reads a blob's bytes and validates the pages of a tablespace or a delta
+// whose space the manifest describes (the copy read its page 0); it returns the pages
+// checked. Other files are checked by their checksums alone (ReadBackup).
+func checkBlob(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) (int64, error) {
+	switch {
+	case f.Space != nil && f.Kind == manifest.KindInnoDB:
+		return checkPages(f, b, r, progress)
+	case f.Space != nil && f.Kind == manifest.KindDelta:
+		return checkDelta(f, b, r, progress)
 	}
+	n, err := io.Copy(io.Discard, r)
+	progress(n)
+	return 0, err
+}
+
+// checker returns the page checker of f's tablespace and its page size, after making
+// sure blob b starts on a page.
+func checker(f *manifest.File, b *manifest.Blob) (*innodb.Checker, int64, error) {
 	s := f.Space
 	c := innodb.NewChecker(innodb.SpaceHeader{SpaceID: s.ID, Flags: innodb.SpaceFlags(s.Flags), CryptData: s.Crypt}, s.System)
 	ps := int64(c.PageSize())
 	if b.RawOffset%ps != 0 {
-		return 0, fmt.Errorf("%s: a stored range starts at byte %d, not on a page boundary (%d-byte pages)", f.Path, b.RawOffset, ps)
+		return nil, 0, fmt.Errorf("%s: a stored range starts at byte %d, not on a page boundary (%d-byte pages)", f.Path, b.RawOffset, ps)
+	}
+	return c, ps, nil
+}
+
+// checkPages validates every page of a blob of a tablespace.
+func checkPages(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) (int64, error) {
+	s := f.Space
+	c, ps, err := checker(f, b)
+	if err != nil {
+		return 0, err
 	}
 	buf := make([]byte, ps*64)
 	var pages int64
