@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/stream"
@@ -31,6 +33,12 @@ type backupFlags struct {
 	maxMemory   int64
 	partSize    int64
 	uploads     int
+	// incremental: on a base directory, an LSN, or (repository) the newest backup of
+	// this server or a named one
+	incBasedir string
+	incLSN     uint64
+	incRepo    bool
+	incBase    string
 }
 
 func newBackupCmd(g *globals) *cobra.Command {
@@ -93,6 +101,10 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	addSpoolFlags(f, &cfg.Spool)
 	f.BoolVar(&cfg.FullRedo, "full-redo", false, "keep the whole redo of the copy instead of copying changed pages again after a checkpoint (the three-stage copy, which a directory backup uses by default)")
+	f.StringVar(&fl.incBasedir, "incremental-basedir", "", "take an incremental on this backup directory (ferry's or mariadb-backup's, full or incremental): only the pages changed since")
+	f.Uint64Var(&fl.incLSN, "incremental-lsn", 0, "take an incremental holding the pages changed since this LSN (a base's to_lsn)")
+	f.BoolVar(&fl.incRepo, "incremental", false, "repository: take an incremental on the newest complete backup of this server in the repository")
+	f.StringVar(&fl.incBase, "base", "", "repository: take an incremental on this backup id")
 	f.StringVar(&cfg.Keys.KeyFile, "key-file", "", "a server encrypting its redo log: its file_key_management key file, if not readable where the server's settings say")
 	f.StringVar(&cfg.Keys.PasswordFile, "key-password-file", "", "file holding the password --key-file is encrypted with (file_key_management_filekey)")
 	return cmd
@@ -118,6 +130,9 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return errors.New("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
 	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0):
 		return errors.New("--part-size and --uploads apply to --repo")
+	}
+	if err := fl.applyIncremental(cfg); err != nil {
+		return err
 	}
 	comp := fl.compress
 	if comp == "" && encoded {
@@ -150,6 +165,9 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 			return err
 		}
 		cfg.Sink, err = repo.NewSink(r, o)
+		if fl.incRepo || fl.incBase != "" {
+			cfg.BaseFor = repoBase(r, fl.incBase)
+		}
 	default:
 		cfg.Sink, err = sink.NewDir(fl.targetDir)
 	}
@@ -160,4 +178,46 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 func addSpoolFlags(f *pflag.FlagSet, o *backup.SpoolOptions) {
 	f.StringVar(&o.Dir, "tmpdir", "", "where the redo copy spools while the destination is slower than the server's redo (default the system temp dir)")
 	f.Var(byteSize{&o.Max}, "max-spool", "most redo the spool may hold, e.g. 20G (default nine tenths of the space free in --tmpdir)")
+}
+
+// applyIncremental checks the incremental flags and sets the base they name (a
+// repository's base is chosen once the server is known: see repoBase).
+func (fl backupFlags) applyIncremental(cfg *backup.Config) error {
+	n := 0
+	for _, set := range []bool{fl.incBasedir != "", fl.incLSN != 0, fl.incRepo, fl.incBase != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New("give one of --incremental-basedir, --incremental-lsn, --incremental or --base")
+	case (fl.incRepo || fl.incBase != "") && fl.repo.url == "":
+		return errors.New("--incremental and --base choose a base in the repository: they need --repo (for a directory give --incremental-basedir)")
+	case fl.incBasedir != "":
+		b, err := backup.BaseFromDir(fl.incBasedir)
+		cfg.Incremental = b
+		return err
+	case fl.incLSN != 0:
+		cfg.Incremental = backup.BaseFromLSN(fl.incLSN)
+	}
+	return nil
+}
+
+// repoBase chooses the base of a repository incremental: the backup id, or the newest
+// complete backup of the server being backed up.
+func repoBase(r *repo.Repo, id string) func(ctx context.Context, serverUID string) (*backup.Base, error) {
+	return func(ctx context.Context, serverUID string) (*backup.Base, error) {
+		var m *manifest.Manifest
+		var err error
+		if id != "" {
+			m, err = r.Manifest(ctx, id)
+		} else {
+			m, err = r.NewestBase(ctx, serverUID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return backup.BaseFromManifest(m, r.Location()+" "+m.ID)
+	}
 }

@@ -100,17 +100,20 @@ func printReplication(w io.Writer, res *restore.Result) {
 
 // sourceFlags are the flags that say where a restore reads its backup from.
 type sourceFlags struct {
-	dir, from, identity string
-	repo                repoFlags
-	resume, move        bool
-	parallel            int
-	maxMemory           int64
+	dir, identity string
+	from          []string // a stream, then its incrementals' streams
+	incDirs       []string // --incremental-dir, oldest first
+	repo          repoFlags
+	resume, move  bool
+	parallel      int
+	maxMemory     int64
 }
 
 // add declares the source flags.
 func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.dir, "target-dir", "", "backup directory to restore from")
-	f.StringVar(&sf.from, "from", "", "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream)")
+	f.StringArrayVar(&sf.from, "from", nil, "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream); repeat it for a full backup's stream followed by its incrementals', oldest first")
+	f.StringArrayVar(&sf.incDirs, "incremental-dir", nil, "an incremental backup directory to apply on --target-dir (repeat it for each, oldest first): the chain is restored with one recovery")
 	sf.repo.add(f)
 	f.BoolVar(&sf.resume, "resume", false, "continue an interrupted restore from --repo: what its staging directory holds is verified, not downloaded again")
 	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
@@ -119,7 +122,8 @@ func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.IntVar(&sf.parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 }
 
-// open checks the flags and opens the one source they name; done closes it.
+// open checks the flags and opens the source they name (a chain of them for
+// incrementals); done closes what it opened.
 func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (restore.Source, func(), error) {
 	none := func() {}
 	if err := sf.check(args); err != nil {
@@ -131,30 +135,76 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 	}
 	switch {
 	case sf.repo.url != "":
-		r, err := sf.repo.open(cmd.Context(), g.log, false, version)
-		if err != nil {
-			return nil, none, err
-		}
-		return &restore.RepoSource{Repo: r, BackupID: args[0], Resume: sf.resume, Identities: ids, Parallel: sf.parallel}, none, nil
+		src, err := sf.repoSource(cmd, g, args[0], ids)
+		return src, none, err
 	case sf.dir != "":
-		return &restore.DirSource{Dir: sf.dir, Move: sf.move, Parallel: sf.parallel}, none, nil
-	case sf.from == "-":
-		if term.IsTerminal(int(os.Stdin.Fd())) {
-			return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
+		links := []restore.Source{&restore.DirSource{Dir: sf.dir, Move: sf.move, Parallel: sf.parallel}}
+		for _, d := range sf.incDirs {
+			links = append(links, &restore.DirSource{Dir: d, Parallel: sf.parallel})
 		}
-		return restore.NewStreamSource(os.Stdin, "stdin", ids, sf.maxMemory), none, nil
+		return chain(links), none, nil
 	}
-	f, err := os.Open(sf.from)
+	var links []restore.Source
+	var files []*os.File
+	done := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, from := range sf.from {
+		if from == "-" {
+			if term.IsTerminal(int(os.Stdin.Fd())) {
+				return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
+			}
+			links = append(links, restore.NewStreamSource(os.Stdin, "stdin", ids, sf.maxMemory))
+			continue
+		}
+		f, err := os.Open(from)
+		if err != nil {
+			done()
+			return nil, none, fmt.Errorf("--from: %w", err)
+		}
+		files = append(files, f)
+		links = append(links, restore.NewStreamSource(f, from, ids, sf.maxMemory))
+	}
+	return chain(links), done, nil
+}
+
+// repoSource is a repository backup, resolved to its chain if it is incremental.
+func (sf *sourceFlags) repoSource(cmd *cobra.Command, g *globals, id string, ids []age.Identity) (restore.Source, error) {
+	r, err := sf.repo.open(cmd.Context(), g.log, false, version)
 	if err != nil {
-		return nil, none, fmt.Errorf("--from: %w", err)
+		return nil, err
 	}
-	return restore.NewStreamSource(f, sf.from, ids, sf.maxMemory), func() { f.Close() }, nil
+	ms, err := r.Chain(cmd.Context(), id, ids)
+	if err != nil {
+		return nil, err
+	}
+	var links []restore.Source
+	for _, m := range ms {
+		links = append(links, &restore.RepoSource{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
+	}
+	return chain(links), nil
+}
+
+// chain is the one source, or the chain of a full backup and its incrementals.
+func chain(links []restore.Source) restore.Source {
+	if len(links) == 1 {
+		return links[0]
+	}
+	return &restore.ChainSource{Links: links}
 }
 
 // check refuses flags that do not go together.
 func (sf *sourceFlags) check(args []string) error {
 	named := 0
-	for _, v := range []string{sf.dir, sf.from, sf.repo.url} {
+	stdin := 0
+	for _, v := range sf.from {
+		if v == "-" {
+			stdin++
+		}
+	}
+	for _, v := range []string{sf.dir, strings.Join(sf.from, ","), sf.repo.url} {
 		if v != "" {
 			named++
 		}
@@ -170,6 +220,12 @@ func (sf *sourceFlags) check(args []string) error {
 		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
 	case sf.repo.url == "" && sf.resume:
 		return errors.New("--resume applies to --repo")
+	case stdin > 1:
+		return errors.New("--from - reads stdin, which can carry one stream: give the others as files")
+	case len(sf.incDirs) > 0 && sf.dir == "":
+		return errors.New("--incremental-dir applies on --target-dir (for streams repeat --from; a repository resolves the chain itself)")
+	case len(sf.incDirs) > 0 && sf.move:
+		return errors.New("--move does not apply to a chain of incrementals: the full backup is copied, then the deltas written into the copy")
 	case sf.dir == "" && sf.move:
 		return errors.New("--move applies to --target-dir: a stream or repository backup is always written straight into the datadir")
 	case sf.dir != "" && sf.identity != "":

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -51,6 +52,12 @@ type Config struct {
 	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
 	// the copy, even on an end that could take re-copied pages.
 	FullRedo bool
+	// Incremental, if set, makes the backup an incremental on this base: a .delta and
+	// .meta per tablespace holding the pages changed since (docs/incremental.md).
+	Incremental *Base
+	// BaseFor, if set, chooses the incremental's base once the server is known (by
+	// its @@server_uid): a repository's newest backup of this server.
+	BaseFor func(ctx context.Context, serverUID string) (*Base, error)
 	// TrackerStall is a test hook: the three-stage copy's page tracker stalls this
 	// long before it reads any redo, so that the server laps it and the page-LSN
 	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).

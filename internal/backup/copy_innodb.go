@@ -53,6 +53,7 @@ type innoJob struct {
 	checker *innodb.Checker // nil when page 0 is not yet written
 	page    int             // physical page size
 	header  innodb.SpaceHeader
+	lsn0    uint64 // FIL_PAGE_LSN of page 0 when it was read
 	segs    []segment
 }
 
@@ -154,7 +155,7 @@ func (j *job) readHeader(in *directio.File, ij *innoJob) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ij.src.Abs, err)
 	}
-	ij.header, ij.page = h, h.Flags.PhysicalSize()
+	ij.header, ij.page, ij.lsn0 = h, h.Flags.PhysicalSize(), innodb.PageLSN(buf)
 	ij.checker = innodb.NewChecker(h, ij.src.System)
 	if ij.src.System && ij.src.Base == 0 {
 		j.sysChecker, j.sysHeader = ij.checker, h

@@ -72,6 +72,9 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 		e.created[id] = true // copied whole again, as a tablespace created meanwhile
 	}
 	j.mu.Unlock()
+	if j.cfg.Incremental != nil {
+		return j.reconcileIncremental(ctx, current, e)
+	}
 	if !j.sink.Caps().Rewrite {
 		return j.reconcileStream(ctx, current, e)
 	}

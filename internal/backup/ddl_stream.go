@@ -74,10 +74,11 @@ func (j *job) sendDeletes(keep map[string]bool) error {
 	return nil
 }
 
-// storedName is the name for a new copy of rel: rel itself, or in an end that cannot
-// rewrite what it was sent and already carries rel, <base>.new.
+// storedName is the name for a new copy of rel: rel itself, or <base>.new in an end
+// that cannot rewrite what it was sent and already carries rel, and in an incremental
+// (a whole tablespace beside the deltas).
 func (j *job) storedName(rel string) string {
-	if j.sink.Caps().Rewrite || !j.wasSent(rel) {
+	if j.cfg.Incremental == nil && (j.sink.Caps().Rewrite || !j.wasSent(rel)) {
 		return rel
 	}
 	return strings.TrimSuffix(rel, innodbExt) + newCopy

@@ -21,9 +21,15 @@ import (
 func (j *job) finish(ctx context.Context, res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
-	m.Type, m.Engine = "full", "innodb-redo-copy/1"
+	m.Type, m.Engine = manifest.TypeFull, "innodb-redo-copy/1"
+	cp := xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN}
+	if b := j.cfg.Incremental; b != nil {
+		m.Type = manifest.TypeIncremental
+		m.Incremental = &manifest.Incremental{BaseID: b.ID, BaseToLSN: b.ToLSN, FromLSN: j.sel.from, Method: j.sel.method()}
+		cp.BackupType, cp.FromLSN = xtrabackup.TypeIncremental, b.ToLSN
+	}
 	m.EndTime = time.Now()
-	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, Settings: j.prepareSettings()}
+	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
 	m.Storage = j.sink.Caps().Storage
 	meta := []struct {
 		name string
@@ -33,7 +39,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 		{xtrabackup.BinlogInfoFile, j.binlogInfo()},
 		{xtrabackup.GaleraInfoFile, j.galeraInfo()},
 		{xtrabackup.InfoFile, xtrabackup.InfoBytes(j.infoEntries(res))},
-		{xtrabackup.CheckpointsFile, xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN}.Bytes()},
+		{xtrabackup.CheckpointsFile, cp.Bytes()},
 	}
 	m.Files = j.manifestFiles()
 	for _, f := range meta {
@@ -93,6 +99,10 @@ func (j *job) galeraInfo() []byte {
 
 func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 	m, c := &j.m, j.m.Coordinates
+	from, incremental := m.StartLSN, "N"
+	if m.Incremental != nil {
+		from, incremental = m.Incremental.BaseToLSN, "Y" // as mariadb-backup writes it
+	}
 	binlog := fmt.Sprintf("filename '%s', position '%d', GTID of the last change '%s'", c.BinlogFile, c.BinlogPos, c.GTIDBinlogPos)
 	return []xtrabackup.InfoEntry{
 		{Key: "uuid", Value: m.ID},
@@ -108,10 +118,10 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "gtid_binlog_pos", Value: c.GTIDBinlogPos},
 		{Key: "gtid_current_pos", Value: c.GTIDCurrentPos},
 		{Key: "gtid_slave_pos", Value: c.GTIDSlavePos},
-		{Key: "innodb_from_lsn", Value: fmt.Sprintf("%d", m.StartLSN)},
+		{Key: "innodb_from_lsn", Value: fmt.Sprintf("%d", from)},
 		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.EndLSN)},
 		{Key: "partial", Value: "N"},
-		{Key: "incremental", Value: "N"},
+		{Key: "incremental", Value: incremental},
 		{Key: "format", Value: j.infoFormat()},
 		{Key: "compressed", Value: cmp.Or(j.sink.Caps().Storage.Compression, "N")},
 	}

@@ -66,6 +66,7 @@ type job struct {
 	lostSpaces map[uint32]bool
 	stats      struct{ rereads atomic.Int64 }
 	recopy     recopyStats
+	sel        *selection // an incremental's changed pages
 	// now is the job's clock (time.Now; unit tests fake it). copyStart is when the redo
 	// copy began: the three-stage copy measures rates from it.
 	now       func() time.Time
@@ -145,6 +146,16 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	var err error
 	if j.spoolLimit, err = j.spoolMax(); err != nil {
 		return nil, err
+	}
+	if j.cfg.BaseFor != nil {
+		if j.cfg.Incremental, err = j.cfg.BaseFor(ctx, j.info.Vars["server_uid"]); err != nil {
+			return nil, err
+		}
+	}
+	if j.cfg.Incremental != nil {
+		if err := j.checkBase(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := j.sink.Open(ctx, j.m.ID); err != nil {
 		return nil, err

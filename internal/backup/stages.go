@@ -39,6 +39,9 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
+	if j.cfg.Incremental != nil {
+		j.sel = j.selectPages(ctx)
+	}
 	p, err := scanServer(j.info)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ func (p plan) size() int64 {
 }
 
 func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
+	if j.cfg.Incremental != nil {
+		return j.copyDeltas(ctx, files)
+	}
 	return j.copyInnoDBFiles(ctx, files)
 }
 

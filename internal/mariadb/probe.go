@@ -23,7 +23,7 @@ type Info struct {
 }
 
 // varsWanted are the server variables recorded for planning and prepare.
-var varsWanted = []string{
+var varsWanted = []string{"server_uid",
 	"datadir", "innodb_page_size", "innodb_data_file_path", "innodb_data_home_dir",
 	"innodb_undo_directory", "innodb_undo_tablespaces", "innodb_log_group_home_dir",
 	"innodb_log_file_size", "innodb_checksum_algorithm", "innodb_compression_level",

@@ -29,6 +29,11 @@ type Backup struct {
 	// ForeignPrepared: a ferry backup prepared by another tool (mariadb-backup --prepare):
 	// its files no longer match the manifest's checksums.
 	ForeignPrepared bool
+	// Incremental: the backup holds the pages changed since its base (.delta files);
+	// it is restored only as the last link of a chain (ChainSource).
+	Incremental bool
+	// Chain is the number of backups a ChainSource applied to make this one (0: none).
+	Chain int
 }
 
 // Origin is where the backup was read from: its directory, or the stream.
@@ -85,8 +90,10 @@ func (b *Backup) fromXtrabackup() error {
 	case xtrabackup.TypeFull:
 	case xtrabackup.TypeLogApplied:
 		b.Prepared = true
+	case xtrabackup.TypeIncremental:
+		b.Incremental = true
 	default:
-		return fmt.Errorf("backup %s has type %q: only full backups are supported so far", b.Dir, b.Checkpoints.BackupType)
+		return fmt.Errorf("backup %s has type %q, which ferry does not know: it is not a backup ferry or mariadb-backup wrote", b.Dir, b.Checkpoints.BackupType)
 	}
 	if b.Manifest != nil {
 		return nil

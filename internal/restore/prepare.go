@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	if err != nil {
 		return err
 	}
+	if b.Incremental {
+		return fmt.Errorf("%s is an incremental backup: ferry restore --target-dir FULL --incremental-dir %s applies it and recovers once (or prepare it with mariadb-backup --prepare --target-dir FULL --incremental-dir %s)", cfg.Dir, cfg.Dir, cfg.Dir)
+	}
 	if b.Prepared {
 		cfg.Log.Info("backup is already prepared; nothing to do", "dir", cfg.Dir)
 		return nil

@@ -102,6 +102,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 // DATA DIRECTORY paths, usable server options, and a mariadbd of its series (returned)
 // if it is not prepared yet.
 func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
+	if b.Incremental && b.Chain == 0 {
+		return "", fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
+	}
 	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
 		return "", err
 	}
@@ -123,6 +126,9 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 	b, err := cfg.Source.Fill(ctx, staging, Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal})
 	if err != nil {
 		return nil, err
+	}
+	if b.Incremental && b.Chain == 0 {
+		return nil, fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
 	}
 	if b.ForeignPrepared {
 		cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "from", b.Origin())

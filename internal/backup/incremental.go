@@ -1,0 +1,388 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/delta"
+	"github.com/ferry-backup/ferry/internal/directio"
+	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
+	"golang.org/x/sync/errgroup"
+)
+
+// Base is the backup an incremental applies on (docs/incremental.md).
+type Base struct {
+	ID   string // its ferry manifest id ("" for a mariadb-backup base or --incremental-lsn)
+	Name string // where it is, for messages
+	// ToLSN is its to_lsn: the incremental's from_lsn, as mariadb-backup checks it.
+	ToLSN uint64
+	// FromLSN: every page whose LSN is above it is copied. It is the base's start LSN
+	// (where its redo begins), so that every page the base copied while it changed is
+	// copied again and one recovery with the newest redo makes the chain consistent.
+	FromLSN uint64
+	UID     string // its server's @@server_uid ("" if unknown)
+}
+
+// BaseFromManifest is the base a ferry backup's manifest describes.
+func BaseFromManifest(m *manifest.Manifest, name string) (*Base, error) {
+	if m.Prepared != nil {
+		return nil, fmt.Errorf("the base %s was prepared by ferry prepare, which rolled back its open transactions: an incremental applies only on an unprepared base; take a full backup, or use an unprepared copy", name)
+	}
+	return &Base{ID: m.ID, Name: name, ToLSN: m.EndLSN, FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID}, nil
+}
+
+// BaseFromDir reads the base of --incremental-basedir: a complete ferry backup, or one
+// made by mariadb-backup (full or incremental, prepared or not).
+func BaseFromDir(dir string) (*Base, error) {
+	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err == nil {
+		return nil, fmt.Errorf("--incremental-basedir %s is an incomplete backup (interrupted before its manifest): take a new full backup", dir)
+	}
+	m, err := manifest.Read(dir)
+	switch {
+	case err == nil:
+		return BaseFromManifest(m, dir)
+	case !errors.Is(err, manifest.ErrNotFound):
+		return nil, err
+	}
+	cp, err := xtrabackup.ReadCheckpoints(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--incremental-basedir %s is not a backup (no %s or %s): %w", dir, manifest.FileName, xtrabackup.CheckpointsFile, err)
+	}
+	b := &Base{Name: dir, ToLSN: cp.ToLSN, FromLSN: cp.ToLSN}
+	if cp.BackupType == xtrabackup.TypeLogApplied {
+		return b, nil // recovered up to its end: exact for every page it holds
+	}
+	// Not prepared: its pages are exact only below the checkpoint its redo starts from.
+	c, err := redo.NewestCheckpoint(filepath.Join(dir, "ib_logfile0"))
+	if err != nil {
+		return nil, fmt.Errorf("--incremental-basedir %s: read the checkpoint of its redo log: %w", dir, err)
+	}
+	b.FromLSN = min(c.LSN, cp.ToLSN)
+	return b, nil
+}
+
+// BaseFromLSN is the base of --incremental-lsn: pages above lsn are copied.
+func BaseFromLSN(lsn uint64) *Base {
+	return &Base{Name: fmt.Sprintf("LSN %d", lsn), ToLSN: lsn, FromLSN: lsn}
+}
+
+// checkBase refuses a base that is not of this server: another server_uid, or an end
+// past the server's current LSN.
+func (j *job) checkBase(ctx context.Context) error {
+	b := j.cfg.Incremental
+	if b.UID != "" && j.info.Vars["server_uid"] != "" && b.UID != j.info.Vars["server_uid"] {
+		return fmt.Errorf("the base %s was taken on another server (server_uid %s, this one is %s): an incremental applies only on a backup of the same server; take a full backup", b.Name, b.UID, j.info.Vars["server_uid"])
+	}
+	_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	if err != nil {
+		return err
+	}
+	if b.ToLSN > cur {
+		return fmt.Errorf("the base %s ends at LSN %d, past this server's current LSN %d: it is a backup of another server (or of this one before it was restored from an older backup); take a full backup", b.Name, b.ToLSN, cur)
+	}
+	return nil
+}
+
+// selection says which pages an incremental copies.
+type selection struct {
+	from  uint64
+	upto  uint64              // the redo copy's start: pages changed later are in its redo
+	pages map[uint32][]uint32 // by space, from the redo since from; nil: read every page
+	why   string
+}
+
+// method names the selection for logs and the manifest.
+func (s *selection) method() string {
+	if s.pages != nil {
+		return "redo"
+	}
+	return "scan"
+}
+
+// selectPages learns the pages changed since the base from the server's redo log if
+// it still holds everything since the base's from LSN, up to where this backup's own
+// redo copy starts; otherwise every page is read and those above from are kept.
+func (j *job) selectPages(ctx context.Context) *selection {
+	s := &selection{from: j.cfg.Incremental.FromLSN, upto: j.tail.t.Start().LSN}
+	set := redo.NewPageSet(0)
+	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: mariadb.LSNSource{DB: j.db},
+		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: s.from})
+	if err == nil {
+		t.StopAt(s.upto)
+		err = t.Run(ctx)
+	}
+	pages, ok := set.Take()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		s.why = "interrupted"
+	case errors.Is(err, redo.ErrLogOverwritten):
+		s.why = fmt.Sprintf("the server's redo log no longer holds LSN %d, where the base's copy began (it was overwritten since): every page is read", s.from)
+	case err != nil:
+		s.why = fmt.Sprintf("reading the redo since the base failed (%v): every page is read", err)
+	case !ok:
+		s.why = "more pages changed since the base than the changed-page map holds: every page is read"
+	default:
+		s.pages = pages
+		s.why = fmt.Sprintf("the server's redo log still holds everything since the base (LSN %d to %d): only the pages it names are read", s.from, s.upto)
+	}
+	j.log.Info("incremental: changed pages by "+s.method(), "why", s.why, "from_lsn", s.from, "pages_from_redo", pagesIn(pages))
+	return s
+}
+
+// deltaCopy is one tablespace file being copied into <file>.delta.
+type deltaCopy struct {
+	ij  *innoJob
+	in  *directio.File
+	w   *delta.Writer
+	out sink.File
+	sum *crcAppender
+}
+
+// copyDeltas writes a .delta and .meta for each tablespace file, in parallel.
+func (j *job) copyDeltas(ctx context.Context, files []srcFile) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(j.cfg.Parallel)
+	for _, f := range files {
+		g.Go(func() error { return j.copyDelta(gctx, f) })
+	}
+	return g.Wait()
+}
+
+// copyDelta copies the changed pages of one file. A file whose page 0 is not written
+// yet, or that vanished, was created or dropped during the copy: the reconciliation
+// under BLOCK_DDL handles it.
+func (j *job) copyDelta(ctx context.Context, f srcFile) error {
+	in, err := directio.Open(f.Abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", f.Abs, err)
+	}
+	defer in.Close()
+	ij := &innoJob{src: f, page: j.info.PageSize}
+	if err := j.readHeader(in, ij); err != nil || ij.checker == nil {
+		return err
+	}
+	out, err := j.create(f.Rel+deltaExt, sink.FileOptions{})
+	if err != nil {
+		return err
+	}
+	dc := &deltaCopy{ij: ij, in: in, out: out, sum: &crcAppender{f: out}}
+	dc.w = delta.NewWriter(dc.sum, ij.page)
+	list, scan := j.sel.pagesOf(ij)
+	if !scan {
+		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
+	}
+	if scan {
+		err = j.deltaScan(ctx, dc)
+	} else {
+		err = j.deltaPages(ctx, dc, list)
+	}
+	if err == nil {
+		err = dc.w.Close()
+	}
+	if cerr := out.Close(dc.sum.n); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Rel, err)
+	}
+	j.record(copiedFile{Rel: f.Rel + deltaExt, Size: dc.sum.n, CRC: dc.sum.crc, SpaceID: ij.header.SpaceID, Known: true,
+		Kind: manifest.KindDelta, Space: ij.space(), Remote: ij.remote()})
+	return j.writeMeta(f.Rel, ij)
+}
+
+// deltaExt and metaExt name an incremental's files of a tablespace.
+const (
+	deltaExt = ".delta"
+	metaExt  = ".meta"
+)
+
+// writeMeta stores <file>.meta.
+func (j *job) writeMeta(rel string, ij *innoJob) error {
+	m := delta.Meta{PageSize: j.info.PageSize, ZipSize: ij.header.Flags.ZipSize(), SpaceID: ij.header.SpaceID}
+	mf, err := j.writeWhole(rel+metaExt, m.Bytes(), manifest.KindMeta)
+	if err != nil {
+		return err
+	}
+	j.record(copiedFile{Rel: mf.Path, Size: mf.Size, CRC: checksum.Sum(m.Bytes()), Kind: manifest.KindMeta})
+	return nil
+}
+
+// pagesOf returns the pages of the file to copy (file-relative, sorted), or scan=true
+// to read every page and keep those above from. A tablespace whose page 0 carries an
+// LSN above from that the redo does not name was written without redo (an imported
+// tablespace): it is scanned.
+func (s *selection) pagesOf(ij *innoJob) (list []uint32, scan bool) {
+	if s.pages == nil {
+		return nil, true
+	}
+	all := s.pages[ij.header.SpaceID]
+	lo := sort.Search(len(all), func(k int) bool { return all[k] >= ij.src.Base })
+	named0 := lo < len(all) && all[lo] == ij.src.Base
+	if lsn := ij.lsn0; lsn > s.from && lsn <= s.upto && !named0 && !ij.src.System {
+		return nil, true
+	}
+	for _, p := range all[lo:] {
+		list = append(list, p-ij.src.Base)
+	}
+	return list, false
+}
+
+// deltaScan reads the whole file and keeps the pages above from.
+func (j *job) deltaScan(ctx context.Context, dc *deltaCopy) error {
+	buf := <-j.bufs
+	defer func() { j.bufs <- buf }()
+	ps := int64(dc.ij.page)
+	for off := int64(0); ; {
+		n, err := j.readChunk(ctx, dc.in, dc.ij, buf, off)
+		if err != nil {
+			return err
+		}
+		j.prog.Add(int64(n))
+		for i := 0; i < n; i += int(ps) {
+			page := buf[i : i+int(ps)]
+			if innodb.PageLSN(page) > j.sel.from {
+				if err := dc.w.Add(uint32((off+int64(i))/ps), page); err != nil {
+					return err
+				}
+			}
+		}
+		if n < len(buf) {
+			return nil
+		}
+		off += int64(n)
+	}
+}
+
+// deltaPages reads the listed pages in aligned runs of neighbours; pages past the
+// file's end (freed since) are skipped.
+func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) error {
+	ps := int64(dc.ij.page)
+	unit := max(ps, directio.Align) / ps
+	maxPages := int64(recopyRun) / ps
+	buf := directio.AlignedBuffer(recopyRun)
+	for len(pages) > 0 {
+		first := int64(pages[0]) / unit * unit
+		k := 1
+		for k < len(pages) && int64(pages[k]) < first+maxPages {
+			k++
+		}
+		last := int64(pages[k-1])
+		length := min((last/unit+1)*unit-first, maxPages) * ps
+		got, err := j.readChunk(ctx, dc.in, dc.ij, buf[:length], first*ps)
+		if err != nil {
+			return err
+		}
+		j.prog.Add(int64(got))
+		for _, p := range pages[:k] {
+			at := (int64(p) - first) * ps
+			if at+ps > int64(got) {
+				break
+			}
+			if err := dc.w.Add(p, buf[at:at+ps]); err != nil {
+				return err
+			}
+		}
+		if int64(got) < length {
+			return nil
+		}
+		pages = pages[k:]
+	}
+	return nil
+}
+
+// crcAppender writes a sink.File sequentially, counting and checksumming.
+type crcAppender struct {
+	f   sink.File
+	n   int64
+	crc uint32
+}
+
+func (a *crcAppender) Write(p []byte) (int, error) {
+	if err := a.f.WriteAt(p, a.n); err != nil {
+		return 0, err
+	}
+	a.n += int64(len(p))
+	a.crc = checksum.Update(a.crc, p)
+	return len(p), nil
+}
+
+// reconcileIncremental is reconcileDDL for an incremental: a delta that is no longer
+// of the tablespace at its path (dropped, renamed, re-created during the copy) is
+// removed, or in an end that cannot take back what it was sent, cancelled by a .del
+// marker applied after the deltas; each tablespace without a valid delta (created or
+// renamed during the copy) is copied whole as <base>.new.
+func (j *job) reconcileIncremental(ctx context.Context, current []srcFile, e ddlEffects) error {
+	keep := map[string]bool{}
+	var recopy []srcFile
+	for _, f := range current {
+		if f.System {
+			keep[f.Rel] = true
+			continue
+		}
+		id, known, err := spaceID(f.Abs, j.info.PageSize)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if c, ok := j.files[f.Rel+deltaExt]; ok && known && c.SpaceID == id && !e.created[id] {
+			keep[f.Rel] = true
+			continue
+		}
+		recopy = append(recopy, f)
+	}
+	if err := j.dropStaleDeltas(keep); err != nil {
+		return err
+	}
+	if len(recopy) > 0 {
+		j.log.Info("incremental: copying whole the tablespaces DDL created or renamed during the backup", "files", len(recopy))
+	}
+	return j.copyInnoDBFiles(ctx, recopy)
+}
+
+// dropStaleDeltas removes (or cancels with a .del marker) the deltas not kept.
+func (j *job) dropStaleDeltas(keep map[string]bool) error {
+	var stale []string
+	for name, f := range j.files {
+		if rel, ok := strings.CutSuffix(name, deltaExt); ok && f.Kind == manifest.KindDelta && !keep[rel] {
+			stale = append(stale, rel)
+		}
+	}
+	sort.Strings(stale)
+	for _, rel := range stale {
+		if j.sink.Caps().Rewrite {
+			for _, name := range []string{rel + deltaExt, rel + metaExt} {
+				if err := j.removeCopy(name); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		base, ok := strings.CutSuffix(rel, innodbExt)
+		if !ok {
+			continue
+		}
+		f, err := j.writeWhole(base+delMarker, nil, manifest.KindDDL)
+		if err != nil {
+			return err
+		}
+		j.record(copiedFile{Rel: f.Path, Kind: f.Kind})
+	}
+	return nil
+}
