@@ -1,0 +1,252 @@
+package delta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/innodb"
+)
+
+// flags4K is FSP_SPACE_FLAGS of a legacy-format tablespace of 4 KiB pages.
+const flags4K = 3 << 6
+
+// testPage0 returns page 0 of space id recording a size of pages pages.
+func testPage0(id, pages uint32, fill byte) []byte {
+	p := testPage(id, 0, fill)
+	clear(p[38:150])
+	binary.BigEndian.PutUint32(p[38:], id)
+	binary.BigEndian.PutUint32(p[46:], pages)
+	binary.BigEndian.PutUint32(p[54:], flags4K)
+	return p
+}
+
+// tablespace returns a file of n pages of space id, page i filled with fill+i.
+func tablespace(id uint32, n int, fill byte) []byte {
+	var b []byte
+	for i := range n {
+		if i == 0 {
+			b = append(b, testPage0(id, uint32(n), fill)...)
+			continue
+		}
+		b = append(b, testPage(id, uint32(i), fill+byte(i))...)
+	}
+	return b
+}
+
+func put(t *testing.T, root, rel string, b []byte) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putDelta writes rel.delta and rel.meta holding pages of space id.
+func putDelta(t *testing.T, inc, rel string, id uint32, pages map[uint32][]byte) {
+	t.Helper()
+	var nos []uint32
+	for no := range pages {
+		nos = append(nos, no)
+	}
+	slices.Sort(nos)
+	put(t, inc, rel+".delta", writeDelta(t, testPS, nos, func(no uint32) []byte { return pages[no] }))
+	put(t, inc, rel+".meta", Meta{PageSize: testPS, SpaceID: id}.Bytes())
+}
+
+func get(t *testing.T, root, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func absent(t *testing.T, root string, rels ...string) {
+	t.Helper()
+	for _, rel := range rels {
+		if _, err := os.Lstat(filepath.Join(root, rel)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists (%v)", rel, err)
+		}
+	}
+}
+
+func spaceOf(t *testing.T, root, rel string) uint32 {
+	t.Helper()
+	h, err := innodb.ParseSpaceHeader(get(t, root, rel))
+	if err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+	return h.SpaceID
+}
+
+func pageAt(t *testing.T, root, rel string, no int) []byte {
+	t.Helper()
+	b := get(t, root, rel)
+	if len(b) < (no+1)*testPS {
+		t.Fatalf("%s is %d bytes, no page %d", rel, len(b), no)
+	}
+	return b[no*testPS : (no+1)*testPS]
+}
+
+func TestApplyDir(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	// The base.
+	put(t, target, "ibdata1", tablespace(0, 4, 0x10))
+	put(t, target, "undo001", tablespace(1, 2, 0x18))
+	put(t, target, "db/a.ibd", tablespace(5, 4, 0x20))
+	put(t, target, "db/b.ibd", tablespace(6, 3, 0x30)) // renamed to db/c (no marker)
+	put(t, target, "db/t.ibd", tablespace(7, 5, 0x40)) // truncated: new id 10
+	put(t, target, "db/dropped.ibd", tablespace(8, 2, 0x50))
+	put(t, target, "db/r1.ibd", tablespace(9, 2, 0x60)) // renamed by marker to db/r2
+	put(t, target, "db/x.ibd", tablespace(11, 2, 0x70)) // .del
+	put(t, target, "db/n.ibd", tablespace(12, 2, 0x80)) // .new
+	put(t, target, "db/s1.ibd", tablespace(20, 2, 0x90))
+	put(t, target, "db/s2.ibd", tablespace(21, 2, 0xa0)) // s1 and s2 swapped names
+	for _, rel := range []string{"db/a.frm", "db/old.frm", "db/db.opt", "aria_log.00000001", "xtrabackup_checkpoints", "ib_logfile0", "ferry_manifest.json", "olddb/z.frm"} {
+		put(t, target, rel, []byte("base "+rel))
+	}
+	put(t, target, ".ferry-incremental-1/keep.frm", []byte("scratch"))
+	put(t, target, ".ferry-incremental-1/keep.ibd", []byte("scratch"))
+
+	// The incremental backup.
+	putDelta(t, inc, "ibdata1", 0, map[uint32][]byte{1: testPage(0, 1, 0xe1), 2: testPage(0, 2, 0xe2)})
+	putDelta(t, inc, "undo001", 1, nil)
+	putDelta(t, inc, "db/a.ibd", 5, map[uint32][]byte{0: testPage0(5, 10, 0xa0), 3: testPage(5, 3, 0xa3)})
+	putDelta(t, inc, "db/c.ibd", 6, map[uint32][]byte{1: testPage(6, 1, 0xc1)})
+	putDelta(t, inc, "db/t.ibd", 10, map[uint32][]byte{0: testPage0(10, 3, 0xb0), 2: testPage(10, 2, 0xb2)})
+	putDelta(t, inc, "db/r2.ibd", 9, nil)
+	putDelta(t, inc, "db/s1.ibd", 21, nil)
+	putDelta(t, inc, "db/s2.ibd", 20, map[uint32][]byte{1: testPage(20, 1, 0xd1)})
+	putDelta(t, inc, "newdb/q.ibd", 30, map[uint32][]byte{0: testPage0(30, 4, 0xf0)})
+	put(t, inc, "db/r1.ren", []byte("./db/r2.ibd"))
+	put(t, inc, "db/x.del", nil)
+	put(t, inc, "db/n.new", tablespace(13, 3, 0x11))
+	for _, rel := range []string{"db/a.frm", "db/db.opt", "db/c.frm", "aria_log.00000001", "xtrabackup_checkpoints", "ib_logfile0", "newdb/q.frm", "newdb/db.opt"} {
+		put(t, inc, rel, []byte("inc "+rel))
+	}
+
+	var logs bytes.Buffer
+	st, err := ApplyDir(target, inc, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"incremental backup applied", "from=db/b.ibd to=db/c.ibd", "file=db/dropped.ibd"} {
+		if !strings.Contains(logs.String(), s) {
+			t.Errorf("log lacks %q:\n%s", s, logs.String())
+		}
+	}
+	want := Stats{Deltas: 9, Pages: 9, Created: 3, Renamed: 4, Removed: 3}
+	if st != want {
+		t.Errorf("Stats = %+v, want %+v", st, want)
+	}
+
+	// Pages at their offsets; the rest untouched.
+	if !bytes.Equal(pageAt(t, target, "ibdata1", 1), testPage(0, 1, 0xe1)) || !bytes.Equal(pageAt(t, target, "ibdata1", 3), testPage(0, 3, 0x13)) {
+		t.Error("ibdata1 pages wrong")
+	}
+	// Extension to FSP_SIZE from the new page 0.
+	if a := get(t, target, "db/a.ibd"); len(a) != 10*testPS || !bytes.Equal(a[3*testPS:4*testPS], testPage(5, 3, 0xa3)) || !bytes.Equal(a[testPS:2*testPS], testPage(5, 1, 0x21)) {
+		t.Errorf("db/a.ibd: %d bytes or pages wrong", len(a))
+	}
+	// Rename by space id, and the swap.
+	if spaceOf(t, target, "db/c.ibd") != 6 || !bytes.Equal(pageAt(t, target, "db/c.ibd", 1), testPage(6, 1, 0xc1)) || !bytes.Equal(pageAt(t, target, "db/c.ibd", 2), testPage(6, 2, 0x32)) {
+		t.Error("db/b.ibd not renamed to db/c.ibd with its pages")
+	}
+	if spaceOf(t, target, "db/s1.ibd") != 21 || spaceOf(t, target, "db/s2.ibd") != 20 || !bytes.Equal(pageAt(t, target, "db/s2.ibd", 1), testPage(20, 1, 0xd1)) {
+		t.Error("s1/s2 not swapped")
+	}
+	// Truncated table re-created from its delta alone.
+	if tt := get(t, target, "db/t.ibd"); len(tt) != 3*testPS || spaceOf(t, target, "db/t.ibd") != 10 || !bytes.Equal(tt[testPS:2*testPS], make([]byte, testPS)) {
+		t.Errorf("db/t.ibd not re-created (%d bytes)", len(tt))
+	}
+	if spaceOf(t, target, "db/r2.ibd") != 9 || spaceOf(t, target, "db/n.ibd") != 13 || spaceOf(t, target, "newdb/q.ibd") != 30 {
+		t.Error("marker or new table wrong")
+	}
+	if len(get(t, target, "newdb/q.ibd")) != 4*testPS {
+		t.Error("newdb/q.ibd not extended")
+	}
+	absent(t, target, "db/b.ibd", "db/r1.ibd", "db/x.ibd", "db/dropped.ibd", "db/old.frm", "ferry_manifest.json", "olddb")
+	for _, rel := range []string{"db/a.frm", "db/c.frm", "xtrabackup_checkpoints", "ib_logfile0", "newdb/db.opt"} {
+		if got := string(get(t, target, rel)); got != "inc "+rel {
+			t.Errorf("%s = %q", rel, got)
+		}
+	}
+	if string(get(t, target, ".ferry-incremental-1/keep.ibd")) != "scratch" || string(get(t, target, ".ferry-incremental-1/keep.frm")) != "scratch" {
+		t.Error("scratch directory touched")
+	}
+	// inc is left as it was.
+	for _, rel := range []string{"db/r1.ren", "db/x.del", "db/n.new", "db/a.ibd.delta", "db/a.ibd.meta"} {
+		get(t, inc, rel)
+	}
+}
+
+func TestApplyDirErrors(t *testing.T) {
+	cases := map[string]func(t *testing.T, target, inc string){
+		"no meta": func(t *testing.T, target, inc string) {
+			put(t, inc, "db/a.ibd.delta", writeDelta(t, testPS, nil, nil))
+		},
+		"bad meta": func(t *testing.T, target, inc string) {
+			putDelta(t, inc, "db/a.ibd", 5, nil)
+			put(t, inc, "db/a.ibd.meta", []byte("page_size = 4096\n"))
+		},
+		"corrupt delta": func(t *testing.T, target, inc string) {
+			putDelta(t, inc, "db/a.ibd", 5, nil)
+			put(t, inc, "db/a.ibd.delta", []byte("nonsense"))
+		},
+		"page 0 of another space": func(t *testing.T, target, inc string) {
+			putDelta(t, inc, "db/a.ibd", 5, map[uint32][]byte{0: testPage0(6, 2, 1)})
+		},
+		"system file of another space": func(t *testing.T, target, inc string) {
+			put(t, target, "ibdata1", tablespace(3, 2, 1))
+			putDelta(t, inc, "ibdata1", 0, nil)
+		},
+		"ren leaves target": func(t *testing.T, target, inc string) {
+			putDelta(t, inc, "ibdata1", 0, nil)
+			put(t, target, "db/a.ibd", tablespace(5, 2, 1))
+			put(t, inc, "db/a.ren", []byte("../../etc/x"))
+		},
+		"no delta at all": func(t *testing.T, target, inc string) {
+			put(t, inc, "db/a.frm", nil)
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			target, inc := t.TempDir(), t.TempDir()
+			put(t, target, "db/a.ibd", tablespace(5, 2, 1))
+			setup(t, target, inc)
+			if _, err := ApplyDir(target, inc, nil); err == nil {
+				t.Fatal("no error")
+			} else {
+				t.Log(err)
+			}
+			get(t, target, "db/a.ibd")
+		})
+	}
+}
+
+func TestApplyDirIncInsideTarget(t *testing.T) {
+	target := t.TempDir()
+	put(t, target, "ibdata1", tablespace(0, 2, 1))
+	for rel, ok := range map[string]bool{".ferry-incremental-1": true, "inc": false} {
+		inc := filepath.Join(target, rel)
+		putDelta(t, inc, "ibdata1", 0, map[uint32][]byte{1: testPage(0, 1, 9)})
+		_, err := ApplyDir(target, inc, nil)
+		if (err == nil) != ok {
+			t.Errorf("inc %s: err = %v", rel, err)
+		}
+	}
+	if _, err := ApplyDir(target, target, nil); err == nil {
+		t.Error("inc == target accepted")
+	}
+}
