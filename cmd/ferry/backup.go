@@ -73,7 +73,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 			m := res.Manifest
 			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
 				"took", time.Since(start).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
-				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
+				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
 				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", m.LastLSN-m.StartLSN)
 			switch {
 			case fl.repo.url != "":

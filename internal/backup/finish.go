@@ -22,7 +22,15 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
 	m.Type, m.Engine = manifest.TypeFull, "innodb-redo-copy/1"
-	cp := xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.EndLSN, LastLSN: m.LastLSN}
+	m.ToLSN = m.EndLSN
+	if b := j.cfg.Incremental; b != nil {
+		c, err := j.checkpoint()
+		if err != nil {
+			return err
+		}
+		m.ToLSN = max(b.ToLSN, min(c, m.EndLSN))
+	}
+	cp := xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.ToLSN, LastLSN: m.LastLSN}
 	if b := j.cfg.Incremental; b != nil {
 		m.Type = manifest.TypeIncremental
 		m.Incremental = &manifest.Incremental{BaseID: b.ID, BaseToLSN: b.ToLSN, FromLSN: j.sel.from, Method: j.sel.method()}
@@ -119,7 +127,7 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "gtid_current_pos", Value: c.GTIDCurrentPos},
 		{Key: "gtid_slave_pos", Value: c.GTIDSlavePos},
 		{Key: "innodb_from_lsn", Value: fmt.Sprintf("%d", from)},
-		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.EndLSN)},
+		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.ToLSN)},
 		{Key: "partial", Value: "N"},
 		{Key: "incremental", Value: incremental},
 		{Key: "format", Value: j.infoFormat()},

@@ -40,7 +40,7 @@ func BaseFromManifest(m *manifest.Manifest, name string) (*Base, error) {
 	if m.Prepared != nil {
 		return nil, fmt.Errorf("the base %s was prepared by ferry prepare, which rolled back its open transactions: an incremental applies only on an unprepared base; take a full backup, or use an unprepared copy", name)
 	}
-	return &Base{ID: m.ID, Name: name, ToLSN: m.EndLSN, FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID}, nil
+	return &Base{ID: m.ID, Name: name, ToLSN: m.ChainLSN(), FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID}, nil
 }
 
 // BaseFromDir reads the base of --incremental-basedir: a complete ferry backup, or one

@@ -81,13 +81,17 @@ func (a *applier) run(files *incFiles) error {
 	if err != nil {
 		return err
 	}
-	if err := a.applyMarkers(files); err != nil {
-		return err
-	}
 	if err := a.resolve(jobs); err != nil {
 		return err
 	}
 	if err := a.applyDeltas(jobs); err != nil {
+		return err
+	}
+	// Markers after the deltas: a stream cannot take back a delta it sent, so a
+	// tablespace dropped, renamed or re-created during ferry's incremental keeps its
+	// delta, cancelled by a .del marker, and comes whole as a .new (DDL markers,
+	// docs/incremental.md).
+	if err := a.applyMarkers(files); err != nil {
 		return err
 	}
 	if err := a.removeDropped(jobs, files.news); err != nil {

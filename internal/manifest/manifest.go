@@ -149,18 +149,24 @@ type Prepared struct {
 
 // Manifest is the whole document.
 type Manifest struct {
-	Format      int                 `json:"format"`
-	Tool        string              `json:"tool"`
-	ToolVersion string              `json:"tool_version"`
-	ID          string              `json:"id"`
-	Type        string              `json:"type"`
-	Engine      string              `json:"engine"`
-	StartTime   time.Time           `json:"start_time"`
-	EndTime     time.Time           `json:"end_time"`
-	Server      Server              `json:"server"`
-	StartLSN    uint64              `json:"start_lsn"`
-	EndLSN      uint64              `json:"end_lsn"`
-	LastLSN     uint64              `json:"last_lsn"`
+	Format      int       `json:"format"`
+	Tool        string    `json:"tool"`
+	ToolVersion string    `json:"tool_version"`
+	ID          string    `json:"id"`
+	Type        string    `json:"type"`
+	Engine      string    `json:"engine"`
+	StartTime   time.Time `json:"start_time"`
+	EndTime     time.Time `json:"end_time"`
+	Server      Server    `json:"server"`
+	StartLSN    uint64    `json:"start_lsn"`
+	EndLSN      uint64    `json:"end_lsn"`
+	LastLSN     uint64    `json:"last_lsn"`
+	// ToLSN is xtrabackup_checkpoints' to_lsn, which the next incremental's from_lsn
+	// names (0 in older manifests: EndLSN). A full backup's is EndLSN; an incremental's
+	// is the server's checkpoint at its end (never below its base's to_lsn), as
+	// mariadb-backup writes it: mariadb-backup --prepare refuses an incremental whose
+	// to_lsn lies past where its recovery ends.
+	ToLSN       uint64              `json:"to_lsn,omitempty"`
 	Coordinates mariadb.Coordinates `json:"coordinates"`
 	LockTimesMS map[string]int64    `json:"lock_times_ms"`
 	Storage     Storage             `json:"storage"`
@@ -169,6 +175,14 @@ type Manifest struct {
 	Prepared    *Prepared           `json:"prepared,omitempty"`
 	// Incremental is set when Type is TypeIncremental.
 	Incremental *Incremental `json:"incremental,omitempty"`
+}
+
+// ChainLSN is the to_lsn an incremental on this backup starts from.
+func (m *Manifest) ChainLSN() uint64 {
+	if m.ToLSN != 0 {
+		return m.ToLSN
+	}
+	return m.EndLSN
 }
 
 // StoredSize is the sum of the sizes of a repository backup's objects.

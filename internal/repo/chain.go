@@ -124,9 +124,9 @@ func follow(head *manifest.Manifest, get baseGetter) ([]*manifest.Manifest, erro
 // LSN, on the same server.
 func link(child, base *manifest.Manifest) error {
 	inc := child.Incremental
-	if inc.BaseToLSN != base.EndLSN {
+	if inc.BaseToLSN != base.ChainLSN() {
 		return brokenf("the chain is broken between %s and %s: %s applies on LSN %d, %s ends at LSN %d (not the backup it was taken on)",
-			base.ID, child.ID, child.ID, inc.BaseToLSN, base.ID, base.EndLSN)
+			base.ID, child.ID, child.ID, inc.BaseToLSN, base.ID, base.ChainLSN())
 	}
 	if child.Server.UID != "" && base.Server.UID != "" && child.Server.UID != base.Server.UID {
 		return brokenf("the chain is broken between %s and %s: they are backups of different servers (server_uid %s and %s)",

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/ferry-backup/ferry/internal/delta"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -64,6 +65,9 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 	if err := checkLink(0, nil, prev); err != nil {
 		return nil, err
 	}
+	if err := applyDDLMarkers(staging); err != nil { // a stream's .del/.new, before any delta
+		return nil, err
+	}
 	for i, l := range c.Links[1:] {
 		if prev, err = c.applyLink(ctx, i+1, l, prev, staging, env); err != nil {
 			return nil, err
@@ -78,13 +82,14 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 // copied while it changed (a mariadb-backup incremental) needs the base recovered first;
 // ferry refuses such a chain rather than restore it inconsistent.
 func (c *ChainSource) applyLink(ctx context.Context, i int, l Source, prev *Backup, staging string, env Env) (*Backup, error) {
-	scratch := filepath.Join(staging, fmt.Sprintf(".ferry-incremental-%d", i))
+	scratch := fmt.Sprintf("%s.incremental-%d", staging, i)
 	if err := os.RemoveAll(scratch); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(scratch, 0o750); err != nil {
 		return nil, fmt.Errorf("create %s: %w", scratch, err)
 	}
+	defer os.RemoveAll(scratch)
 	b, err := l.Fill(ctx, scratch, env)
 	if err != nil {
 		return nil, err
@@ -97,7 +102,16 @@ func (c *ChainSource) applyLink(ctx context.Context, i int, l Source, prev *Back
 		return nil, err
 	}
 	if from := b.selectedFrom(); from > start {
-		return nil, fmt.Errorf("%s holds the pages changed since LSN %d, but its base %s was copied from LSN %d on: the pages the base copied while they changed between the two are not in it, so the chain needs a recovery per link (mariadb-backup --prepare --incremental-dir does that); ferry restores chains of incrementals taken by ferry", b.Origin(), from, prev.Origin(), start)
+		// The pages the base copied while they changed between start and from are not
+		// in this link: the chain so far is recovered first (no rollback), as
+		// mariadb-backup --prepare does link by link.
+		if env.RecoverBase == nil {
+			return nil, fmt.Errorf("%s holds the pages changed since LSN %d, but its base %s was copied from LSN %d on: the chain needs a recovery per link (internal error: none given)", b.Origin(), from, prev.Origin(), start)
+		}
+		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken with --incremental-lsn): recovering the chain so far first, without rolling back", "link", b.Origin(), "from_lsn", from, "base_redo_start", start)
+		if err := env.RecoverBase(ctx, prev, staging); err != nil {
+			return nil, err
+		}
 	}
 	st, err := delta.ApplyDir(staging, scratch, env.Log)
 	if err != nil {
@@ -118,16 +132,16 @@ func (c *ChainSource) applyLink(ctx context.Context, i int, l Source, prev *Back
 // deltas), every other an incremental whose from_lsn is its base's to_lsn.
 func checkLink(i int, prev, b *Backup) error {
 	switch {
-	case i == 0 && b.Incremental:
+	case i == 0 && b.isIncremental():
 		return fmt.Errorf("the first backup of a chain must be a full backup, and %s is an incremental: give its full backup first", b.Origin())
 	case i == 0 && b.Prepared && b.Manifest != nil && b.Manifest.Prepared != nil:
 		return fmt.Errorf("the full backup %s was prepared by ferry prepare, which rolled back its open transactions: incrementals apply only on an unprepared full backup", b.Origin())
 	case i == 0:
 		return nil
-	case !b.Incremental:
+	case !b.isIncremental():
 		return fmt.Errorf("%s is a full backup, not an incremental: a chain is one full backup followed by incrementals, oldest first", b.Origin())
-	case prev != nil && b.Checkpoints.FromLSN != prev.Checkpoints.ToLSN:
-		return fmt.Errorf("the chain is broken: %s starts at LSN %d but the backup before it, %s, ends at LSN %d: give the incrementals in the order they were taken, none missing", b.Origin(), b.Checkpoints.FromLSN, prev.Origin(), prev.Checkpoints.ToLSN)
+	case prev != nil && b.fromLSN() != prev.toLSN():
+		return fmt.Errorf("the chain is broken: %s starts at LSN %d but the backup before it, %s, ends at LSN %d: give the incrementals in the order they were taken, none missing", b.Origin(), b.fromLSN(), prev.Origin(), prev.toLSN())
 	case prev != nil && b.Manifest != nil && prev.Manifest != nil && b.Manifest.Incremental != nil &&
 		b.Manifest.Incremental.BaseID != "" && b.Manifest.Incremental.BaseID != prev.Manifest.ID:
 		return fmt.Errorf("the chain is broken: %s was taken on backup %s, not on %s (%s)", b.Origin(), b.Manifest.Incremental.BaseID, prev.Manifest.ID, prev.Origin())
@@ -141,7 +155,35 @@ func (b *Backup) selectedFrom() uint64 {
 	if b.Manifest != nil && b.Manifest.Incremental != nil {
 		return b.Manifest.Incremental.FromLSN
 	}
+	return b.fromLSN()
+}
+
+// isIncremental tells whether the backup is an incremental, from its manifest if it
+// has one.
+func (b *Backup) isIncremental() bool {
+	if b.Manifest != nil {
+		return b.Manifest.Type == manifest.TypeIncremental
+	}
+	return b.Incremental
+}
+
+// fromLSN is an incremental's from_lsn: its base's to_lsn.
+func (b *Backup) fromLSN() uint64 {
+	if m := b.Manifest; m != nil {
+		if m.Incremental != nil {
+			return m.Incremental.BaseToLSN
+		}
+		return 0
+	}
 	return b.Checkpoints.FromLSN
+}
+
+// toLSN is the backup's to_lsn, the from_lsn of an incremental on it.
+func (b *Backup) toLSN() uint64 {
+	if b.Manifest != nil {
+		return b.Manifest.ChainLSN()
+	}
+	return b.Checkpoints.ToLSN
 }
 
 // redoStart is the LSN the redo of the chain so far starts from, read from the

@@ -33,7 +33,7 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	if err != nil {
 		return err
 	}
-	if b.Incremental {
+	if b.isIncremental() {
 		return fmt.Errorf("%s is an incremental backup: ferry restore --target-dir FULL --incremental-dir %s applies it and recovers once (or prepare it with mariadb-backup --prepare --target-dir FULL --incremental-dir %s)", cfg.Dir, cfg.Dir, cfg.Dir)
 	}
 	if b.Prepared {
@@ -65,6 +65,17 @@ func errLogBeside(dir string) string {
 // recovered transactions roll back, and shuts it down cleanly. The server's error log
 // is errLog, kept if recovery fails.
 func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, false)
+}
+
+// recoverKeepOpen is recoverDir without the rollback: transactions open in the copy stay
+// open (innodb_force_recovery=3, which also keeps purge from running), so that a later
+// link of an incremental chain, in which they may have committed, applies on the copy.
+func recoverKeepOpen(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, true)
+}
+
+func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger, keepOpen bool) error {
 	if mem == "" {
 		mem = "256M"
 	}
@@ -79,13 +90,16 @@ func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return err
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
+	if keepOpen {
+		args = append(args, "--innodb-force-recovery=3")
+	}
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mariadbd", bin, "dir", abs)
 	if err := os.Remove(errLog); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
-	if err := recoverChecked(ctx, pc, dir, opts, keys, log); err != nil {
+	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
 		return err
 	}
 	os.Remove(filepath.Join(abs, "ibtmp1"))
@@ -125,12 +139,12 @@ func readyForRecovery(b *Backup, abs string, keys keyfile.Files, log *slog.Logge
 // recoverChecked runs recovery with the links set aside and, for a backup encrypted
 // at rest, checks the key file on a second start: recovery reads only the pages the
 // redo touches, and those it builds from the redo it does not decrypt.
-func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, opts ServerOptions, keys keyfile.Files, log *slog.Logger) error {
+func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, opts ServerOptions, keys keyfile.Files, log *slog.Logger, keepOpen bool) error {
 	err := withLinksAside(pc.Datadir, func() error {
-		if err := runRecovery(ctx, pc, dir, nil); err != nil || !opts.Encrypted() {
+		if err := runRecovery(ctx, pc, dir, nil, keepOpen); err != nil || !opts.Encrypted() || keepOpen {
 			return err
 		}
-		return runRecovery(ctx, pc, dir, func(db *sql.DB) error { return checkKeys(ctx, db, keys.KeyFile, log) })
+		return runRecovery(ctx, pc, dir, func(db *sql.DB) error { return checkKeys(ctx, db, keys.KeyFile, log) }, false)
 	})
 	var ke keyError
 	switch {
@@ -148,10 +162,13 @@ type keyError struct{ error }
 
 // runRecovery starts the private server, waits for the rollback of recovered
 // transactions, runs check (if set) on it, and shuts it down cleanly.
-func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string, check func(*sql.DB) error) error {
+func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string, check func(*sql.DB) error, keepOpen bool) error {
 	p, err := mariadb.StartPrivate(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
+	}
+	if keepOpen {
+		return p.Shutdown(ctx)
 	}
 	if err := waitRollback(ctx, p); err != nil {
 		p.Shutdown(ctx)

@@ -102,7 +102,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 // DATA DIRECTORY paths, usable server options, and a mariadbd of its series (returned)
 // if it is not prepared yet.
 func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
-	if b.Incremental && b.Chain == 0 {
+	if b.isIncremental() && b.Chain == 0 {
 		return "", fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
 	}
 	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
@@ -123,11 +123,19 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 
 // restoreIn fills staging from the source, prepares it and renames it into place.
 func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked bool, owner ownerIDs, datadir string) (*Result, error) {
-	b, err := cfg.Source.Fill(ctx, staging, Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal})
+	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal}
+	env.RecoverBase = func(ctx context.Context, b *Backup, dir string) error {
+		bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
+		if err != nil {
+			return err
+		}
+		return recoverKeepOpen(ctx, b, dir, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log)
+	}
+	b, err := cfg.Source.Fill(ctx, staging, env)
 	if err != nil {
 		return nil, err
 	}
-	if b.Incremental && b.Chain == 0 {
+	if b.isIncremental() && b.Chain == 0 {
 		return nil, fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
 	}
 	if b.ForeignPrepared {

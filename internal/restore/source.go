@@ -34,6 +34,11 @@ type Env struct {
 	Log      *slog.Logger
 	Progress io.Writer
 	Terminal bool
+	// RecoverBase runs crash recovery on the copy in dir without rolling back the
+	// transactions it finds open (they may commit in a later link): a chain whose link
+	// does not hold every page its base copied while it changed needs the base
+	// recovered before the link is applied.
+	RecoverBase func(ctx context.Context, b *Backup, dir string) error
 }
 
 // Reporter starts a progress report for total bytes (-1 if unknown).

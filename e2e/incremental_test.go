@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// incLinks is how many incrementals each chain gets on its full backup.
+const incLinks = 3
+
+// TestIncrementalChains: under the bank, non-InnoDB and DDL workloads, a full backup
+// and three incrementals are taken into a directory (--incremental-basedir), as
+// streams (--incremental-lsn) and into an S3 repository (--incremental), and by
+// mariadb-backup. Each chain restored by ferry holds the invariants at exactly its last
+// incremental's GTID, replicates from there and matches the source's checksums; so
+// does ferry's directory chain prepared by mariadb-backup, and mariadb-backup's chain
+// restored by ferry. The directory incrementals found their pages in the redo and
+// store far less than the full backup; a chain with a link missing or out of order,
+// an incremental alone, and an incremental on another server's base are refused; expire
+// keeps the full backup a kept incremental needs.
+func TestIncrementalChains(t *testing.T) {
+	mb, err := exec.LookPath("mariadb-backup")
+	if err != nil {
+		t.Fatal("mariadb-backup is not installed (apt-get install mariadb-backup; .ci/run does it)")
+	}
+	// Flushing eagerly moves the checkpoint during and between the backups (so that a
+	// base's pages were copied while they changed), while a 64 MiB log still holds the
+	// redo since the last backup.
+	opts := testdb.Options{LogFileSize: "64M", ServerID: 1, Args: []string{"--innodb-max-dirty-pages-pct=0", "--innodb-max-dirty-pages-pct-lwm=0.001"}}
+	src, load := loadedSource(t, opts, 2, 20000)
+	s3 := newS3Repo(t, "ferry-inc", "db1")
+	tmp := shortTemp(t)
+	dirs, streams, mbDirs := make([]string, incLinks+1), make([]string, incLinks+1), make([]string, 3)
+	var streamTo uint64
+	load.Start()
+	time.Sleep(time.Second)
+	for k := 0; k <= incLinks; k++ {
+		dirs[k] = filepath.Join(tmp, "dir"+strconv.Itoa(k))
+		args := backupArgs(src, dirs[k])
+		if k > 0 {
+			args = append(args, "--incremental-basedir", dirs[k-1])
+		}
+		mustFerry(t, args...)
+
+		streams[k] = filepath.Join(tmp, "stream"+strconv.Itoa(k)+".xbs")
+		sargs := streamArgs(src)
+		if k > 0 {
+			sargs = append(sargs, "--incremental-lsn", strconv.FormatUint(streamTo, 10))
+		}
+		streamTo = streamToFile(t, sargs, streams[k])
+
+		rargs := repoBackupArgs(src, s3.url, "--part-size", "2M")
+		if k > 0 {
+			rargs = append(rargs, "--incremental")
+		}
+		s3.run(t, rargs...)
+
+		if k < len(mbDirs) {
+			mbDirs[k] = filepath.Join(tmp, "mb"+strconv.Itoa(k))
+			margs := []string{"--backup", "--socket=" + src.Socket, "--user=root", "--target-dir=" + mbDirs[k]}
+			if k > 0 {
+				margs = append(margs, "--incremental-basedir="+mbDirs[k-1])
+			}
+			if out, err := exec.Command(mb, margs...).CombinedOutput(); err != nil {
+				t.Fatalf("mariadb-backup %v: %v\n%s", margs, err, tail(string(out), 20))
+			}
+		}
+		time.Sleep(1500 * time.Millisecond) // the workloads change some pages before the next link
+	}
+	load.Stop(t)
+	want := testdb.Checksums(t, src.DB(t))
+	checkIncrementals(t, dirs)
+
+	t.Run("refused", func(t *testing.T) { refusedChains(t, src, tmp, dirs) })
+	t.Run("expire keeps the base", func(t *testing.T) { expireKeepsBase(t, s3) })
+
+	last := readManifest(t, dirs[incLinks])
+	gtid := last.Coordinates.GTIDBinlogPos
+	t.Run("directory", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "r-dir")
+		args := []string{"restore", "--target-dir", dirs[0], "--datadir", datadir}
+		for _, d := range dirs[1:] {
+			args = append(args, "--incremental-dir", d)
+		}
+		out := mustFerry(t, args...)
+		if n := strings.Count(out.stderr, "running crash recovery"); n != 1 {
+			t.Errorf("the chain of ferry incrementals ran %d recoveries, want one", n)
+		}
+		checkReplica(t, src, load, datadir, gtid, want)
+	})
+	t.Run("streams", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "r-stream")
+		args := []string{"restore", "--datadir", datadir}
+		for _, s := range streams {
+			args = append(args, "--from", s)
+		}
+		out := mustFerry(t, args...)
+		checkReplica(t, src, load, datadir, restoredGTID(t, out.stdout), want)
+	})
+	t.Run("s3 repository", func(t *testing.T) {
+		list := s3.run(t, "list", "--repo", s3.url)
+		if strings.Count(list.stdout, "incremental") < incLinks {
+			t.Errorf("list does not show the incrementals:\n%s", list.stdout)
+		}
+		s3.run(t, "verify", "--repo", s3.url, "latest")
+		datadir := filepath.Join(tmp, "r-s3")
+		out := s3.run(t, "restore", "--repo", s3.url, "latest", "--datadir", datadir)
+		checkReplica(t, src, load, datadir, restoredGTID(t, out.stdout), want)
+	})
+	t.Run("ferry chain, mariadb-backup prepare", func(t *testing.T) {
+		full := copyBackup(t, dirs[0], filepath.Join(tmp, "mbprep"))
+		mbPrepare(t, mb, "--target-dir="+full)
+		for _, d := range dirs[1:] {
+			mbPrepare(t, mb, "--target-dir="+full, "--incremental-dir="+d)
+		}
+		datadir := filepath.Join(tmp, "r-mbprep")
+		mustFerry(t, "restore", "--target-dir", full, "--datadir", datadir)
+		checkReplica(t, src, load, datadir, gtid, want)
+	})
+	t.Run("mariadb-backup chain, ferry restore", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "r-mb")
+		args := []string{"restore", "--target-dir", mbDirs[0], "--datadir", datadir}
+		for _, d := range mbDirs[1:] {
+			args = append(args, "--incremental-dir", d)
+		}
+		out := mustFerry(t, args...)
+		checkReplica(t, src, load, datadir, restoredGTID(t, out.stdout), want)
+	})
+}
+
+// checkIncrementals checks the directory chain's manifests: each incremental links to
+// the backup before it, found its pages in the redo, and stores much less than the
+// full backup's tablespaces.
+func checkIncrementals(t *testing.T, dirs []string) {
+	t.Helper()
+	full := readManifest(t, dirs[0])
+	var fullInnoDB int64
+	for _, f := range full.Files {
+		if f.Kind == manifest.KindInnoDB {
+			fullInnoDB += f.Size
+		}
+	}
+	prev := full
+	for _, d := range dirs[1:] {
+		m := readManifest(t, d)
+		inc := m.Incremental
+		if m.Type != manifest.TypeIncremental || inc == nil || inc.BaseID != prev.ID || inc.BaseToLSN != prev.ChainLSN() || inc.FromLSN != prev.StartLSN {
+			t.Fatalf("%s: type %q, incremental %+v; want an incremental on %s (to %d, start %d)", d, m.Type, inc, prev.ID, prev.ChainLSN(), prev.StartLSN)
+		}
+		if inc.Method != "redo" {
+			t.Errorf("%s: changed pages found by %q, want redo (the 64 MiB log holds the redo since the base)", d, inc.Method)
+		}
+		var deltas int64
+		for _, f := range m.Files {
+			switch {
+			case f.Kind == manifest.KindDelta:
+				deltas += f.Size
+			case f.Kind == manifest.KindInnoDB && !strings.HasSuffix(f.Path, ".new"):
+				t.Errorf("%s: holds the whole tablespace %s in an incremental", d, f.Path)
+			}
+		}
+		if deltas == 0 || deltas > fullInnoDB/3 {
+			t.Errorf("%s: %d bytes of deltas for %d bytes of tablespaces: want a small fraction", d, deltas, fullInnoDB)
+		}
+		t.Logf("%s: %d bytes of deltas of %d (%s), from LSN %d", filepath.Base(d), deltas, fullInnoDB, inc.Method, inc.FromLSN)
+		prev = m
+	}
+}
+
+// refusedChains: a link missing, links out of order, an incremental restored alone and
+// an incremental on another server's backup are refused with one line each.
+func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) {
+	datadir := filepath.Join(tmp, "never")
+	wantFail(t, nil, "the chain is broken", "restore", "--target-dir", dirs[0], "--incremental-dir", dirs[2], "--datadir", datadir)
+	wantFail(t, nil, "the chain is broken", "restore", "--target-dir", dirs[0], "--incremental-dir", dirs[2], "--incremental-dir", dirs[1], "--datadir", datadir)
+	wantFail(t, nil, "is an incremental backup", "restore", "--target-dir", dirs[1], "--datadir", datadir)
+	wantFail(t, nil, "must be a full backup", "restore", "--target-dir", dirs[1], "--incremental-dir", dirs[2], "--datadir", datadir)
+	if _, err := os.Stat(datadir); err == nil {
+		t.Errorf("a refused restore left %s behind", datadir)
+	}
+	other := testdb.Start(t, testdb.Options{ServerID: 9})
+	wantFail(t, nil, "another server", backupArgs(other, filepath.Join(tmp, "other-inc"), "--incremental-basedir", dirs[0])...)
+}
+
+// expireKeepsBase: with only the newest backup to keep, expire keeps the whole chain it
+// needs, says so in its dry run, and the newest backup still restores (checked after).
+func expireKeepsBase(t *testing.T, r *s3Repo) {
+	before := listRepo(t, r.env, r.url)
+	dry := r.run(t, "expire", "--repo", r.url, "--keep-last", "1", "--dry-run")
+	if !strings.Contains(dry.stdout+dry.stderr, "base of kept incremental") {
+		t.Errorf("expire --dry-run does not say it keeps the chain's bases:\n%s%s", dry.stdout, dry.stderr)
+	}
+	r.run(t, "expire", "--repo", r.url, "--keep-last", "1")
+	if after := listRepo(t, r.env, r.url); len(after) != len(before) {
+		t.Errorf("expire --keep-last 1 removed %d of the %d backups of one chain", len(before)-len(after), len(before))
+	}
+}
+
+var toLSNRe = regexp.MustCompile(`to_lsn=(\d+)`)
+
+// streamToFile runs a stream backup into path and returns its to_lsn, which an
+// incremental on it gives as --incremental-lsn.
+func streamToFile(t testing.TB, args []string, path string) uint64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ferryBin, args...)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ferry %s: %v\n%s", strings.Join(args, " "), err, tail(errb.String(), 20))
+	}
+	m := toLSNRe.FindStringSubmatch(errb.String())
+	if m == nil {
+		t.Fatalf("the stream backup did not log its to_lsn:\n%s", tail(errb.String(), 10))
+	}
+	lsn, _ := strconv.ParseUint(m[1], 10, 64)
+	return lsn
+}
+
+// mbPrepare runs mariadb-backup --prepare with args.
+func mbPrepare(t testing.TB, mb string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(mb, append([]string{"--prepare"}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --prepare %v: %v\n%s", args, err, tail(string(out), 20))
+	}
+}
+
+// TestIncrementalScanAfterRedoLapped: when the server's 8 MiB log no longer holds the
+// redo since the base (a bulk update wrote far more in between), the incremental reads
+// every page instead, says why, and the chain restores consistent.
+func TestIncrementalScanAfterRedoLapped(t *testing.T) {
+	src, load := loadedSource(t, testdb.Options{LogFileSize: "8M", ServerID: 1}, 1, 20000)
+	tmp := shortTemp(t)
+	full, inc := filepath.Join(tmp, "full"), filepath.Join(tmp, "inc")
+	load.Start()
+	mustFerry(t, backupArgs(src, full)...)
+	before := lsnNow(t, src)
+	for lsnNow(t, src)-before < 3*(8<<20) {
+		src.Exec(t, "UPDATE filler.t SET pad = REVERSE(pad) WHERE id % 3 = 0")
+	}
+	out := mustFerry(t, backupArgs(src, inc, "--incremental-basedir", full)...)
+	load.Stop(t)
+	want := testdb.Checksums(t, src.DB(t))
+	m := readManifest(t, inc)
+	if m.Incremental == nil || m.Incremental.Method != "scan" || !strings.Contains(out.stderr, "no longer holds") {
+		t.Fatalf("incremental after the log was overwritten: %+v; want the scan, and the log saying why:\n%s", m.Incremental, tail(out.stderr, 10))
+	}
+	datadir := filepath.Join(tmp, "restored")
+	mustFerry(t, "restore", "--target-dir", full, "--incremental-dir", inc, "--datadir", datadir)
+	checkReplica(t, src, load, datadir, m.Coordinates.GTIDBinlogPos, want)
+}
