@@ -48,9 +48,9 @@ type Config struct {
 	// LSN). An incremental backup reads the redo since its base from it to learn the
 	// pages changed since; Run fails with *OverwrittenError if the server has written
 	// over it, and Open if the log file starts after it.
-	From      uint64
-	Poll      time.Duration // idle poll interval; 0 means DefaultPoll
-	ReadSize  int           // bytes per read; 0 means DefaultReadSize
+	From     uint64
+	Poll     time.Duration // idle poll interval; 0 means DefaultPoll
+	ReadSize int           // bytes per read; 0 means DefaultReadSize
 }
 
 // Tailer copies the redo log of a running server from its latest checkpoint
