@@ -164,9 +164,12 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		if r, err = fl.repo.open(cmd.Context(), cfg.Log, true, version); err != nil {
 			return err
 		}
-		cfg.Sink, err = repo.NewSink(r, o)
+		var sk *repo.Sink
+		if sk, err = repo.NewSink(r, o); err == nil {
+			cfg.Sink = sk
+		}
 		if fl.incRepo || fl.incBase != "" {
-			cfg.BaseFor = repoBase(r, fl.incBase)
+			cfg.BaseFor = repoBase(r, sk, fl.incBase)
 		}
 	default:
 		cfg.Sink, err = sink.NewDir(fl.targetDir)
@@ -205,8 +208,8 @@ func (fl backupFlags) applyIncremental(cfg *backup.Config) error {
 }
 
 // repoBase chooses the base of a repository incremental: the backup id, or the newest
-// complete backup of the server being backed up.
-func repoBase(r *repo.Repo, id string) func(ctx context.Context, serverUID string) (*backup.Base, error) {
+// complete backup of the server being backed up; the sink's in-progress marker names it.
+func repoBase(r *repo.Repo, sk *repo.Sink, id string) func(ctx context.Context, serverUID string) (*backup.Base, error) {
 	return func(ctx context.Context, serverUID string) (*backup.Base, error) {
 		var m *manifest.Manifest
 		var err error
@@ -218,6 +221,7 @@ func repoBase(r *repo.Repo, id string) func(ctx context.Context, serverUID strin
 		if err != nil {
 			return nil, err
 		}
+		sk.SetBase(m.ID)
 		return backup.BaseFromManifest(m, r.Location()+" "+m.ID)
 	}
 }

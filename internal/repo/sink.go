@@ -27,6 +27,10 @@ func NewSink(r *Repo, o WriterOptions) (*Sink, error) {
 	return &Sink{r: r, opts: o}, nil
 }
 
+// SetBase records, before Open, the backup an incremental applies on: its in-progress
+// marker names it, so that expire keeps the base while the incremental runs.
+func (s *Sink) SetBase(id string) { s.opts.Base = id }
+
 // Name is the repository and, once open, the backup's id.
 func (s *Sink) Name() string {
 	if s.id == "" {
