@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -192,7 +193,11 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // memoryBudget is what the copy buffers, the end's own pipeline and the redo spool's
 // memory tier may hold.
 func (j *job) memoryBudget() int64 {
-	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory
+	n := int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory
+	if j.cfg.Incremental != nil { // each delta writer holds one cluster of pages
+		n += int64(j.cfg.Parallel) * int64(delta.ClusterPages(j.info.PageSize)+1) * int64(j.info.PageSize)
+	}
+	return n
 }
 
 // connect opens the connection, probes the server and checks privileges and access

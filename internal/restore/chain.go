@@ -51,9 +51,11 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 	return b, nil
 }
 
-// Staging implements Source: the full backup's.
+// Staging implements Source: the full backup's, removed if the restore fails: the
+// deltas applied to it would not match what a resumed download checks.
 func (c *ChainSource) Staging(datadir string) (string, bool, error) {
-	return c.Links[0].Staging(datadir)
+	dir, _, err := c.Links[0].Staging(datadir)
+	return dir, false, err
 }
 
 // Fill implements Source: the full backup, then each incremental applied in order.
