@@ -40,12 +40,15 @@ type incFiles struct {
 // target in place, as `mariadb-backup --prepare --incremental-dir` does before crash
 // recovery (which the caller runs afterwards):
 //
-//  1. DDL markers: <t>.del removes <t>.ibd, <old>.ren renames <old>.ibd to the name it
-//     holds, <t>.new replaces <t>.ibd.
-//  2. Every X.delta (with its X.meta) is applied to the target file holding the meta's
+//  1. Every X.delta (with its X.meta) is applied to the target file holding the meta's
 //     space id: X itself, another .ibd file renamed to X (a table renamed since the
 //     base), or a new file X (a table created or truncated since the base).
-//  3. Page 0 in a delta extends the file to the FSP_SIZE it records (never shrinks).
+//  2. Page 0 in a delta extends the file to the FSP_SIZE it records (never shrinks).
+//  3. DDL markers: <t>.del removes <t>.ibd, <old>.ren renames <old>.ibd to the name it
+//     holds, <t>.new replaces <t>.ibd. They come after the deltas (mariadb-backup
+//     applies them first): an incremental stream cancels with <t>.del a delta it sent
+//     for a tablespace DDL changed during the copy, and sends the tablespace whole as
+//     <t>.new (docs/incremental.md).
 //  4. .ibd files no delta or .new names are removed (tables dropped since the base).
 //  5. Every other file of target (not a tablespace) is removed and the other files of
 //     inc are copied in; empty directories inc does not have are removed.

@@ -76,7 +76,7 @@ func (a *applier) checkDelta(j *job) error {
 	return NewReader(in, fi.Size(), j.meta.Physical()).check()
 }
 
-// resolve finds the target file each job applies to, once the DDL markers are applied.
+// resolve finds the target file each job applies to.
 func (a *applier) resolve(jobs []*job) error {
 	idx, err := a.indexSpaces()
 	if err != nil {
