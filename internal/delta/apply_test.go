@@ -250,3 +250,25 @@ func TestApplyDirIncInsideTarget(t *testing.T) {
 		t.Error("inc == target accepted")
 	}
 }
+
+// TestApplyDirMarkersAfterDeltas: an incremental stream renamed db/x to db/y during
+// its copy after it had sent x's delta: it cancels the delta with db/x.del and sends
+// the tablespace whole as db/y.new. Applied in that order the base's db/x is gone and
+// db/y holds the whole copy; markers first would have renamed y back to x.
+func TestApplyDirMarkersAfterDeltas(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	put(t, target, "db/x.ibd", tablespace(5, 4, 10))
+	put(t, target, "ibdata1", tablespace(0, 4, 1))
+	putDelta(t, inc, "ibdata1", 0, nil)
+	putDelta(t, inc, "db/x.ibd", 5, map[uint32][]byte{2: testPage(5, 2, 99)})
+	put(t, inc, "db/x.del", nil)
+	whole := tablespace(5, 6, 50)
+	put(t, inc, "db/y.new", whole)
+	if _, err := ApplyDir(target, inc, nil); err != nil {
+		t.Fatal(err)
+	}
+	absent(t, target, "db/x.ibd")
+	if got := get(t, target, "db/y.ibd"); !bytes.Equal(got, whole) {
+		t.Errorf("db/y.ibd is not the whole copy sent as db/y.new (%d bytes, want %d)", len(got), len(whole))
+	}
+}
