@@ -97,6 +97,9 @@ func TestIncrementalChains(t *testing.T) {
 		if n := strings.Count(out.stderr, "running crash recovery"); n != 1 {
 			t.Errorf("the chain of ferry incrementals ran %d recoveries, want one", n)
 		}
+		if !regexp.MustCompile(`pages_left_to_a_later_link=[1-9]`).MatchString(out.stderr) {
+			t.Errorf("no page was left to a later link: pages changed in several links were written more than once")
+		}
 		checkReplica(t, src, load, datadir, gtid, want)
 	})
 	t.Run("streams", func(t *testing.T) {

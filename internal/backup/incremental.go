@@ -128,7 +128,7 @@ func (j *job) selectPages(ctx context.Context) *selection {
 	case err != nil && ctx.Err() != nil:
 		s.why = "interrupted"
 	case errors.Is(err, redo.ErrLogOverwritten):
-		s.why = fmt.Sprintf("the server's redo log no longer holds LSN %d, where the base's copy began (it was overwritten since): every page is read", s.from)
+		s.why = fmt.Sprintf("the server's redo log no longer holds LSN %d, where the base's copy began (written over since, or the log was resized): every page is read", s.from)
 	case err != nil:
 		s.why = fmt.Sprintf("reading the redo since the base failed (%v): every page is read", err)
 	case !ok:
@@ -268,8 +268,8 @@ func (j *job) deltaScan(ctx context.Context, dc *deltaCopy) error {
 	}
 }
 
-// deltaPages reads the listed pages in aligned runs of neighbours; pages past the
-// file's end (freed since) are skipped.
+// deltaPages reads the listed pages in aligned runs of neighbours and keeps those
+// above from, as the scan does; pages past the file's end (freed since) are skipped.
 func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) error {
 	ps := int64(dc.ij.page)
 	unit := max(ps, directio.Align) / ps
@@ -293,8 +293,12 @@ func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) err
 			if at+ps > int64(got) {
 				break
 			}
-			if err := dc.w.Add(p, buf[at:at+ps]); err != nil {
-				return err
+			// A page the redo names whose LSN is not above from was freed since
+			// (InnoDB does not write freed pages back): its content does not matter.
+			if page := buf[at : at+ps]; innodb.PageLSN(page) > j.sel.from {
+				if err := dc.w.Add(p, page); err != nil {
+					return err
+				}
 			}
 		}
 		if int64(got) < length {

@@ -17,12 +17,18 @@ type Stats struct {
 	Created int // tablespace files created (new or re-created tables, .new markers)
 	Renamed int // tablespace files renamed (.ren markers, space ids found under another name)
 	Removed int // tablespace files removed (.del markers, dropped tables, stale files)
+	Skipped int // pages not written because a later incremental holds them (Skip)
 }
+
+// Skip tells ApplyDirSkip which pages not to write: those a later incremental of the
+// chain holds too, which will overwrite them before anything reads them.
+type Skip func(PageKey) bool
 
 // applier holds one ApplyDir run.
 type applier struct {
 	target, inc string
 	log         *slog.Logger
+	skip        Skip // nil: write every page
 	stats       Stats
 	dirs        map[string]bool // directories whose entries changed, synced at the end
 }
@@ -57,10 +63,15 @@ type incFiles struct {
 // left alone, as are those of inc. Changed files are synced before ApplyDir returns.
 // A nil log discards the log.
 func ApplyDir(target, inc string, log *slog.Logger) (Stats, error) {
+	return ApplyDirSkip(target, inc, log, nil)
+}
+
+// ApplyDirSkip is ApplyDir that does not write the pages skip names (nil: none).
+func ApplyDirSkip(target, inc string, log *slog.Logger, skip Skip) (Stats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}}
+	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}, skip: skip}
 	if err := a.checkDirs(); err != nil {
 		return Stats{}, err
 	}
@@ -72,7 +83,7 @@ func ApplyDir(target, inc string, log *slog.Logger) (Stats, error) {
 		return a.stats, err
 	}
 	log.Info("incremental backup applied", "incremental", inc, "target", target, "deltas", a.stats.Deltas,
-		"pages", a.stats.Pages, "created", a.stats.Created, "renamed", a.stats.Renamed, "removed", a.stats.Removed)
+		"pages", a.stats.Pages, "pages_skipped", a.stats.Skipped, "created", a.stats.Created, "renamed", a.stats.Renamed, "removed", a.stats.Removed)
 	return a.stats, nil
 }
 

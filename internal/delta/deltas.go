@@ -295,29 +295,36 @@ func (a *applier) writeDelta(j *job, create bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := writePages(NewReader(in, fi.Size(), j.meta.Physical()), out, j.meta)
+	skip := func(no uint32) bool { return a.skip != nil && a.skip(keyOf(j.meta, j.rel, no)) }
+	n, skipped, err := writePages(NewReader(in, fi.Size(), j.meta.Physical()), out, j.meta, skip)
+	a.stats.Skipped += skipped
 	return n, errors.Join(err, out.Sync(), out.Close())
 }
 
-// writePages writes every page of rd at its offset in out, extending out to the
-// FSP_SIZE of a page 0.
-func writePages(rd *Reader, out *os.File, m Meta) (int, error) {
+// writePages writes every page of rd that skip does not name at its offset in out,
+// extending out to the FSP_SIZE of a page 0.
+func writePages(rd *Reader, out *os.File, m Meta, skip func(uint32) bool) (n, skipped int, err error) {
 	ps := int64(m.Physical())
-	for n := 0; ; n++ {
+	for {
 		no, page, err := rd.Next()
 		if err == io.EOF {
-			return n, nil
+			return n, skipped, nil
 		}
 		if err != nil {
-			return n, err
+			return n, skipped, err
 		}
+		if skip(no) {
+			skipped++
+			continue
+		}
+		n++
 		if no == 0 {
 			if err := extend(out, page, m); err != nil {
-				return n, err
+				return n, skipped, err
 			}
 		}
 		if _, err := out.WriteAt(page, int64(no)*ps); err != nil {
-			return n, err
+			return n, skipped, err
 		}
 	}
 }

@@ -58,75 +58,182 @@ func (c *ChainSource) Staging(datadir string) (string, bool, error) {
 	return dir, false, err
 }
 
-// Fill implements Source: the full backup, then each incremental applied in order.
+// Fill implements Source: the full backup, then every incremental made readable and
+// checked against the one before, then each applied in order.
 func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
-	prev, err := c.Links[0].Fill(ctx, staging, env)
+	base, err := c.Links[0].Fill(ctx, staging, env)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLink(0, nil, prev); err != nil {
+	if err := checkLink(0, nil, base); err != nil {
 		return nil, err
 	}
 	if err := applyDDLMarkers(staging); err != nil { // a stream's .del/.new, before any delta
 		return nil, err
 	}
-	for i, l := range c.Links[1:] {
-		if prev, err = c.applyLink(ctx, i+1, l, prev, staging, env); err != nil {
+	links, err := c.fillLinks(ctx, base, staging, env)
+	defer func() {
+		for _, l := range links {
+			os.RemoveAll(l.scratch)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	prev := base
+	for i, l := range links {
+		if i == 0 || l.recoverFirst {
+			l.segment = laterPages(links[i:], env)
+		}
+		if err := c.applyLink(ctx, l, prev, staging, env); err != nil {
 			return nil, err
 		}
+		if i+1 < len(links) && !links[i+1].recoverFirst {
+			links[i+1].segment = l.segment
+		}
+		prev = l.b
 	}
 	prev.Chain = len(c.Links)
 	return prev, nil
 }
 
-// applyLink fills incremental number i into a scratch directory, checks it follows
-// prev and applies it onto staging. A link that does not hold every page its base
-// copied while it changed (a mariadb-backup incremental) needs the base recovered first;
-// ferry refuses such a chain rather than restore it inconsistent.
-func (c *ChainSource) applyLink(ctx context.Context, i int, l Source, prev *Backup, staging string, env Env) (*Backup, error) {
-	scratch := fmt.Sprintf("%s.incremental-%d", staging, i)
+// link is an incremental of the chain, readable in dir.
+type link struct {
+	b            *Backup
+	index        int    // in the chain, from 1
+	dir, scratch string // where its files are; the scratch directory to remove ("" if none)
+	// recoverFirst: the link does not hold every page its base copied while it
+	// changed (a mariadb-backup incremental, or one taken with --incremental-lsn): the
+	// chain so far is recovered before it is applied, as mariadb-backup --prepare does
+	// link by link.
+	recoverFirst bool
+	segment      *segment // the links applied between two recoveries, this one among them
+}
+
+// fillLinks makes every incremental readable (in place, or filled into a scratch
+// directory beside staging) and checks each against the link before it.
+func (c *ChainSource) fillLinks(ctx context.Context, base *Backup, staging string, env Env) ([]*link, error) {
+	var links []*link
+	prev, prevDir := base, staging
+	for i, src := range c.Links[1:] {
+		l := &link{index: i + 1, scratch: fmt.Sprintf("%s.incremental-%d", staging, i+1)}
+		var err error
+		if l.b, l.dir, err = fillLink(ctx, src, l.scratch, env); err != nil {
+			return links, err
+		}
+		if l.dir != l.scratch {
+			l.scratch = ""
+		}
+		links = append(links, l)
+		if err := checkLink(i+1, prev, l.b); err != nil {
+			return links, err
+		}
+		start, err := redoStart(prev, prevDir)
+		if err != nil {
+			return links, err
+		}
+		l.recoverFirst = l.b.selectedFrom() > start
+		prev, prevDir = l.b, l.dir
+	}
+	return links, nil
+}
+
+// applyLink applies one incremental onto staging, after recovering the chain so far
+// if the link needs it.
+func (c *ChainSource) applyLink(ctx context.Context, l *link, prev *Backup, staging string, env Env) error {
+	if l.recoverFirst {
+		if env.RecoverBase == nil {
+			return fmt.Errorf("%s needs its base recovered first (internal error: no recovery given)", l.b.Origin())
+		}
+		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken with --incremental-lsn): recovering the chain so far first, without rolling back",
+			"link", l.b.Origin(), "from_lsn", l.b.selectedFrom())
+		if err := env.RecoverBase(ctx, prev, staging); err != nil {
+			return err
+		}
+	}
+	st, err := delta.ApplyDirSkip(staging, l.dir, env.Log, l.segment.skip(l.index))
+	if err != nil {
+		return fmt.Errorf("apply incremental %s: %w", l.b.Origin(), err)
+	}
+	env.Log.Info("incremental applied", "backup", l.b.Origin(), "deltas", st.Deltas, "pages", st.Pages,
+		"pages_left_to_a_later_link", st.Skipped, "created", st.Created, "renamed", st.Renamed, "removed", st.Removed)
+	if l.dir == l.scratch {
+		l.b.Dir = staging // its metadata files are now in staging
+	}
+	return nil
+}
+
+// maxSkipPages bounds the pages a segment remembers (about 64 bytes each): past it,
+// every page is written.
+const maxSkipPages = 8 << 20
+
+// segment remembers, for the links applied between two recoveries, which link writes
+// each page last: an earlier link does not write a page a later one overwrites before
+// anything reads it, so that each page is written once.
+type segment struct {
+	last map[delta.PageKey]int // nil: write every page
+}
+
+// laterPages reads the delta headers of the links from links[0] up to the next that
+// needs a recovery first.
+func laterPages(links []*link, env Env) *segment {
+	s := &segment{last: map[delta.PageKey]int{}}
+	for i, l := range links {
+		if i > 0 && l.recoverFirst {
+			break
+		}
+		err := delta.ListPages(l.dir, func(k delta.PageKey) {
+			if s.last != nil {
+				s.last[k] = l.index
+				if len(s.last) > maxSkipPages {
+					s.last = nil
+				}
+			}
+		})
+		if err != nil || s.last == nil {
+			env.Log.Debug("incremental: every page of the chain is written", "why", err)
+			return &segment{}
+		}
+	}
+	return s
+}
+
+// skip tells link index which pages a later link of the segment writes. Page 0 is
+// always written: applying a link finds each tablespace's file by the space id in it.
+func (s *segment) skip(index int) delta.Skip {
+	if s == nil || s.last == nil {
+		return nil
+	}
+	return func(k delta.PageKey) bool { return k.Page != 0 && s.last[k] > index }
+}
+
+// localSource is a Source whose files can be read where they are (a backup
+// directory): a chain verifies such a link in place and applies it from there, so its
+// pages are written once, into the staging copy.
+type localSource interface {
+	// Verify checks every file against the backup's checksums and returns the
+	// backup, whose Dir holds its files.
+	Verify(ctx context.Context, env Env) (*Backup, error)
+}
+
+// fillLink makes a link's files readable in a directory: where they are, or filled
+// into scratch (a stream, a repository backup). It returns that directory.
+func fillLink(ctx context.Context, l Source, scratch string, env Env) (*Backup, string, error) {
+	if ls, ok := l.(localSource); ok {
+		b, err := ls.Verify(ctx, env)
+		if err != nil {
+			return nil, "", err
+		}
+		return b, b.Dir, nil
+	}
 	if err := os.RemoveAll(scratch); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := os.Mkdir(scratch, 0o750); err != nil {
-		return nil, fmt.Errorf("create %s: %w", scratch, err)
+		return nil, "", fmt.Errorf("create %s: %w", scratch, err)
 	}
-	defer os.RemoveAll(scratch)
 	b, err := l.Fill(ctx, scratch, env)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkLink(i, prev, b); err != nil {
-		return nil, err
-	}
-	start, err := redoStart(prev, staging)
-	if err != nil {
-		return nil, err
-	}
-	if from := b.selectedFrom(); from > start {
-		// The pages the base copied while they changed between start and from are not
-		// in this link: the chain so far is recovered first (no rollback), as
-		// mariadb-backup --prepare does link by link.
-		if env.RecoverBase == nil {
-			return nil, fmt.Errorf("%s holds the pages changed since LSN %d, but its base %s was copied from LSN %d on: the chain needs a recovery per link (internal error: none given)", b.Origin(), from, prev.Origin(), start)
-		}
-		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken with --incremental-lsn): recovering the chain so far first, without rolling back", "link", b.Origin(), "from_lsn", from, "base_redo_start", start)
-		if err := env.RecoverBase(ctx, prev, staging); err != nil {
-			return nil, err
-		}
-	}
-	st, err := delta.ApplyDir(staging, scratch, env.Log)
-	if err != nil {
-		return nil, fmt.Errorf("apply incremental %s: %w", b.Origin(), err)
-	}
-	env.Log.Info("incremental applied", "backup", b.Origin(), "deltas", st.Deltas, "pages", st.Pages, "created", st.Created, "renamed", st.Renamed, "removed", st.Removed)
-	if err := os.RemoveAll(scratch); err != nil {
-		return nil, err
-	}
-	if b.Dir == scratch {
-		b.Dir = staging // its metadata files are now in staging
-	}
-	return b, nil
+	return b, scratch, err
 }
 
 // checkLink refuses a chain whose link i does not follow prev: the first must be a
@@ -188,17 +295,17 @@ func (b *Backup) toLSN() uint64 {
 	return b.Checkpoints.ToLSN
 }
 
-// redoStart is the LSN the redo of the chain so far starts from, read from the
-// staging copy's ib_logfile0 (the previous link's): the copy's pages are exact below it.
-// A base prepared by mariadb-backup is exact up to its end.
-func redoStart(prev *Backup, staging string) (uint64, error) {
+// redoStart is the LSN the redo of the backup prev starts from (its manifest, or the
+// checkpoint of the ib_logfile0 in dir, where its files are): its pages are exact
+// below it. A base prepared by mariadb-backup is exact up to its end.
+func redoStart(prev *Backup, dir string) (uint64, error) {
 	if prev.Prepared {
 		return prev.Checkpoints.LastLSN, nil
 	}
 	if prev.Manifest != nil && prev.Manifest.StartLSN != 0 {
 		return prev.Manifest.StartLSN, nil
 	}
-	cp, err := redo.NewestCheckpoint(filepath.Join(staging, "ib_logfile0"))
+	cp, err := redo.NewestCheckpoint(filepath.Join(dir, "ib_logfile0"))
 	if err != nil {
 		return 0, fmt.Errorf("read the checkpoint of %s's redo log: %w", prev.Origin(), err)
 	}

@@ -1,8 +1,18 @@
 package restore
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"runtime"
+
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/safepath"
+	"golang.org/x/sync/errgroup"
 )
 
 // DirSource is a backup directory made by ferry or by mariadb-backup.
@@ -60,4 +70,53 @@ func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup,
 		return nil, err
 	}
 	return s.b, nil
+}
+
+// Verify implements localSource: it checks every file of the backup against its
+// manifest where it is, in parallel, so that a chain applies the incremental from
+// its own directory without copying it first.
+func (s *DirSource) Verify(ctx context.Context, env Env) (*Backup, error) {
+	if s.b == nil {
+		if _, err := s.Inspect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	files, err := s.b.datadirFiles()
+	if err != nil {
+		return nil, err
+	}
+	prog := env.Reporter(totalSize(files))
+	defer prog.Finish()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Parallel, runtime.NumCPU()))
+	for _, f := range files {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return verifyInPlace(s.b.Dir, f, prog)
+		})
+	}
+	return s.b, g.Wait()
+}
+
+// verifyInPlace checks one file of a backup directory against the manifest.
+func verifyInPlace(dir string, f manifest.File, prog *progress.Reporter) error {
+	p, err := safepath.Join(dir, f.Path)
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", dir, err)
+	}
+	if f.CRC32C == "" {
+		_, err := os.Stat(p)
+		return err
+	}
+	n, crc, err := filecopy.FileCRC(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("backup file %s is missing: the backup is damaged", f.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("backup file %s: %w", f.Path, err)
+	}
+	prog.Add(n)
+	return verify(f, n, crc)
 }
