@@ -116,6 +116,11 @@ func (s *selection) method() string {
 // redo copy starts; otherwise every page is read and those above from are kept.
 func (j *job) selectPages(ctx context.Context) *selection {
 	s := &selection{from: j.cfg.Incremental.FromLSN, upto: j.tail.t.Start().LSN}
+	if s.from == 0 {
+		s.why = "the base records no LSN: every page is read"
+		j.log.Info("incremental: changed pages by scan", "why", s.why)
+		return s
+	}
 	set := redo.NewPageSet(0)
 	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: mariadb.LSNSource{DB: j.db},
 		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: s.from})
