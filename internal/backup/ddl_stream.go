@@ -22,6 +22,23 @@ const (
 // tablespace now there (created, re-created or renamed during the copy) is copied again,
 // as <base>.new if its name was already used in the stream.
 func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffects) error {
+	keep, recopy, err := j.keptCopies(current, e, func(rel string) string { return rel })
+	if err != nil {
+		return err
+	}
+	if err := j.sendDeletes(keep); err != nil {
+		return err
+	}
+	if len(recopy) > 0 {
+		j.log.Info("copying tablespaces changed by DDL during the backup", "files", len(recopy))
+	}
+	return j.copyInnoDB(ctx, recopy)
+}
+
+// keptCopies splits the server's tablespaces into those whose copy in the backup (named
+// by copyOf) is still theirs (same space id, not re-created during the backup; system
+// tablespace files always are) and those to copy again.
+func (j *job) keptCopies(current []srcFile, e ddlEffects, copyOf func(rel string) string) (map[string]bool, []srcFile, error) {
 	keep := map[string]bool{}
 	var recopy []srcFile
 	for _, f := range current {
@@ -34,22 +51,16 @@ func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffec
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		c, ok := j.files[f.Rel]
+		c, ok := j.files[copyOf(f.Rel)]
 		if ok && known && c.Known && c.SpaceID == id && !e.created[id] {
 			keep[f.Rel] = true
 			continue
 		}
 		recopy = append(recopy, f)
 	}
-	if err := j.sendDeletes(keep); err != nil {
-		return err
-	}
-	if len(recopy) > 0 {
-		j.log.Info("copying tablespaces changed by DDL during the backup", "files", len(recopy))
-	}
-	return j.copyInnoDB(ctx, recopy)
+	return keep, recopy, nil
 }
 
 // sendDeletes sends a .del marker for every tablespace copy in the stream that is not

@@ -336,25 +336,9 @@ func (a *crcAppender) Write(p []byte) (int, error) {
 // marker applied after the deltas; each tablespace without a valid delta (created or
 // renamed during the copy) is copied whole as <base>.new.
 func (j *job) reconcileIncremental(ctx context.Context, current []srcFile, e ddlEffects) error {
-	keep := map[string]bool{}
-	var recopy []srcFile
-	for _, f := range current {
-		if f.System {
-			keep[f.Rel] = true
-			continue
-		}
-		id, known, err := spaceID(f.Abs, j.info.PageSize)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if c, ok := j.files[f.Rel+deltaExt]; ok && known && c.SpaceID == id && !e.created[id] {
-			keep[f.Rel] = true
-			continue
-		}
-		recopy = append(recopy, f)
+	keep, recopy, err := j.keptCopies(current, e, func(rel string) string { return rel + deltaExt })
+	if err != nil {
+		return err
 	}
 	if err := j.dropStaleDeltas(keep); err != nil {
 		return err

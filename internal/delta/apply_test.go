@@ -272,3 +272,37 @@ func TestApplyDirMarkersAfterDeltas(t *testing.T) {
 		t.Errorf("db/y.ibd is not the whole copy sent as db/y.new (%d bytes, want %d)", len(got), len(whole))
 	}
 }
+
+// TestListPagesAndSkip: ListPages lists a delta's pages from its headers (the system
+// tablespace's with its file), and ApplyDirSkip leaves the pages it is told to skip
+// as they were, page 0 included only if asked.
+func TestListPagesAndSkip(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	base := tablespace(5, 4, 10)
+	put(t, target, "db/x.ibd", base)
+	put(t, target, "ibdata1", tablespace(0, 4, 1))
+	putDelta(t, inc, "ibdata1", 0, map[uint32][]byte{1: testPage(0, 1, 77)})
+	putDelta(t, inc, "db/x.ibd", 5, map[uint32][]byte{2: testPage(5, 2, 99), 3: testPage(5, 3, 98)})
+	var got []PageKey
+	if err := ListPages(inc, func(k PageKey) { got = append(got, k) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b PageKey) int { return int(a.Space)*100 + int(a.Page) - int(b.Space)*100 - int(b.Page) })
+	want := []PageKey{{0, "ibdata1", 1}, {5, "", 2}, {5, "", 3}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ListPages: %v, want %v", got, want)
+	}
+	st, err := ApplyDirSkip(target, inc, nil, func(k PageKey) bool { return k == PageKey{5, "", 2} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Skipped != 1 || st.Pages != 2 {
+		t.Errorf("stats %+v, want 1 page skipped and 2 written", st)
+	}
+	if !bytes.Equal(pageAt(t, target, "db/x.ibd", 2), base[2*testPS:3*testPS]) {
+		t.Error("a skipped page was written")
+	}
+	if !bytes.Equal(pageAt(t, target, "db/x.ibd", 3), testPage(5, 3, 98)) {
+		t.Error("a page not skipped was not written")
+	}
+}

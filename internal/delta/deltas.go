@@ -64,16 +64,26 @@ func (a *applier) loadJobs(f *incFiles) ([]*job, error) {
 
 // checkDelta reads the cluster headers of j's delta.
 func (a *applier) checkDelta(j *job) error {
-	in, err := openIn(a.inc, j.delta)
+	r, in, err := a.openDelta(j)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	return r.check()
+}
+
+// openDelta opens j's delta for reading; the caller closes the file.
+func (a *applier) openDelta(j *job) (*Reader, *os.File, error) {
+	in, err := openIn(a.inc, j.delta)
+	if err != nil {
+		return nil, nil, err
+	}
 	fi, err := in.Stat()
 	if err != nil {
-		return err
+		in.Close()
+		return nil, nil, err
 	}
-	return NewReader(in, fi.Size(), j.meta.Physical()).check()
+	return NewReader(in, fi.Size(), j.meta.Physical()), in, nil
 }
 
 // resolve finds the target file each job applies to.

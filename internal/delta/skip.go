@@ -46,16 +46,11 @@ func ListPages(inc string, fn func(PageKey)) error {
 
 // listJob passes the page numbers of j's delta to fn.
 func (a *applier) listJob(j *job, fn func(PageKey)) error {
-	in, err := openIn(a.inc, j.delta)
+	r, in, err := a.openDelta(j)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	r := NewReader(in, fi.Size(), j.meta.Physical())
 	for !r.last {
 		if err := r.readCluster(); err != nil {
 			return err
