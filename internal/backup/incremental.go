@@ -251,20 +251,14 @@ func (s *selection) pagesOf(ij *innoJob) (list []uint32, scan bool) {
 func (j *job) deltaScan(ctx context.Context, dc *deltaCopy) error {
 	buf := <-j.bufs
 	defer func() { j.bufs <- buf }()
-	ps := int64(dc.ij.page)
 	for off := int64(0); ; {
-		n, err := j.readChunk(ctx, dc.in, dc.ij, buf, off)
+		n, err := j.readRaw(ctx, dc.in, dc.ij, buf, off)
 		if err != nil {
 			return err
 		}
 		j.prog.Add(int64(n))
-		for i := 0; i < n; i += int(ps) {
-			page := buf[i : i+int(ps)]
-			if innodb.PageLSN(page) > j.sel.from {
-				if err := dc.w.Add(uint32((off+int64(i))/ps), page); err != nil {
-					return err
-				}
-			}
+		if err := j.keepNewer(ctx, dc, buf[:n], off, nil); err != nil {
+			return err
 		}
 		if n < len(buf) {
 			return nil
@@ -273,8 +267,14 @@ func (j *job) deltaScan(ctx context.Context, dc *deltaCopy) error {
 	}
 }
 
-// deltaPages reads the listed pages in aligned runs of neighbours and keeps those
-// above from, as the scan does; pages past the file's end (freed since) are skipped.
+// deltaGap: listed pages at most this many pages apart are read in one run, with
+// the pages between them.
+const deltaGap = 8
+
+// deltaPages reads the listed pages, in aligned runs of near neighbours, and keeps
+// those above from, as the scan does: a page the redo names whose LSN is not above
+// from was freed since (InnoDB does not write freed pages back), and its content does
+// not matter. Pages past the file's end (freed since) are skipped.
 func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) error {
 	ps := int64(dc.ij.page)
 	unit := max(ps, directio.Align) / ps
@@ -283,33 +283,50 @@ func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) err
 	for len(pages) > 0 {
 		first := int64(pages[0]) / unit * unit
 		k := 1
-		for k < len(pages) && int64(pages[k]) < first+maxPages {
+		for k < len(pages) && int64(pages[k]) < first+maxPages && pages[k]-pages[k-1] <= deltaGap {
 			k++
 		}
 		last := int64(pages[k-1])
 		length := min((last/unit+1)*unit-first, maxPages) * ps
-		got, err := j.readChunk(ctx, dc.in, dc.ij, buf[:length], first*ps)
+		got, err := j.readRaw(ctx, dc.in, dc.ij, buf[:length], first*ps)
 		if err != nil {
 			return err
 		}
 		j.prog.Add(int64(got))
+		listed := map[uint32]bool{}
 		for _, p := range pages[:k] {
-			at := (int64(p) - first) * ps
-			if at+ps > int64(got) {
-				break
-			}
-			// A page the redo names whose LSN is not above from was freed since
-			// (InnoDB does not write freed pages back): its content does not matter.
-			if page := buf[at : at+ps]; innodb.PageLSN(page) > j.sel.from {
-				if err := dc.w.Add(p, page); err != nil {
-					return err
-				}
-			}
+			listed[p] = true
+		}
+		if err := j.keepNewer(ctx, dc, buf[:got], first*ps, listed); err != nil {
+			return err
 		}
 		if int64(got) < length {
 			return nil
 		}
 		pages = pages[k:]
+	}
+	return nil
+}
+
+// keepNewer adds to the delta the pages of b (read at off) whose LSN is above from
+// (and, if listed is set, that it lists), each validated first (a torn page read
+// again); the pages left out are not validated: they are not stored, and a torn read
+// of one showing an LSN not above from is of a page unchanged before the redo copy's
+// start, whose changes since are in the incremental's redo.
+func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64, listed map[uint32]bool) error {
+	ps := dc.ij.page
+	for i := 0; i+ps <= len(b); i += ps {
+		no := uint32((off + int64(i)) / int64(ps))
+		page := b[i : i+ps]
+		if listed != nil && !listed[no] || innodb.PageLSN(page) <= j.sel.from {
+			continue
+		}
+		if err := j.validate(ctx, dc.in, dc.ij, page, off+int64(i)); err != nil {
+			return err
+		}
+		if err := dc.w.Add(no, page); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -117,8 +117,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
-		if cfg.Sink.Caps().Remote {
-			cfg.ChunkSize = DefaultStreamChunkSize // nothing is written to the server's disk
+		if cfg.Sink.Caps().Remote || cfg.Incremental != nil || cfg.BaseFor != nil {
+			// nothing is written to the server's disk, or (an incremental) little
+			cfg.ChunkSize = DefaultStreamChunkSize
 		}
 	}
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)

@@ -96,6 +96,18 @@ func (j *job) readSegment(ctx context.Context, in *directio.File, ij *innoJob, s
 
 // readChunk fills buf from off with whole, validated pages; n < len(buf) at end of file.
 func (j *job) readChunk(ctx context.Context, in *directio.File, ij *innoJob, buf []byte, off int64) (int, error) {
+	n, err := j.readRaw(ctx, in, ij, buf, off)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := j.validate(ctx, in, ij, buf[:n], off); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// readRaw fills buf from off with whole pages, not validated, within --max-rate.
+func (j *job) readRaw(ctx context.Context, in *directio.File, ij *innoJob, buf []byte, off int64) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -106,11 +118,6 @@ func (j *job) readChunk(ctx context.Context, in *directio.File, ij *innoJob, buf
 	n -= n % ij.page // a partial page at EOF is being extended: redo covers it
 	if rerr != nil && !errors.Is(rerr, io.EOF) {
 		return 0, fmt.Errorf("read %s at %d: %w", ij.src.Abs, off, rerr)
-	}
-	if n > 0 {
-		if err := j.validate(ctx, in, ij, buf[:n], off); err != nil {
-			return 0, err
-		}
 	}
 	return n, nil
 }
