@@ -47,11 +47,13 @@ func newBackupCmd(g *globals) *cobra.Command {
 	fl.maxMemory = backup.DefaultMaxMemory
 	cmd := &cobra.Command{
 		Use:   "backup (--target-dir DIR | --stream | --repo REPO) [connection options]",
-		Short: "Take a hot full backup of a running MariaDB into a directory, an xbstream on stdout, or a repository (S3 or a directory)",
+		Short: "Take a hot full or incremental backup of a running MariaDB into a directory, an xbstream on stdout, or a repository (S3 or a directory)",
 		Example: `  ferry backup --socket /run/mysqld/mysqld.sock --user backup --password-file /etc/ferry/pw --target-dir /backups/full-1
   ferry backup --repo s3://bucket/prod-db1 --encrypt-to age1...    # AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... or a profile
   ferry backup --stream --compress zstd --encrypt-to age1... | ssh host2 'ferry restore --from - --identity-file key.txt --datadir /var/lib/mysql-new'
   ferry backup --stream --compress none > full.xbstream     # mbstream -x -C dir < full.xbstream unpacks it
+  ferry backup --socket /run/mysqld/mysqld.sock --user backup --target-dir /backups/inc-1 --incremental-basedir /backups/full-1
+  ferry backup --repo s3://bucket/prod-db1 --incremental      # on the newest backup of this server in the repository
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -197,6 +199,8 @@ func (fl backupFlags) applyIncremental(cfg *backup.Config) error {
 		return errors.New("give one of --incremental-basedir, --incremental-lsn, --incremental or --base")
 	case (fl.incRepo || fl.incBase != "") && fl.repo.url == "":
 		return errors.New("--incremental and --base choose a base in the repository: they need --repo (for a directory give --incremental-basedir)")
+	case (fl.incBasedir != "" || fl.incLSN != 0) && fl.repo.url != "":
+		return errors.New("an incremental in a repository applies on a backup of that repository: give --incremental (the newest of this server) or --base ID, not --incremental-basedir or --incremental-lsn")
 	case fl.incBasedir != "":
 		b, err := backup.BaseFromDir(fl.incBasedir)
 		cfg.Incremental = b

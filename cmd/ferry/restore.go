@@ -28,6 +28,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
   ferry restore --repo s3://bucket/prod-db1 latest --datadir /var/lib/mysql-new [--identity-file key.txt] [--resume]
   ssh db1 ferry backup --stream | ferry restore --from - --datadir /var/lib/mysql-new
   mariadb-backup --backup --stream=xbstream | ferry restore --from - --datadir /var/lib/mysql-new
+  ferry restore --target-dir /b/full --incremental-dir /b/inc1 --incremental-dir /b/inc2 --datadir /var/lib/mysql-new
+  ferry restore --from full.xbs --from inc1.xbs --datadir /var/lib/mysql-new     # a chain of streams, oldest first
+  A chain of incrementals is applied into one staging copy and recovered once (docs/incremental.md).
   The datadir must be new or empty (or pass --replace to move the old one aside); files are
   verified against the manifest, assembled in a staging directory and renamed into place.`,
 		Args: cobra.MaximumNArgs(1),
