@@ -181,8 +181,9 @@ func checkIncrementals(t *testing.T, dirs []string) {
 	}
 }
 
-// refusedChains: a link missing, links out of order, an incremental restored alone and
-// an incremental on another server's backup are refused with one line each.
+// refusedChains: a link missing, links out of order, an incremental restored or
+// prepared alone, incremental flags that do not go together and an incremental on
+// another server's backup are refused with one line each.
 func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) {
 	datadir := filepath.Join(tmp, "never")
 	wantFail(t, nil, "the chain is broken", "restore", "--target-dir", dirs[0], "--incremental-dir", dirs[2], "--datadir", datadir)
@@ -192,6 +193,10 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	if _, err := os.Stat(datadir); err == nil {
 		t.Errorf("a refused restore left %s behind", datadir)
 	}
+	wantFail(t, nil, "need --repo", backupArgs(src, filepath.Join(tmp, "x"), "--incremental")...)
+	wantFail(t, nil, "applies on a backup of that repository", "backup", "--socket", src.Socket, "--user", "root",
+		"--repo", filepath.Join(tmp, "repo-x"), "--incremental-basedir", dirs[0])
+	wantFail(t, nil, "is an incremental backup", "prepare", "--target-dir", dirs[1])
 	other := testdb.Start(t, testdb.Options{ServerID: 9})
 	wantFail(t, nil, "another server", backupArgs(other, filepath.Join(tmp, "other-inc"), "--incremental-basedir", dirs[0])...)
 }
