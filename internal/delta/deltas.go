@@ -312,13 +312,13 @@ func (a *applier) writeDelta(j *job, create bool) (int, error) {
 }
 
 // writePages writes every page of rd that skip does not name at its offset in out,
-// extending out to the FSP_SIZE of a page 0.
+// neighbours in one write, extending out to the FSP_SIZE of a page 0.
 func writePages(rd *Reader, out *os.File, m Meta, skip func(uint32) bool) (n, skipped int, err error) {
-	ps := int64(m.Physical())
+	w := runWriter{out: out, ps: int64(m.Physical())}
 	for {
 		no, page, err := rd.Next()
 		if err == io.EOF {
-			return n, skipped, nil
+			return n, skipped, w.flush()
 		}
 		if err != nil {
 			return n, skipped, err
@@ -333,10 +333,43 @@ func writePages(rd *Reader, out *os.File, m Meta, skip func(uint32) bool) (n, sk
 				return n, skipped, err
 			}
 		}
-		if _, err := out.WriteAt(page, int64(no)*ps); err != nil {
+		if err := w.add(no, page); err != nil {
 			return n, skipped, err
 		}
 	}
+}
+
+// runMax bounds the bytes of neighbouring pages written at once.
+const runMax = 1 << 20
+
+// runWriter gathers pages with consecutive numbers into one write.
+type runWriter struct {
+	out   *os.File
+	ps    int64
+	first uint32 // page number of buf's first page
+	buf   []byte
+}
+
+func (w *runWriter) add(no uint32, page []byte) error {
+	if len(w.buf) > 0 && (int64(no) != int64(w.first)+int64(len(w.buf))/w.ps || len(w.buf)+len(page) > runMax) {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
+	if len(w.buf) == 0 {
+		w.first = no
+	}
+	w.buf = append(w.buf, page...)
+	return nil
+}
+
+func (w *runWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.out.WriteAt(w.buf, int64(w.first)*w.ps)
+	w.buf = w.buf[:0]
+	return err
 }
 
 // extend grows out to the size page 0 records (FSP_SIZE pages); it never shrinks.

@@ -23,9 +23,13 @@ type Reader struct {
 	prev     uint32 // the last page number listed
 	seen     bool   // a page number was listed
 	hdr      []byte
-	page     []byte
+	batch    []byte // pages read ahead in one read: batch[bi*pageSize:] is the next
+	bi, bn   int
 	err      error // sticky
 }
+
+// readAhead is how many pages of a cluster Next reads at once.
+const readAhead = 64
 
 // NewReader returns a Reader of the delta held in r's first size bytes, whose pages
 // are pageSize bytes (Meta.Physical).
@@ -48,14 +52,19 @@ func (r *Reader) Next() (uint32, []byte, error) {
 			return 0, nil, r.err
 		}
 	}
-	off := r.data + int64(r.idx)*int64(r.pageSize)
-	if err := r.readAt(r.page, off); err != nil {
-		r.err = err
-		return 0, nil, err
+	if r.bi == r.bn {
+		n := min(readAhead, len(r.nos)-r.idx)
+		off := r.data + int64(r.idx)*int64(r.pageSize)
+		if err := r.readAt(r.batch[:n*r.pageSize], off); err != nil {
+			r.err = err
+			return 0, nil, err
+		}
+		r.bi, r.bn = 0, n
 	}
+	page := r.batch[r.bi*r.pageSize : (r.bi+1)*r.pageSize]
 	no := r.nos[r.idx]
-	r.idx++
-	return no, r.page, nil
+	r.idx, r.bi = r.idx+1, r.bi+1
+	return no, page, nil
 }
 
 // check reads the cluster headers to the end without reading the pages, checking
@@ -84,7 +93,7 @@ func (r *Reader) start() error {
 		return r.corrupt("delta size %d is not a multiple of the page size %d", r.size, r.pageSize)
 	}
 	r.hdr = make([]byte, r.pageSize)
-	r.page = make([]byte, r.pageSize)
+	r.batch = make([]byte, readAhead*r.pageSize)
 	r.started = true
 	return nil
 }
@@ -120,7 +129,7 @@ func (r *Reader) readCluster() error {
 	case r.last && end != r.size:
 		return r.corrupt("%d bytes follow the last cluster (ending at byte %d)", r.size-end, end)
 	}
-	r.data, r.next, r.idx = off+int64(r.pageSize), end, 0
+	r.data, r.next, r.idx, r.bi, r.bn = off+int64(r.pageSize), end, 0, 0, 0
 	return nil
 }
 
