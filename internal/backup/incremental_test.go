@@ -80,3 +80,22 @@ func TestBaseFromDir(t *testing.T) {
 		t.Errorf("unprepared mariadb-backup base without a redo log: %v", err)
 	}
 }
+
+// TestPlanRuns: listed pages at most deltaGap apart share one aligned read of at most
+// recopyRun bytes; farther ones get reads of their own.
+func TestPlanRuns(t *testing.T) {
+	runs := planRuns([]uint32{3, 5, 13, 40, 41, 200}, 16384)
+	type got struct{ first, length int64 }
+	var out []got
+	for _, r := range runs {
+		out = append(out, got{r.first, r.length / 16384})
+	}
+	want := []got{{3, 11}, {40, 2}, {200, 1}}
+	if !slices.Equal(out, want) || !runs[0].listed[13] || runs[0].listed[4] {
+		t.Errorf("runs %v (listed %v), want %v", out, runs[0].listed, want)
+	}
+	// 64 pages of 16 KiB fill a read: page 64 starts the next one.
+	if long := planRuns([]uint32{0, 8, 16, 24, 32, 40, 48, 56, 64, 72}, 16384); len(long) != 2 || long[0].length != 57*16384 || long[1].first != 64 {
+		t.Errorf("runs of at most %d bytes: got %d runs, the first of %d bytes", recopyRun, len(long), long[0].length)
+	}
+}
