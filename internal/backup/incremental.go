@@ -153,6 +153,9 @@ type deltaCopy struct {
 	w   *delta.Writer
 	out sink.File
 	sum *crcAppender
+	// next: the pages below it were considered already (a scan's next pass starts
+	// back at an aligned offset)
+	next uint32
 }
 
 // copyDeltas writes a .delta and .meta for each tablespace file, in parallel.
@@ -187,14 +190,11 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	}
 	dc := &deltaCopy{ij: ij, in: in, out: out, sum: &crcAppender{f: out}}
 	dc.w = delta.NewWriter(dc.sum, ij.page)
-	list, scan := j.sel.pagesOf(ij)
-	if !scan {
-		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
-	}
-	if scan {
+	if list, scan := j.sel.pagesOf(ij); scan {
 		err = j.deltaScan(ctx, dc)
 	} else {
-		err = j.deltaPages(ctx, dc, list)
+		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
+		err = j.readRuns(ctx, dc, planRuns(list, int64(ij.page)))
 	}
 	if err == nil {
 		err = dc.w.Close()
@@ -247,23 +247,23 @@ func (s *selection) pagesOf(ij *innoJob) (list []uint32, scan bool) {
 	return list, false
 }
 
-// deltaScan reads the whole file and keeps the pages above from.
+// deltaScan reads the whole file, recopyRun bytes at a time, and keeps the pages
+// above from; it reads on as long as the file grew meanwhile.
 func (j *job) deltaScan(ctx context.Context, dc *deltaCopy) error {
-	buf := <-j.bufs
-	defer func() { j.bufs <- buf }()
-	for off := int64(0); ; {
-		n, err := j.readRaw(ctx, dc.in, dc.ij, buf, off)
-		if err != nil {
+	var done int64 // bytes of the file scanned
+	for {
+		size, err := dc.in.Size()
+		if err != nil || size <= done {
 			return err
 		}
-		j.prog.Add(int64(n))
-		if err := j.keepNewer(ctx, dc, buf[:n], off, nil); err != nil {
+		var runs []pageRun
+		for off := done &^ (directio.Align - 1); off < size; off += recopyRun {
+			runs = append(runs, pageRun{first: off, length: recopyRun, bytes: true})
+		}
+		if err := j.readRuns(ctx, dc, runs); err != nil {
 			return err
 		}
-		if n < len(buf) {
-			return nil
-		}
-		off += int64(n)
+		done = size
 	}
 }
 
@@ -275,11 +275,21 @@ const deltaGap = 8
 // scattered, and a disk serves several small reads at once far faster than one by one.
 const deltaReaders = 8
 
-// pageRun is one read of listed pages: from page first, length bytes.
+// pageRun is one read: length bytes from page first (from byte first if bytes is
+// set), keeping the listed pages (every page if listed is nil).
 type pageRun struct {
 	first  int64
 	length int64
+	bytes  bool
 	listed map[uint32]bool
+}
+
+// offset is where the run starts in the file.
+func (r pageRun) offset(ps int64) int64 {
+	if r.bytes {
+		return r.first
+	}
+	return r.first * ps
 }
 
 // planRuns groups sorted pages into aligned reads of near neighbours.
@@ -313,11 +323,11 @@ type runRead struct {
 	done chan struct{}
 }
 
-// deltaPages reads the listed pages, deltaReaders runs at a time, and keeps, in page
-// order, those above from, as the scan does: a page the redo names whose LSN is not
-// above from was freed since (InnoDB does not write freed pages back), and its content
-// does not matter. Pages past the file's end (freed since) are skipped.
-func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) error {
+// readRuns reads the runs, deltaReaders at a time, and keeps, in page order, the
+// pages they list (all of a scan's) whose LSN is above from: a page the redo names
+// whose LSN is not above from was freed since (InnoDB does not write freed pages
+// back), and its content does not matter. Pages past the file's end are skipped.
+func (j *job) readRuns(ctx context.Context, dc *deltaCopy, runs []pageRun) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ps := int64(dc.ij.page)
@@ -328,7 +338,7 @@ func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) err
 	reads := make(chan *runRead, deltaReaders-1)
 	go func() {
 		defer close(reads)
-		for _, r := range planRuns(pages, ps) {
+		for _, r := range runs {
 			rr := &runRead{run: r, done: make(chan struct{})}
 			select {
 			case rr.buf = <-bufs:
@@ -337,7 +347,7 @@ func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) err
 			}
 			go func() {
 				defer close(rr.done)
-				rr.got, rr.err = j.readRaw(ctx, dc.in, dc.ij, rr.buf[:r.length], r.first*ps)
+				rr.got, rr.err = j.readRaw(ctx, dc.in, dc.ij, rr.buf[:r.length], r.offset(ps))
 			}()
 			reads <- rr
 		}
@@ -350,7 +360,7 @@ func (j *job) deltaPages(ctx context.Context, dc *deltaCopy, pages []uint32) err
 		}
 		if err == nil {
 			j.prog.Add(int64(rr.got))
-			err = j.keepNewer(ctx, dc, rr.buf[:rr.got], rr.run.first*ps, rr.run.listed)
+			err = j.keepNewer(ctx, dc, rr.buf[:rr.got], rr.run.offset(ps), rr.run.listed)
 		}
 		if err != nil {
 			cancel() // the reads left end; they are waited for
@@ -370,6 +380,10 @@ func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64,
 	for i := 0; i+ps <= len(b); i += ps {
 		no := uint32((off + int64(i)) / int64(ps))
 		page := b[i : i+ps]
+		if no < dc.next {
+			continue
+		}
+		dc.next = no + 1
 		if listed != nil && !listed[no] || innodb.PageLSN(page) <= j.sel.from {
 			continue
 		}
