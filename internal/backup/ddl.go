@@ -88,10 +88,16 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 	if err := j.dropStale(current); err != nil {
 		return err
 	}
-	if len(recopy) > 0 {
-		j.log.Info("copying tablespaces changed by DDL during the backup", "files", len(recopy))
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB)
+}
+
+// copyChangedByDDL copies again, with copy, the tablespaces DDL created, re-created
+// or renamed during the backup.
+func (j *job) copyChangedByDDL(ctx context.Context, files []srcFile, copy func(context.Context, []srcFile) error) error {
+	if len(files) > 0 {
+		j.log.Info("copying whole the tablespaces DDL created, re-created or renamed during the backup", "files", len(files), "incremental", j.cfg.Incremental != nil)
 	}
-	return j.copyInnoDB(ctx, recopy)
+	return copy(ctx, files)
 }
 
 // applyDropsAndRenames removes copies of dropped or re-created tablespaces and moves

@@ -29,10 +29,7 @@ func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffec
 	if err := j.sendDeletes(keep); err != nil {
 		return err
 	}
-	if len(recopy) > 0 {
-		j.log.Info("copying tablespaces changed by DDL during the backup", "files", len(recopy))
-	}
-	return j.copyInnoDB(ctx, recopy)
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB)
 }
 
 // keptCopies splits the server's tablespaces into those whose copy in the backup (named

@@ -426,10 +426,7 @@ func (j *job) reconcileIncremental(ctx context.Context, current []srcFile, e ddl
 	if err := j.dropStaleDeltas(keep); err != nil {
 		return err
 	}
-	if len(recopy) > 0 {
-		j.log.Info("incremental: copying whole the tablespaces DDL created or renamed during the backup", "files", len(recopy))
-	}
-	return j.copyInnoDBFiles(ctx, recopy)
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDBFiles)
 }
 
 // dropStaleDeltas removes (or cancels with a .del marker) the deltas not kept.

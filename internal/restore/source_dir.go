@@ -50,19 +50,11 @@ func (s *DirSource) Staging(datadir string) (string, bool, error) {
 // Fill implements Source: it copies (or moves) the datadir's files into staging in
 // parallel, verifying each against the manifest.
 func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
-	if s.b == nil {
-		if _, err := s.Inspect(ctx); err != nil {
-			return nil, err
-		}
-	}
-	files, err := s.b.datadirFiles()
+	files, err := s.files(ctx)
 	if err != nil {
 		return nil, err
 	}
-	parallel := s.Parallel
-	if parallel <= 0 {
-		parallel = runtime.NumCPU()
-	}
+	parallel := cmp.Or(s.Parallel, runtime.NumCPU())
 	prog := env.Reporter(totalSize(files))
 	err = copyFiles(ctx, s.b.Dir, staging, files, parallel, s.Move, prog)
 	prog.Finish()
@@ -72,16 +64,21 @@ func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup,
 	return s.b, nil
 }
 
-// Verify implements localSource: it checks every file of the backup against its
-// manifest where it is, in parallel, so that a chain applies the incremental from
-// its own directory without copying it first.
-func (s *DirSource) Verify(ctx context.Context, env Env) (*Backup, error) {
+// files opens the backup (once) and lists the files that go into a datadir.
+func (s *DirSource) files(ctx context.Context) ([]manifest.File, error) {
 	if s.b == nil {
 		if _, err := s.Inspect(ctx); err != nil {
 			return nil, err
 		}
 	}
-	files, err := s.b.datadirFiles()
+	return s.b.datadirFiles()
+}
+
+// Verify implements localSource: it checks every file of the backup against its
+// manifest where it is, in parallel, so that a chain applies the incremental from
+// its own directory without copying it first.
+func (s *DirSource) Verify(ctx context.Context, env Env) (*Backup, error) {
+	files, err := s.files(ctx)
 	if err != nil {
 		return nil, err
 	}
