@@ -20,9 +20,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	var sf sourceFlags
 	var writeCnf string
 	var dirMaps []string
+	var pf pitrFlags
 	sf.maxMemory = 256 << 20
 	cmd := &cobra.Command{
-		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest) --datadir DATADIR",
+		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest | --repo REPO --to-gtid G|--to-time T) --datadir DATADIR",
 		Short: "Restore a backup directory, stream or repository backup into a datadir (copy-back, or --move), preparing it if needed",
 		Example: `  ferry restore --target-dir /backups/full-1 --datadir /var/lib/mysql-new
   ferry restore --repo s3://bucket/prod-db1 latest --datadir /var/lib/mysql-new [--identity-file key.txt] [--resume]
@@ -30,6 +31,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
   mariadb-backup --backup --stream=xbstream | ferry restore --from - --datadir /var/lib/mysql-new
   ferry restore --target-dir /b/full --incremental-dir /b/inc1 --incremental-dir /b/inc2 --datadir /var/lib/mysql-new
   ferry restore --from full.xbs --from inc1.xbs --datadir /var/lib/mysql-new     # a chain of streams, oldest first
+  ferry restore --repo s3://bucket/prod-db1 --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new
+  ferry restore --repo s3://bucket/prod-db1 --to-gtid 0-1-12345 --datadir /var/lib/mysql-new
+  --to-time/--to-gtid restore the newest backup before the point and apply the binlog that
+  ferry binlog-archive stored (docs/binlog-archive.md).
   A chain of incrementals is applied into one staging copy and recovered once (docs/incremental.md).
   The datadir must be new or empty (or pass --replace to move the old one aside); files are
   verified against the manifest, assembled in a staging directory and renamed into place.`,
@@ -42,7 +47,13 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			if err := parseDirMaps(&cfg.DataDirs, dirMaps); err != nil {
 				return err
 			}
-			src, done, err := sf.open(cmd, g, args)
+			open := sf.open
+			if pf.set() {
+				open = func(cmd *cobra.Command, g *globals, args []string) (restore.Source, func(), error) {
+					return pf.source(cmd, g, &sf, args, &cfg)
+				}
+			}
+			src, done, err := open(cmd, g, args)
 			if err != nil {
 				return err
 			}
@@ -68,6 +79,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	sf.add(f)
+	pf.add(f)
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")

@@ -81,8 +81,8 @@ func Init(ctx context.Context, st storage.Storage, version string) (*Repo, error
 	return &Repo{st: st, cfg: cfg, fresh: true}, nil
 }
 
-// create writes the config of a new repository.
-func (r *Repo) create(ctx context.Context) error {
+// Create writes the config of a new repository (nothing if it exists).
+func (r *Repo) Create(ctx context.Context) error {
 	if !r.fresh {
 		return nil
 	}

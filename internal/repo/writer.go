@@ -128,7 +128,7 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		return nil, err
 	}
 	o = o.withDefaults()
-	if err := r.create(ctx); err != nil {
+	if err := r.Create(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.checkNew(ctx, id); err != nil {

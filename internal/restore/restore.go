@@ -36,6 +36,9 @@ type Config struct {
 	// complete and prepared, before it replaces the datadir: an error stops the restore
 	// there, the datadir untouched.
 	BeforeSwap func(mariadb.Coordinates) error
+	// Replay, if set, applies archived binlog events to the prepared copy before it is
+	// swapped in (a point-in-time restore).
+	Replay *Replay
 	// Galera writes grastate.dat at the backup's Galera position, so that a node
 	// started on the restored datadir joins its cluster by IST while a donor's gcache
 	// still holds the write-sets since.
@@ -91,7 +94,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	switch {
 	case err == nil:
 		return res, nil
-	case keep:
+	case keep && cfg.Replay == nil:
 		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
 	}
 	os.RemoveAll(staging)
@@ -156,6 +159,16 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		}
 	}
 	coords := b.coordinates()
+	if cfg.Replay != nil {
+		if bin == "" {
+			if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
+				return nil, err
+			}
+		}
+		if coords, err = replay(ctx, b, staging, bin, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := removeBackupOnlyFiles(staging); err != nil {
 		return nil, err
 	}

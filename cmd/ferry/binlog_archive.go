@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"hash/crc32"
+
+	"github.com/ferry-backup/ferry/internal/archiver"
+	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/spf13/cobra"
+)
+
+func newBinlogArchiveCmd(g *globals) *cobra.Command {
+	var rf repoFlags
+	var conn mariadb.ConnConfig
+	var cfg archiver.Config
+	var compress string
+	var level int
+	var encryptTo, encryptFile []string
+	var serverID uint32
+	cmd := &cobra.Command{
+		Use:   "binlog-archive --repo REPO [connection options]",
+		Short: "Follow the server's binary log as a replica does and store it in the repository as it is written, for point-in-time restore",
+		Example: `  ferry binlog-archive --repo s3://bucket/db1 --socket /run/mysqld/mysqld.sock --user repl
+  Runs until stopped (SIGTERM stores what it received first); docs/binlog-archive.md has a
+  systemd unit. It resumes where the archive ends, after its own restart or the server's. The
+  user needs REPLICATION SLAVE, BINLOG MONITOR and REPLICATION SLAVE ADMIN... see docs.
+  ferry restore --repo REPO --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := conn.Resolve()
+			if err != nil {
+				return err
+			}
+			comp, err := codec.ParseCompression(orDefault(compress, "zstd"))
+			if err != nil {
+				return fmt.Errorf("--compress: %w", err)
+			}
+			recipients, err := codec.Recipients(encryptTo, encryptFile)
+			if err != nil {
+				return err
+			}
+			r, err := rf.open(ctx, g.log, true, version)
+			if err != nil {
+				return err
+			}
+			if err := r.Create(ctx); err != nil {
+				return err
+			}
+			a, err := binlog.Open(r.Storage(), binlog.Options{Compression: comp, Level: level, Recipients: recipients})
+			if err != nil {
+				return err
+			}
+			cfg.Conn, cfg.Log = c, g.log
+			cfg.ServerID = serverID
+			if cfg.ServerID == 0 {
+				cfg.ServerID = defaultArchiverID(r.Location())
+			}
+			return archiver.Run(ctx, a, cfg)
+		},
+	}
+	f := cmd.Flags()
+	rf.add(f)
+	addConnFlags(f, &conn)
+	f.Uint32Var(&serverID, "server-id", 0, "server_id to register with, as a replica does; unique in the topology (default: one derived from --repo, in 2000000000-2147483647)")
+	f.DurationVar(&cfg.FlushInterval, "flush-interval", archiver.DefaultFlushInterval, "store what was received at least this often (the archive's delay behind the server)")
+	f.IntVar(&cfg.SegmentSize, "segment-size", archiver.DefaultSegmentSize, "store a segment at once when this many bytes are waiting")
+	f.DurationVar(&cfg.Heartbeat, "heartbeat", archiver.DefaultHeartbeat, "ask the server for a heartbeat this often on an idle binlog (a connection silent 4 times as long is made again)")
+	f.DurationVar(&cfg.RetryMax, "retry-max", archiver.DefaultRetryMax, "longest wait between reconnection attempts")
+	f.StringVar(&compress, "compress", "", "zstd, lz4 or none (default zstd)")
+	f.IntVar(&level, "compress-level", 0, "compression level (default the fastest)")
+	f.StringArrayVar(&encryptTo, "encrypt-to", nil, "encrypt the archived binlogs to this age public key (repeatable)")
+	f.StringArrayVar(&encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (repeatable)")
+	return cmd
+}
+
+// defaultArchiverID derives a stable replica server_id from the repository, so that a
+// restarted archiver replaces its own stale connection on the server.
+func defaultArchiverID(location string) uint32 {
+	return 2000000000 + crc32.ChecksumIEEE([]byte(location))%147483647
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

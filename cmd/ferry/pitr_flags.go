@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/pitr"
+	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// pitrFlags are restore's point-in-time options.
+type pitrFlags struct {
+	toGTID, toTime string
+	threads        int
+}
+
+func (p *pitrFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&p.toGTID, "to-gtid", "", "with --repo: restore the newest backup before this GTID (domain-server-seq) and apply the archived binlog up to and including it")
+	f.StringVar(&p.toTime, "to-time", "", "with --repo: restore the newest backup before this time and apply the archived binlog's transactions committed at or before it ('YYYY-MM-DD HH:MM:SS' in the local time zone, or RFC 3339)")
+	f.IntVar(&p.threads, "replay-threads", 0, "parallel applier threads for --to-gtid/--to-time (default: twice the cores)")
+}
+
+func (p *pitrFlags) set() bool { return p.toGTID != "" || p.toTime != "" }
+
+// target parses the flags.
+func (p *pitrFlags) target() (binlog.Target, error) {
+	switch {
+	case p.toGTID != "" && p.toTime != "":
+		return binlog.Target{}, errors.New("give one of --to-gtid and --to-time")
+	case p.toGTID != "":
+		g, err := binlog.ParseGTID(p.toGTID)
+		if err != nil {
+			return binlog.Target{}, fmt.Errorf("--to-gtid: %w", err)
+		}
+		return binlog.Target{GTID: &g}, nil
+	}
+	for _, layout := range []string{time.DateTime, "2006-01-02 15:04", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, p.toTime, time.Local); err == nil {
+			return binlog.Target{Time: t}, nil
+		}
+	}
+	return binlog.Target{}, fmt.Errorf("--to-time %q: use 'YYYY-MM-DD HH:MM:SS' (local time) or RFC 3339 (2026-11-24T13:04:59Z)", p.toTime)
+}
+
+// source plans the point-in-time restore: it picks the backup (args[0] if given),
+// writes the relay logs beside the datadir and sets cfg.Replay. done removes the relay
+// logs.
+func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args []string, cfg *restore.Config) (restore.Source, func(), error) {
+	none := func() {}
+	switch {
+	case sf.repo.url == "":
+		return nil, none, errors.New("--to-gtid and --to-time restore from --repo, whose binlog archive ferry binlog-archive keeps")
+	case sf.resume:
+		return nil, none, errors.New("--resume does not apply to --to-gtid/--to-time: run the restore again")
+	case cfg.Datadir == "":
+		return nil, none, errors.New("--datadir is required")
+	}
+	t, err := p.target()
+	if err != nil {
+		return nil, none, err
+	}
+	ctx := cmd.Context()
+	r, err := sf.repo.open(ctx, g.log, false, version)
+	if err != nil {
+		return nil, none, err
+	}
+	ids, err := sf.identities()
+	if err != nil {
+		return nil, none, err
+	}
+	a, err := binlog.Open(r.Storage(), binlog.Options{Identities: ids})
+	if err != nil {
+		return nil, none, err
+	}
+	datadir, err := filepath.Abs(cfg.Datadir)
+	if err != nil {
+		return nil, none, err
+	}
+	if err := os.MkdirAll(filepath.Dir(datadir), 0o755); err != nil {
+		return nil, none, err
+	}
+	relay, err := os.MkdirTemp(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-relay-")
+	if err != nil {
+		return nil, none, fmt.Errorf("relay log directory: %w", err)
+	}
+	done := func() { os.RemoveAll(relay) }
+	id := ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	m, plan, err := pitr.Plan(ctx, r, a, id, t, relay)
+	if err != nil {
+		done()
+		return nil, none, err
+	}
+	g.log.Info("point-in-time: planned", "target", t.String(), "backup", m.ID, "from", plan.From.String(), "until", plan.Until.String(), "transactions", plan.Groups)
+	cfg.Replay = &restore.Replay{Plan: plan, Threads: p.threads}
+	src, err := sf.repoSource(cmd, g, m.ID, ids)
+	if err != nil {
+		done()
+		return nil, none, err
+	}
+	return src, done, nil
+}

@@ -1,0 +1,121 @@
+// Package archiver follows a MariaDB server's binary log as a replica does (the binlog
+// dump protocol, through go-mysql's replication client) and stores the server's binlog
+// files byte for byte in a repository's binlog archive as they grow. It resumes from
+// the archive's last stored byte after its own restart or the server's, and records a
+// gap when the server no longer has what the archive lacks.
+package archiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+)
+
+// Config configures the archiver.
+type Config struct {
+	Conn mariadb.ConnConfig // resolved connection options
+	// ServerID is the server_id the archiver registers with, as a replica does; it must
+	// differ from every server's and replica's in the topology.
+	ServerID uint32
+	// FlushInterval bounds how long a received event waits before it is stored.
+	FlushInterval time.Duration
+	// SegmentSize is the raw size at which a segment is stored at once.
+	SegmentSize int
+	// Heartbeat is the interval at which the server is asked to send a heartbeat on an
+	// idle binlog; a connection silent for four of them is dropped and made again.
+	Heartbeat time.Duration
+	// RetryMax is the longest wait between reconnection attempts.
+	RetryMax time.Duration
+	// Once stops the archiver, instead of reconnecting, when the connection is lost
+	// (for tests and one-shot catch-up runs).
+	Once bool
+	Log  *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultFlushInterval = 500 * time.Millisecond
+	DefaultSegmentSize   = 16 << 20
+	DefaultHeartbeat     = time.Second
+	DefaultRetryMax      = 30 * time.Second
+)
+
+// fatalError stops the archiver: reconnecting would not help.
+type fatalError struct{ error }
+
+func (e fatalError) Unwrap() error { return e.error }
+
+func fatalf(format string, args ...any) error { return fatalError{fmt.Errorf(format, args...)} }
+
+// Run archives until ctx is cancelled (nil then) or something a reconnection cannot
+// mend happens: a different server behind the address, a server without a binlog.
+// Lost connections and server restarts are retried, waiting longer each time up to
+// RetryMax.
+func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
+	cfg.defaults()
+	r := &run{a: a, cfg: cfg, log: cfg.Log}
+	if err := r.loadTip(ctx); err != nil {
+		return err
+	}
+	wait := time.Second
+	for {
+		stored := r.stored
+		err := r.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var fe fatalError
+		if errors.As(err, &fe) || cfg.Once {
+			return err
+		}
+		if r.stored > stored {
+			wait = time.Second
+		}
+		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, cfg.RetryMax)
+	}
+}
+
+func (c *Config) defaults() {
+	if c.FlushInterval <= 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.SegmentSize <= 0 {
+		c.SegmentSize = DefaultSegmentSize
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// run is the archiver's state across sessions.
+type run struct {
+	a      *binlog.Archive
+	cfg    Config
+	log    *slog.Logger
+	tip    tip
+	stored int64 // bytes stored by this run
+}
+
+// tip is where the archive ends.
+type tip struct {
+	pos      binlog.Position // where the next byte of pos.File goes; File "" if empty
+	last     binlog.Event    // the last stored event (Raw not kept)
+	complete bool            // pos.File ends there (its last event is a Rotate or a Stop)
+}

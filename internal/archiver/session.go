@@ -1,0 +1,221 @@
+package archiver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"net"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// session connects, streams from where the archive ends, and stores what arrives
+// until the connection fails or ctx is cancelled; what it received is stored first.
+func (r *run) session(ctx context.Context) error {
+	db, err := mariadb.Open(ctx, r.cfg.Conn)
+	if err != nil {
+		return err
+	}
+	logs, err := binaryLogs(ctx, db)
+	var start binlog.Position
+	if err == nil {
+		start, err = r.startPosition(ctx, db, logs)
+	}
+	db.Close()
+	if err != nil {
+		return err
+	}
+	syncer := replication.NewBinlogSyncer(r.syncerConfig())
+	defer syncer.Close()
+	stream, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: uint32(start.Pos)})
+	if err != nil {
+		return fmt.Errorf("start the binlog dump at %s: %w", start, err)
+	}
+	r.log.Info("binlog-archive: following the server's binlog", "from", start.String(), "server", r.cfg.Conn.Where())
+	s := &stream1{run: r, cur: start}
+	err = s.follow(ctx, stream)
+	if ferr := s.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// syncerConfig is the replication client's configuration: raw events (ferry stores
+// them, it does not decode rows), every checksum verified, Annotate_rows events sent
+// (the file holds them), and no reconnection of its own (the session does that, from
+// the archive's end).
+func (r *run) syncerConfig() replication.BinlogSyncerConfig {
+	c := r.cfg.Conn
+	sc := replication.BinlogSyncerConfig{
+		ServerID: r.cfg.ServerID, Flavor: mysql.MariaDBFlavor,
+		User: c.User, Password: c.Password,
+		RawModeEnabled: true, VerifyChecksum: true, DisableRetrySync: true,
+		DumpCommandFlag: replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+		HeartbeatPeriod: r.cfg.Heartbeat, ReadTimeout: 4 * r.cfg.Heartbeat,
+		Localhost: "ferry-binlog-archive", Logger: r.log.With("component", "go-mysql"),
+	}
+	if c.Socket != "" && c.Host == "" {
+		sc.Host = c.Socket
+		sc.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", c.Socket)
+		}
+	} else {
+		sc.Host, sc.Port = c.Host, uint16(c.Port)
+	}
+	return sc
+}
+
+// stream1 is one session's progress: the file and offset the next byte belongs at, and
+// the bytes received and not stored yet.
+type stream1 struct {
+	*run
+	cur      binlog.Position
+	buf      []byte
+	bufStart int64
+	bufSince time.Time // when the oldest unstored byte arrived
+	pending  tip       // the archive's tip once buf is stored
+	lastGTID string
+}
+
+// follow stores events as they arrive, and at least every FlushInterval.
+func (s *stream1) follow(ctx context.Context, stream *replication.BinlogStreamer) error {
+	for {
+		wait := time.Hour
+		if len(s.buf) > 0 {
+			wait = max(time.Until(s.bufSince.Add(s.cfg.FlushInterval)), 0)
+		}
+		ectx, cancel := context.WithTimeout(ctx, wait)
+		ev, err := stream.GetEvent(ectx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		if err := s.take(ctx, ev); err != nil {
+			return err
+		}
+	}
+}
+
+// take places one received event: a new file, the file's Format_description, or the
+// next event of the current file, which must start exactly where the archive ends.
+func (s *stream1) take(ctx context.Context, ev *replication.BinlogEvent) error {
+	e, err := binlog.SplitEvent(ev.RawData, 0)
+	if err != nil || int64(len(ev.RawData)) != e.End {
+		return fmt.Errorf("malformed event from the server: %v", err)
+	}
+	switch {
+	case e.Type == replication.HEARTBEAT_EVENT:
+		return nil
+	case e.Type == replication.ROTATE_EVENT && e.Artificial():
+		return s.rotate(ctx, ev)
+	case e.Type == replication.FORMAT_DESCRIPTION_EVENT && s.cur.Pos > 4:
+		return nil // sent again at the start of a dump in the middle of a file
+	case e.Type == replication.FORMAT_DESCRIPTION_EVENT:
+		s.add(append([]byte("\xfebin"), fixFDE(ev.RawData, s.cur.Pos)...), 0)
+		s.advance(e, 4)
+		return nil
+	}
+	if start := int64(e.LogPos) - int64(len(ev.RawData)); start != s.cur.Pos {
+		return fmt.Errorf("the server sent an event of %s at offset %d, the archive ends at %d: not storing a gap or an overlap", s.cur.File, start, s.cur.Pos)
+	}
+	if g, ok := ev.Event.(*replication.GenericEvent); ok && e.Type == replication.MARIADB_GTID_EVENT && len(g.Data) >= 12 {
+		s.lastGTID = fmt.Sprintf("%d-%d-%d", binary.LittleEndian.Uint32(g.Data[8:12]), e.ServerID, binary.LittleEndian.Uint64(g.Data[0:8]))
+	}
+	s.add(ev.RawData, s.cur.Pos)
+	s.advance(e, s.cur.Pos)
+	if s.pending.complete || len(s.buf) >= s.cfg.SegmentSize {
+		return s.flush(ctx)
+	}
+	return nil
+}
+
+// advance moves past event e, which starts at offset at: the archive's tip once the
+// buffer is stored.
+func (s *stream1) advance(e binlog.Event, at int64) {
+	s.cur.Pos = at + int64(len(e.Raw))
+	s.pending = tip{pos: s.cur, last: binlog.Event{Type: e.Type, Start: at, ServerID: e.ServerID},
+		complete: e.Type == replication.ROTATE_EVENT || e.Type == replication.STOP_EVENT}
+}
+
+// rotate follows the server to another file (or confirms the file a dump starts in).
+func (s *stream1) rotate(ctx context.Context, ev *replication.BinlogEvent) error {
+	rot, ok := ev.Event.(*replication.RotateEvent)
+	if !ok {
+		return errors.New("malformed Rotate event from the server")
+	}
+	next := binlog.Position{File: string(rot.NextLogName), Pos: int64(rot.Position)}
+	if err := binlog.CheckFile(next.File); err != nil {
+		return fatalf("the server's %w", err)
+	}
+	if next.File == s.cur.File {
+		return nil
+	}
+	if next.Pos != 4 || binlog.CompareFiles(next.File, s.cur.File) < 0 {
+		return fmt.Errorf("the server moved from %s to %s, not to the start of a later file", s.cur, next)
+	}
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	if !s.tip.complete && s.tip.pos.File == s.cur.File {
+		s.log.Warn("binlog-archive: the server moved on from a file that ends without a Rotate or Stop event (a crash?)", "file", s.cur.File, "at", s.cur.Pos)
+	}
+	s.log.Info("binlog-archive: next binlog file", "file", next.File)
+	s.cur = next
+	return nil
+}
+
+// add appends an event's bytes to the unstored buffer.
+func (s *stream1) add(b []byte, at int64) {
+	if len(s.buf) == 0 {
+		s.bufStart, s.bufSince = at, time.Now()
+	}
+	s.buf = append(s.buf, b...)
+}
+
+// flush stores the buffer as one segment.
+func (s *stream1) flush(ctx context.Context) error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	seg, err := s.a.Put(ctx, s.cur.File, s.bufStart, s.buf)
+	if err != nil {
+		return err
+	}
+	s.stored += int64(len(s.buf))
+	s.tip = s.pending
+	s.log.Debug("binlog-archive: stored", "file", seg.File, "start", seg.Start, "end", seg.End,
+		"last_gtid", s.lastGTID, "waited_ms", time.Since(s.bufSince).Milliseconds())
+	s.buf = s.buf[:0]
+	return nil
+}
+
+// fixFDE gives back the Format_description event as the file holds it: the server
+// sends the one that opens a dump with log_pos 0 (so a replica does not take it for a
+// position), re-checksummed; in the file it ends at its own size past the magic bytes.
+func fixFDE(raw []byte, at int64) []byte {
+	b := append([]byte(nil), raw...)
+	if binary.LittleEndian.Uint32(b[13:17]) != 0 {
+		return b
+	}
+	binary.LittleEndian.PutUint32(b[13:17], uint32(at+int64(len(b))))
+	// The checksum algorithm is the byte before the checksum: 1 is CRC32.
+	if len(b) >= 19+5 && b[len(b)-5] == 1 {
+		binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.ChecksumIEEE(b[:len(b)-4]))
+	}
+	return b
+}
