@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/spf13/cobra"
 )
@@ -41,7 +42,9 @@ func newListCmd(g *globals) *cobra.Command {
   An incremental shows its base (the backup it applies on) and how its changed pages were
   found (redo or scan); restoring it needs its whole chain down to a full backup.
   A backup is listed once its manifest is written. --all also shows unfinished ones: running,
-  or incomplete (interrupted: never restorable; ferry expire removes them).`,
+  or incomplete (interrupted: never restorable; ferry expire removes them).
+  Below the table: the binlog archive (ferry binlog-archive), its gaps, and the windows a
+  restore --to-time/--to-gtid reaches (--json prints the backups only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := rf.open(cmd.Context(), g.log, false, version)
@@ -71,6 +74,15 @@ func newListCmd(g *globals) *cobra.Command {
 				return enc.Encode(out)
 			}
 			printList(cmd.OutOrStdout(), out)
+			a, err := binlog.Open(r.Storage(), binlog.Options{})
+			if err != nil {
+				return err
+			}
+			sum, err := a.Summarize(cmd.Context())
+			if err != nil {
+				return err
+			}
+			printArchive(cmd.OutOrStdout(), sum, complete(entries))
 			return nil
 		},
 	}

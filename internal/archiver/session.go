@@ -2,6 +2,7 @@ package archiver
 
 import (
 	"context"
+	"log/slog"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -58,7 +59,7 @@ func (r *run) syncerConfig() replication.BinlogSyncerConfig {
 		RawModeEnabled: true, VerifyChecksum: true, DisableRetrySync: true,
 		DumpCommandFlag: replication.BINLOG_SEND_ANNOTATE_ROWS_EVENT,
 		HeartbeatPeriod: r.cfg.Heartbeat, ReadTimeout: 4 * r.cfg.Heartbeat,
-		Localhost: "ferry-binlog-archive", Logger: r.log.With("component", "go-mysql"),
+		Localhost: "ferry-binlog-archive", Logger: slog.New(warnOnly{r.log.Handler()}).With("component", "go-mysql"),
 	}
 	if c.Socket != "" && c.Host == "" {
 		sc.Host = c.Socket
@@ -219,3 +220,15 @@ func fixFDE(raw []byte, at int64) []byte {
 	}
 	return b
 }
+
+// warnOnly passes on the replication client's warnings and errors; its routine lines
+// (each rotation, twice) would drown the archiver's own.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(a []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(a)} }
+
+func (w warnOnly) WithGroup(n string) slog.Handler { return warnOnly{w.Handler.WithGroup(n)} }
