@@ -2,11 +2,11 @@ package archiver
 
 import (
 	"context"
-	"log/slog"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"net"
 	"time"
 
