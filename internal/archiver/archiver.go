@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
@@ -31,10 +32,7 @@ type Config struct {
 	Heartbeat time.Duration
 	// RetryMax is the longest wait between reconnection attempts.
 	RetryMax time.Duration
-	// Once stops the archiver, instead of reconnecting, when the connection is lost
-	// (for tests and one-shot catch-up runs).
-	Once bool
-	Log  *slog.Logger
+	Log *slog.Logger
 }
 
 // Defaults of Config.
@@ -70,13 +68,13 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 			return nil
 		}
 		var fe fatalError
-		if errors.As(err, &fe) || cfg.Once {
+		if errors.As(err, &fe) {
 			return err
 		}
 		if r.stored > stored {
 			wait = time.Second
 		}
-		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "in", wait, "err", err)
+		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "in", wait, "err", firstLine(err))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -118,4 +116,11 @@ type tip struct {
 	pos      binlog.Position // where the next byte of pos.File goes; File "" if empty
 	last     binlog.Event    // the last stored event (Raw not kept)
 	complete bool            // pos.File ends there (its last event is a Rotate or a Stop)
+}
+
+// firstLine is an error's message without the stack trace the replication client's
+// errors carry.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }

@@ -142,7 +142,7 @@ func (a *Archive) checkList(d *Decoder, e Event, k int, file string, state State
 		return fmt.Errorf("binlog archive: %s: %w", file, err)
 	}
 	if !list.Equal(state) {
-		return fmt.Errorf("%w: the binlog archive has a gap before %s: the server's GTID state was %s when that file began, the archive reaches %s before it (binlogs purged before they were archived?)", ErrGap, file, list, state)
+		return fmt.Errorf("%w: the binlog archive has a gap before %s: the server's GTID state was %s when that file began, the archive reaches %s before it (binlogs purged before they were archived?): restore to a point before the gap, or from a backup taken after it", ErrGap, file, list, state)
 	}
 	return nil
 }

@@ -238,3 +238,6 @@ func (b *Bank) nextGTID(ctx context.Context, tx *sql.Tx) (string, error) {
 	}
 	return fmt.Sprintf("%d-%s-%d", b.opt.Domain, serverID, next), nil
 }
+
+// SetDB points the bank at a new connection pool (its server was restarted).
+func (b *Bank) SetDB(db *sql.DB) { b.db = db }

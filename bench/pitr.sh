@@ -1,0 +1,532 @@
+#!/usr/bin/env bash
+# bench/pitr.sh: point-in-time recovery from ferry's binlog archive: how far the archive trails
+# the server under a write load (RPO) and what archiving costs, and how fast `ferry restore
+# --to-gtid` applies the archived binlog against the stock replay `mariadb-binlog | mariadb`, on
+# the same sysbench dataset, in one invocation.
+#
+# Same private server and dataset code as bench/backup.sh (shared code: bench/lib.sh): 1 GiB
+# buffer pool, 512 MiB redo, `--log-bin=binlog --server-id=1`, plus `--binlog-format=ROW`
+# (sync_binlog left at its default, 0). The dataset defaults to 4 tables x 100k rows here
+# (lib.sh's SMALL size): the default run takes about 5 min on 2 cores (plus ~1 min to build the
+# dataset the first time). A probe table pitr.probe (in a database of its own, dropped at the end)
+# is created first. In order:
+#   1. baseline load, no archiver: after quiesce (lib.sh: no dirty pages, page cache dropped),
+#      `sysbench oltp_write_only --threads=THREADS --rate=0 --report-interval=1` (lib.sh
+#      start_load) for DURATION s, with the probe loop (below) running beside it. TPS = mean of
+#      sysbench's per-second TPS after the first LOAD_WARMUP_SECS s.
+#   2. RESET MASTER (the archive starts with an empty binlog, no catch-up), `TRUNCATE pitr.probe`
+#      (the backup's GTID position is then not empty), mkdir REPO (a plain directory repository),
+#      then in the background `ferry binlog-archive --repo REPO --socket S --user root --log-format
+#      json --log-level debug [--flush-interval FLUSH_INTERVAL]`, stderr to logs-pitr/archive.log
+#      (one JSON line per stored segment: time, file, start, end, last_gtid, waited_ms).
+#   3. with the archiver running and the server idle: `ferry backup --repo REPO --socket S --user
+#      root --parallel P` (timed); its id from stdout; its binlog file and position and its
+#      gtid_binlog_pos from REPO/backups/ID/manifest.json (coordinates.*).
+#   4. the same load as 1 (after quiesce), for DURATION s, with the same probe loop: one mariadb
+#      client session (a coprocess, `mariadb -N -B -n`) commits every PROBE_MS ms (200) `BEGIN;
+#      INSERT INTO pitr.probe ...; COMMIT; SELECT @@last_gtid`; when the answer is read the loop
+#      records bash's $EPOCHREALTIME (the client-side time right after COMMIT returned, as
+#      date +%s.%N without a fork) and the GTID. Afterwards, per probe with GTID D-S-N: lag =
+#      time of the first "binlog-archive: stored" log line (JSON time field: after that segment's
+#      store completed) whose last_gtid is in domain D with seq >= N, minus the commit time.
+#      Reported: probes, median, p99 (nearest rank) and max lag in ms; probes no stored line covers
+#      (should be 0). Also the segments stored during the load, their median and max waited_ms,
+#      the raw binlog bytes stored (sum of end - start) and the bytes in REPO/binlogs (zstd).
+#      Archiver cost: utime + stime from /proc/PID/stat (CPU s during the load window, as % of one
+#      core, and over its whole life), VmHWM from /proc/PID/status (max RSS) sampled just before
+#      it is stopped. sysbench TPS with the archiver vs the baseline of step 1.
+#   5. the load stops; FINAL = @@gtid_binlog_pos (one GTID: a single domain), SHOW MASTER STATUS
+#      (the last file and its end); the script waits until the archive log has stored FINAL, then
+#      SIGTERMs the archiver (it stores what it received, exits 0). CHECKSUM TABLE of every sbtest
+#      table on the (idle) source is saved.
+#   6. apply, RUNS times each, alternating (odd runs in this order, even runs reversed), cold page
+#      cache, each target removed first:
+#      (a) `ferry restore --repo REPO --to-gtid FINAL --datadir X --use-memory PREPARE_MEMORY
+#          [--replay-threads REPLAY_THREADS]` (timed as a whole: download, prepare, apply). The
+#          apply time is the `took=` of its "point-in-time: applied" log line: from the start of
+#          its private server on the prepared copy (innodb_flush_log_at_trx_commit=0, buffer pool
+#          PREPARE_MEMORY, no binlog, slave_parallel_threads REPLAY_THREADS or 2 x cores,
+#          optimistic) through the applier reaching FINAL to its clean shutdown; transactions from
+#          its "point-in-time: applying the archived binlog ..." line. ferry tx/s = transactions /
+#          took.
+#      (b) `ferry restore --repo REPO ID --datadir Y --use-memory PREPARE_MEMORY` (the same backup,
+#          no replay; timed), a server on Y (socket only) with the settings of ferry's replay
+#          server: --innodb-buffer-pool-size=PREPARE_MEMORY --innodb-flush-log-at-trx-commit=0
+#          --skip-log-bin, the redo log size of the restored ib_logfile0 (start timed), then, timed:
+#          `mariadb-binlog --start-position=<backup pos> <the source's binlog files from the
+#          backup's file on> --stop-position=<end of the last file at FINAL> | mariadb`, i.e.
+#          exactly the transactions after the backup up to FINAL, applied by one session; then its
+#          clean shutdown (timed). mariadb-binlog tx/s = (FINAL's seq - the backup's seq) / the
+#          pipeline's wall time (and, like ferry's took, / start + pipeline + shutdown).
+#      Check of the last run of each: a server (socket only) on X and on Y; CHECKSUM TABLE of every
+#      sbtest table must equal the source's (step 5), so X and Y equal each other too; a mismatch
+#      makes the script exit non-zero after the report. transactions= of ferry's log must equal
+#      the GTID count.
+# Ratios: sysbench TPS with / without the archiver; ferry apply tx/s / mariadb-binlog tx/s (the
+# target: >= 3); RPO p99 < 1000 ms is the "sub-second RPO" reference (shared/research/peers.md).
+# Prints a markdown report and writes it to $BENCH_DIR/pitr-results.md. Needs root. Disk, besides
+# the dataset: the repository (one backup, the archive) and two restored datadirs.
+#
+#   bench/pitr.sh                                    # 4 x 100k rows, 60 s loads, 1 run (~5 min)
+#   DURATION=15 TABLES=2 TABLE_SIZE=10000 bench/pitr.sh   # checks the script in ~2 min
+#   TABLES=14 TABLE_SIZE=1000000 DURATION=120 bench/pitr.sh   # the other scripts' dataset
+#
+# Options (environment), defaults in brackets:
+#   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), repository, logs-pitr/
+#   TABLES [4] TABLE_SIZE [100000]    sysbench dataset; each size gets its own datadir
+#   DURATION [60]                     seconds of each load (baseline, with the archiver)
+#   THREADS [2]                       sysbench oltp_write_only threads of both loads
+#   LOAD_WARMUP_SECS [5]              first seconds of each load left out of its TPS
+#   PROBE_MS [200]                    interval of the probe commits
+#   FLUSH_INTERVAL                    ferry binlog-archive --flush-interval (default: ferry's, 500ms)
+#   ARCHIVE_ARGS                      extra arguments for `ferry binlog-archive`
+#   REPLAY_THREADS                    ferry restore --replay-threads (default: ferry's, 2 x cores)
+#   PREPARE_MEMORY [256M]             ferry restore --use-memory, and the baseline server's buffer pool
+#   RUNS [1]                          apply runs of each side
+#   PARALLEL [2]                      ferry backup --parallel
+#   PORT [3310]                       TCP port of the private server (bound to 127.0.0.1)
+#   QUIET_MAX [120]                   max seconds to wait for 0 dirty pages before a load
+#   TOOL_TIMEOUT [1800]               seconds before a single timed command is killed
+#   FERRY                             use this ferry binary instead of building ./cmd/ferry
+#   FERRY_ARGS                        extra arguments for `ferry backup`
+#   SKIP_CHECK=1                      leave out the CHECKSUM TABLE checks of X and Y
+#   KEEP_SERVER=1                     leave the private server running at the end
+set -euo pipefail
+
+# --- settings (common ones and the shared functions: lib.sh) ----------------------------------
+RUNS=${RUNS:-1}                                   # lib.sh's default is 3
+TABLES=${TABLES:-4}                               # lib.sh's SMALL size by default
+TABLE_SIZE=${TABLE_SIZE:-100000}
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+DURATION=${DURATION:-60}
+THREADS=${THREADS:-2}
+LOAD_THREADS=$THREADS                             # lib.sh start_load's
+PROBE_MS=${PROBE_MS:-200}
+FLUSH_INTERVAL=${FLUSH_INTERVAL:-}
+ARCHIVE_ARGS=${ARCHIVE_ARGS:-}
+REPLAY_THREADS=${REPLAY_THREADS:-}
+
+LOGS="$BENCH_DIR/logs-pitr"                       # per-command logs (the other scripts keep theirs)
+RESULTS="$BENCH_DIR/pitr-results.md"
+PREPO="$BENCH_DIR/pitr-repo"                      # the repository: backup and binlog archive
+IDF="$BENCH_DIR/pitr-backup-id.out"               # stdout of ferry backup --repo: the backup id
+X_REST="$BENCH_DIR/pitr-restored-ferry"           # ferry restore --to-gtid --datadir
+Y_REST="$BENCH_DIR/pitr-restored-mb"              # ferry restore ID --datadir, then mariadb-binlog | mariadb
+CLEAN_PATHS=("$PREPO" "$IDF")
+CLEAN_RESTORED=("$X_REST" "$Y_REST")
+
+[[ $SKIP_FERRY == 1 || $FERRY_ONLY == 1 ]] && die "this script measures ferry's binlog archive: SKIP_FERRY=1 / FERRY_ONLY=1 are not supported"
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "DURATION must be a positive number of seconds"
+[[ $THREADS =~ ^[1-9][0-9]*$ ]] || die "THREADS must be a positive integer"
+[[ $LOAD_WARMUP_SECS =~ ^[0-9]+$ ]] || die "LOAD_WARMUP_SECS must be a whole number of seconds"
+((LOAD_WARMUP_SECS < DURATION)) || die "LOAD_WARMUP_SECS ($LOAD_WARMUP_SECS) must be below DURATION ($DURATION)"
+[[ $PROBE_MS =~ ^[1-9][0-9]*$ ]] || die "PROBE_MS must be a positive number of milliseconds"
+[[ -z $REPLAY_THREADS || $REPLAY_THREADS =~ ^[1-9][0-9]*$ ]] || die "REPLAY_THREADS must be a positive integer"
+[[ $PREPARE_MEMORY =~ ^[1-9][0-9]*[KMG]$ ]] || die "PREPARE_MEMORY must be a size such as 256M, not '$PREPARE_MEMORY'"
+
+# start_source (lib.sh's, overridden): the same server with row-based binlog events (what ferry's
+# replay and mariadb-binlog then apply).
+start_source() {
+  start_server SRC_PID "$DATA" "$SOCK" "$PIDF" "$BENCH_DIR/src.err" \
+    --port="$PORT" --bind-address=127.0.0.1 --log-bin=binlog --server-id=1 --binlog-format=ROW
+}
+
+# --- helpers (and lib.sh's timed, start_load, stop_load, tps) --------------------------------------
+KV="$LOGS/pitr.kv"                                # key<TAB>value: what the report prints besides $RAW
+kv() { printf '%s\t%s\n' "$1" "$2" >>"$KV"; }
+kvget() { gawk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$KV"; }
+TABLE_LIST=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
+CLK_TCK=$(getconf CLK_TCK)
+ARCH_PID=""; PROBE_PID=""
+
+# gtid_seq GTID: the seq of D-S-N; dies unless GTID is exactly one GTID.
+gtid_seq() {
+  [[ $1 =~ ^[0-9]+-[0-9]+-([0-9]+)$ ]] || die "expected one GTID (domain-server-seq), got '$1'"
+  echo "${BASH_REMATCH[1]}"
+}
+
+# probe_loop SECONDS OUT: every PROBE_MS ms for SECONDS s, one committed probe transaction through
+# one client session; appends "commit-epoch-time<TAB>GTID" per probe to OUT (step 4 above).
+probe_loop() {
+  local secs=$1 out=$2 t0 t next end gtid k=0 wait_us
+  : >"$out"
+  coproc PROBE { exec mariadb --no-defaults -S "$SOCK" -uroot -N -B -n pitr 2>"$LOGS/probe.err"; }
+  PROBE_PID=$PROBE_PID
+  t0=${EPOCHREALTIME/[.,]/}
+  end=$((t0 + secs * 1000000))
+  while :; do
+    printf 'BEGIN; INSERT INTO probe (at) VALUES (NOW(6)); COMMIT; SELECT @@last_gtid;\n' >&"${PROBE[1]}"
+    IFS= read -r -t 10 gtid <&"${PROBE[0]}" ||
+      { cat "$LOGS/probe.err" >&2; die "the probe session gave no GTID within 10 s (log: $LOGS/probe.err)"; }
+    t=$EPOCHREALTIME
+    printf '%s\t%s\n' "${t/,/.}" "$gtid" >>"$out"
+    k=$((k + 1))
+    next=$((t0 + k * PROBE_MS * 1000))
+    ((next < end)) || break
+    t=${EPOCHREALTIME/[.,]/}
+    wait_us=$((next - t))
+    ((wait_us > 0)) && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
+  done
+  exec {PROBE[1]}>&-
+  wait "$PROBE_PID" 2>/dev/null || true
+  PROBE_PID=""
+}
+
+# load_phase NAME: quiesce, the sysbench load for DURATION s with the probe loop beside it; sets
+# LOAD_T0 / LOAD_T1 (epoch s) and records NAME_tps (mean per-second TPS after the warm-up).
+load_phase() {
+  local name=$1 t
+  quiesce
+  start_load 0 "the probes"
+  LOAD_T0=$SB_T0
+  probe_loop "$DURATION" "$LOGS/probes-$name.tsv"
+  stop_load "$LOGS/sysbench-$name.log"
+  LOAD_T1=$(now)
+  t=$(tps "$(gawk -v a="$LOAD_T0" -v w="$LOAD_WARMUP_SECS" 'BEGIN { printf "%.3f", a + w }')" "$LOAD_T1")
+  [[ -n $t ]] || die "no sysbench per-second report in the $name load (log: $LOGS/sysbench-$name.log)"
+  kv "${name}_tps" "$t"
+  kv "${name}_probes" "$(wc -l <"$LOGS/probes-$name.tsv")"
+  log "$name load: $DURATION s of sysbench oltp_write_only ($THREADS threads), $(wc -l <"$LOGS/probes-$name.tsv") probes; TPS $t"
+}
+
+# proc_cpu PID: utime + stime of PID in clock ticks (fields 14 and 15 of /proc/PID/stat).
+proc_cpu() { sed 's/^.*) //' "/proc/$1/stat" | gawk '{ print $12 + $13 }'; }
+# proc_hwm PID: VmHWM of PID in KiB.
+proc_hwm() { gawk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
+
+# stored_tsv: the archiver's "stored" lines as "epoch-time file start end last_gtid waited_ms".
+stored_tsv() {
+  jq -R -r 'fromjson? | select(.msg == "binlog-archive: stored") | [.time, .file, .start, .end, .last_gtid, .waited_ms] | @tsv' \
+    "$LOGS/archive.log" | gawk -F'\t' -v OFS='\t' '
+    # RFC 3339 (slog JSON: nanoseconds, Z or an offset) to epoch seconds
+    function epoch(s,   d, frac, off, sign) {
+      if (!match(s, /^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$/, d)) return ""
+      frac = d[7] == "" ? 0 : d[7] + 0; off = 0
+      if (d[8] != "Z") { sign = substr(d[8], 1, 1) == "-" ? -1 : 1; off = sign * (substr(d[8], 2, 2) * 3600 + substr(d[8], 5, 2) * 60) }
+      return sprintf("%.6f", mktime(d[1] " " d[2] " " d[3] " " d[4] " " d[5] " " d[6], 1) + frac - off) }
+    { t = epoch($1); if (t == "") { print "bench: unparsed time " $1 > "/dev/stderr"; exit 1 }; $1 = t; print }'
+}
+
+# archived GTID: whether the archive log has stored a segment whose last_gtid reaches GTID.
+archived() {
+  local d=${1%%-*} s
+  s=$(gtid_seq "$1")
+  stored_tsv | gawk -F'\t' -v d="$d" -v s="$s" '{ split($5, g, "-") } g[1] == d && g[3] + 0 >= s + 0 { f = 1 } END { exit !f }'
+}
+
+# stop_archiver: SIGTERM, wait up to 60 s (it stores what it received first), then SIGKILL; sets
+# ARCH_RC.
+stop_archiver() {
+  local i
+  ARCH_RC=""
+  [[ -n $ARCH_PID ]] || return 0
+  kill -TERM "$ARCH_PID" 2>/dev/null || true
+  for ((i = 0; i < 600; i++)); do kill -0 "$ARCH_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$ARCH_PID" 2>/dev/null; then
+    log "warning: ferry binlog-archive did not stop within 60 s of SIGTERM; killing it"
+    kill -KILL "$ARCH_PID" 2>/dev/null || true
+  fi
+  ARCH_RC=0; wait "$ARCH_PID" 2>/dev/null || ARCH_RC=$?
+  ARCH_PID=""
+}
+
+# lag_stats PROBES LO HI: the lag of every probe (step 4) from the stored lines, into
+# $LOGS/lags.tsv ("commit-time gtid lag-ms"); records probes, unmatched, lag median/p99/max and
+# the segments stored between LO and HI (epoch s; the load window).
+lag_stats() {
+  stored_tsv >"$LOGS/stored.tsv"
+  gawk -F'\t' -v OFS='\t' -v lags="$LOGS/lags.tsv" '
+    FILENAME == ARGV[1] { n++; T[n] = $1; split($5, g, "-"); D[n] = g[1]; S[n] = (g[3] == "") ? -1 : g[3] + 0; next }
+    { split($2, g, "-"); d = g[1]; s = g[3] + 0
+      if (!(d in p)) p[d] = 1
+      while (p[d] <= n && !(D[p[d]] == d && S[p[d]] >= s)) p[d]++
+      if (p[d] > n) { print $1, $2, "" > lags; miss++; next }
+      printf "%s\t%s\t%.3f\n", $1, $2, (T[p[d]] - $1) * 1000 > lags }
+    END { print miss + 0 }' "$LOGS/stored.tsv" "$1" >"$LOGS/unmatched.txt"
+  kv rpo_probes "$(wc -l <"$1")"
+  kv rpo_unmatched "$(cat "$LOGS/unmatched.txt")"
+  gawk -F'\t' '$3 != "" { print $3 }' "$LOGS/lags.tsv" | sort -g | gawk '
+    { v[++n] = $1 }
+    END { if (!n) { print "\t\t\t\t0"; exit }
+      p = int(0.99 * n); if (p < 0.99 * n) p++
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      printf "%.1f\t%.1f\t%.1f\t%.1f\t%d\n", m, v[p], v[n], v[1], n }' >"$LOGS/lag-stats.txt"
+  local med p99 max min n
+  IFS=$'\t' read -r med p99 max min n <"$LOGS/lag-stats.txt"
+  kv rpo_med "$med"; kv rpo_p99 "$p99"; kv rpo_max "$max"; kv rpo_min "$min"; kv rpo_matched "$n"
+  gawk -F'\t' -v a="$2" -v b="$3" '$1 >= a && $1 <= b { n++; w[n] = $6 + 0; raw += $4 - $3 }
+    END { if (!n) { print "0\t\t\t0"; exit }
+      asort(w); printf "%d\t%s\t%s\t%.0f\n", n, (n % 2) ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2, w[n], raw }' \
+    "$LOGS/stored.tsv" >"$LOGS/seg-stats.txt"
+  local segs wmed wmax raw
+  IFS=$'\t' read -r segs wmed wmax raw <"$LOGS/seg-stats.txt"
+  kv seg_load "$segs"; kv seg_waited_med "$wmed"; kv seg_waited_max "$wmax"; kv seg_raw_load "$raw"
+  kv seg_total "$(wc -l <"$LOGS/stored.tsv")"
+  kv seg_raw_total "$(gawk -F'\t' '{ s += $4 - $3 } END { printf "%.0f", s }' "$LOGS/stored.tsv")"
+  log "RPO: $(wc -l <"$1") probes, lag median $med ms, p99 $p99 ms, max $max ms ($(cat "$LOGS/unmatched.txt") not covered by a stored line); $segs segments stored during the load, waited_ms median $wmed, max $wmax"
+}
+
+# logline LOG PREFIX KEY: the value of KEY on the last line of ferry's text LOG whose msg starts
+# with PREFIX ("" if none).
+logline() {
+  gawk -v m="msg=\"$2" -v k="$3" 'index($0, m) { v = ""
+      if (match($0, " " k "=(\"[^\"]*\"|[^ ]*)")) v = substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 2) }
+    END { gsub(/"/, "", v); print v }' "$1"
+}
+# godur DURATION: a Go duration (1m2.5s, 850ms) in seconds ("" if it is not one).
+godur() {
+  gawk -v s="$1" 'BEGIN { t = 0; if (s == "") exit
+    while (s != "") {
+      if (!match(s, /^[0-9]+(\.[0-9]+)?/)) { print ""; exit }
+      x = substr(s, 1, RLENGTH) + 0; s = substr(s, RLENGTH + 1)
+      if (s ~ /^ms/) { t += x / 1e3; s = substr(s, 3) } else if (s ~ /^us/) { t += x / 1e6; s = substr(s, 3) }
+      else if (s ~ /^ns/) { t += x / 1e9; s = substr(s, 3) } else if (s ~ /^h/) { t += x * 3600; s = substr(s, 2) }
+      else if (s ~ /^m/) { t += x * 60; s = substr(s, 2) } else if (s ~ /^s/) { t += x; s = substr(s, 2) }
+      else { print ""; exit } }
+    printf "%.3f\n", t }'
+}
+
+# checksum_on DATADIR NAME EXTRA...: a server (socket only) on DATADIR (EXTRA: more mariadbd
+# options), CHECKSUM TABLE of every sbtest table vs the source's; records check_NAME.
+checksum_on() {
+  local dir=$1 name=$2 res; shift 2
+  log "check $name: CHECKSUM TABLE on $dir vs the source"
+  stop_stale "$RPIDF" "$dir"
+  start_server REST_PID "$dir" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking "$@"
+  rsql -e "CHECKSUM TABLE $TABLE_LIST" >"$LOGS/checksum-$name.txt" 2>&1 || true
+  stop_restored
+  if cmp -s "$LOGS/checksum-source.txt" "$LOGS/checksum-$name.txt"; then res="OK ($TABLES/$TABLES tables equal the source's)"
+  else res="MISMATCH (diff $LOGS/checksum-source.txt $LOGS/checksum-$name.txt)"; FAILED+=("check $name: $res"); fi
+  kv "check_$name" "$res"
+  log "check $name: $res"
+}
+
+# ferry_apply RUN: (a) of step 6.
+ferry_apply() {
+  local r=$1 flog took tx tps bytes
+  clean_restored "$X_REST"
+  drop_caches
+  timed ferry-pitr "$r" "$X_REST" "$(q "$FERRY") restore --repo $(q "$PREPO") --to-gtid $FINAL --datadir $(q "$X_REST") --use-memory $PREPARE_MEMORY${REPLAY_THREADS:+ --replay-threads $REPLAY_THREADS}"
+  flog="$LOGS/ferry-pitr-$r.log"
+  took=$(godur "$(logline "$flog" "point-in-time: applied" took)")
+  tx=$(logline "$flog" "point-in-time: applying the archived binlog" transactions)
+  bytes=$(logline "$flog" "point-in-time: applying the archived binlog" bytes)
+  tps=$(logline "$flog" "point-in-time: applied" transactions_per_s)
+  [[ -n $took && -n $tx ]] || die "ferry restore --to-gtid (run $r) logged no 'point-in-time: applied ... took=' / 'applying ... transactions=' (log: $flog)"
+  [[ $tx == "$NTX" ]] || FAILED+=("ferry-pitr run $r: applied $tx transactions, the GTIDs from the backup to FINAL are $NTX")
+  kv "ferry_took-$r" "$took"; kv "ferry_tx-$r" "$tx"; kv "ferry_bytes-$r" "$bytes"; kv "ferry_logged_tps-$r" "$tps"
+  kv "ferry_threads-$r" "$(logline "$flog" "point-in-time: applying the archived binlog" threads)"
+  log "  ferry apply (run $r): $tx transactions, $bytes bytes, took $took s ($tps tx/s logged)"
+  if ((r == RUNS)) && [[ $SKIP_CHECK != 1 ]]; then checksum_on "$X_REST" ferry; fi
+  clean_restored "$X_REST"
+}
+
+# binlog_apply RUN: (b) of step 6.
+binlog_apply() {
+  local r=$1 t0 t1 t2 t3 logsize
+  clean_restored "$Y_REST"
+  drop_caches
+  timed ferry-restore "$r" "$Y_REST" "$(q "$FERRY") restore --repo $(q "$PREPO") $BK_ID --datadir $(q "$Y_REST") --use-memory $PREPARE_MEMORY"
+  logsize=$(stat -c %s "$Y_REST/ib_logfile0")
+  Y_OPTS=(--innodb-buffer-pool-size="$PREPARE_MEMORY" --innodb-log-file-size="$logsize"
+          --innodb-flush-log-at-trx-commit=0 --skip-log-bin)
+  stop_stale "$RPIDF" "$Y_REST"
+  t0=$(now)
+  start_server REST_PID "$Y_REST" "$RSOCK" "$RPIDF" "$BENCH_DIR/restored.err" --skip-networking "${Y_OPTS[@]}"
+  t1=$(now)
+  timed mb-apply "$r" 0 "mariadb-binlog --no-defaults --start-position=$BK_POS $BINLOG_FILES --stop-position=$END_POS | mariadb --no-defaults -S $(q "$RSOCK") -uroot"
+  t2=$(now)
+  stop_restored
+  t3=$(now)
+  kv "mb_start-$r" "$(gawk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
+  kv "mb_stop-$r" "$(gawk -v a="$t2" -v b="$t3" 'BEGIN { printf "%.3f", b - a }')"
+  log "  mariadb-binlog | mariadb (run $r): $NTX transactions in $(wall_of mb-apply "$r") s (server start $(kvget "mb_start-$r") s, shutdown $(kvget "mb_stop-$r") s)"
+  if ((r == RUNS)) && [[ $SKIP_CHECK != 1 ]]; then checksum_on "$Y_REST" mb "${Y_OPTS[@]}"; fi
+  clean_restored "$Y_REST"
+}
+
+pitr_cleanup() {
+  local rc=$?
+  set +e
+  [[ -n $PROBE_PID ]] && kill -TERM "$PROBE_PID" 2>/dev/null
+  [[ -n $ARCH_PID ]] && stop_archiver
+  [[ -n $SRC_PID && $KEEP_SERVER != 1 ]] && kill -0 "$SRC_PID" 2>/dev/null && sql -e "DROP DATABASE IF EXISTS pitr" 2>/dev/null
+  return "$rc"
+}
+trap 'pitr_cleanup; cleanup' EXIT
+
+# --- setup ------------------------------------------------------------------------------------------
+bench_init
+need jq jq
+need mariadb-binlog mariadb-client
+build_ferry
+: >"$KV"
+FAILED=()
+cp -f "$RPIDF" "$RPIDF.pitr" 2>/dev/null || true  # stop_stale removes the pid file: check both
+stop_stale "$RPIDF" "$X_REST"                     # restored datadirs of an interrupted run
+mv -f "$RPIDF.pitr" "$RPIDF" 2>/dev/null || true
+stop_stale "$RPIDF" "$Y_REST"
+rm -rf "$PREPO" "$IDF"; clean_restored "$X_REST" "$Y_REST"
+load_dataset
+[[ $(sql -e "SELECT @@GLOBAL.binlog_format") == ROW ]] || die "the server does not run with binlog_format=ROW"
+sql -e "DROP DATABASE IF EXISTS pitr; CREATE DATABASE pitr;
+        CREATE TABLE pitr.probe (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, at DATETIME(6) NOT NULL)"
+data_sizes
+log "datadir $DATA: $DATA_BYTES bytes; loads of $DURATION s (sysbench oltp_write_only, $THREADS threads), a probe every $PROBE_MS ms; $RUNS apply run(s)"
+
+# --- 1: the baseline load, no archiver ------------------------------------------------------------------
+load_phase base
+
+# --- 2+3: the archiver, the backup ---------------------------------------------------------------------
+sql -e "RESET MASTER; TRUNCATE pitr.probe"
+mkdir -p "$PREPO"
+ARCH_CMD=("$FERRY" --log-format json --log-level debug binlog-archive --repo "$PREPO" --socket "$SOCK" --user root)
+[[ -n $FLUSH_INTERVAL ]] && ARCH_CMD+=(--flush-interval "$FLUSH_INTERVAL")
+# shellcheck disable=SC2206  # ARCHIVE_ARGS: words on purpose
+ARCH_CMD+=($ARCHIVE_ARGS)
+log "starting: ${ARCH_CMD[*]} (log: $LOGS/archive.log)"
+"${ARCH_CMD[@]}" </dev/null >/dev/null 2>"$LOGS/archive.log" &
+ARCH_PID=$!
+ARCH_T0=$(now)
+for ((i = 0; i < 300; i++)); do
+  kill -0 "$ARCH_PID" 2>/dev/null || { tail -n 15 "$LOGS/archive.log" >&2; die "ferry binlog-archive exited (log: $LOGS/archive.log)"; }
+  archived "$(sql -e "SELECT @@gtid_binlog_pos")" && break
+  sleep 0.1
+done
+((i < 300)) || die "ferry binlog-archive stored nothing up to the server's GTID position within 30 s (log: $LOGS/archive.log)"
+log "binlog-archive (pid $ARCH_PID) follows the server; archive at $(sql -e "SELECT @@gtid_binlog_pos")"
+
+timed ferry-backup 1 "$PREPO" "$(q "$FERRY") backup --repo $(q "$PREPO") --socket $(q "$SOCK") --user root --parallel $PARALLEL $FERRY_ARGS >$(q "$IDF")"
+BK_ID=$(tr -d ' \n' <"$IDF")
+MANIFEST="$PREPO/backups/$BK_ID/manifest.json"
+[[ -n $BK_ID && -f $MANIFEST ]] || die "ferry backup --repo printed id '$BK_ID', but there is no $MANIFEST"
+jq -e . "$MANIFEST" >/dev/null 2>&1 || die "$MANIFEST is not plain JSON (an encrypted backup? leave --encrypt-to out of FERRY_ARGS)"
+BK_FILE=$(jq -r '.coordinates.binlog_file // ""' "$MANIFEST")
+BK_POS=$(jq -r '.coordinates.binlog_pos // ""' "$MANIFEST")
+BK_GTID=$(jq -r '.coordinates.gtid_binlog_pos // ""' "$MANIFEST")
+[[ -n $BK_FILE && $BK_POS =~ ^[0-9]+$ ]] || die "$MANIFEST has no coordinates.binlog_file / binlog_pos"
+BK_SEQ=$(gtid_seq "$BK_GTID")
+kv backup_id "$BK_ID"; kv backup_pos "$BK_FILE:$BK_POS"; kv backup_gtid "$BK_GTID"
+log "backup $BK_ID at $BK_FILE:$BK_POS, GTID $BK_GTID"
+
+# --- 4: the load with the archiver ----------------------------------------------------------------------
+C0=$(proc_cpu "$ARCH_PID")
+load_phase arch
+C1=$(proc_cpu "$ARCH_PID")
+
+# --- 5: the end of the load: FINAL, the archiver's last segment, its cost -------------------------------
+FINAL=$(sql -e "SELECT @@gtid_binlog_pos")
+FINAL_SEQ=$(gtid_seq "$FINAL")
+read -r END_FILE END_POS _ < <(sql -e "SHOW MASTER STATUS")
+NTX=$((FINAL_SEQ - BK_SEQ))
+kv final_gtid "$FINAL"; kv final_pos "$END_FILE:$END_POS"; kv ntx "$NTX"
+for ((i = 0; i < 600; i++)); do
+  kill -0 "$ARCH_PID" 2>/dev/null || { tail -n 15 "$LOGS/archive.log" >&2; die "ferry binlog-archive exited during the load (log: $LOGS/archive.log)"; }
+  archived "$FINAL" && break
+  sleep 0.1
+done
+((i < 600)) || die "ferry binlog-archive did not store $FINAL within 60 s of the end of the load (log: $LOGS/archive.log)"
+C2=$(proc_cpu "$ARCH_PID")
+HWM=$(proc_hwm "$ARCH_PID")
+ARCH_T1=$(now)
+stop_archiver
+kv arch_rc "$ARCH_RC"
+[[ $ARCH_RC == 0 ]] || FAILED+=("ferry binlog-archive exited with status $ARCH_RC after SIGTERM")
+kv arch_cpu_load "$(gawk -v a="$C0" -v b="$C1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
+kv arch_cpu_total "$(gawk -v c="$C2" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", c / t }')"
+kv arch_secs "$(gawk -v a="$ARCH_T0" -v b="$ARCH_T1" 'BEGIN { printf "%.1f", b - a }')"
+kv arch_hwm_kib "$HWM"
+kv load_secs "$(gawk -v a="$LOAD_T0" -v b="$LOAD_T1" 'BEGIN { printf "%.2f", b - a }')"
+kv archive_bytes "$(du -sb "$PREPO/binlogs" | cut -f1)"
+kv binlog_bytes "$(sql -e "SHOW BINARY LOGS" | gawk '{ s += $2 } END { printf "%.0f", s }')"
+lag_stats "$LOGS/probes-arch.tsv" "$LOAD_T0" "$LOAD_T1"
+log "archiver: $(kvget arch_cpu_load) CPU s during the $(kvget load_secs) s load, $(kvget arch_cpu_total) s in all; max RSS $((HWM / 1024)) MiB; exit status $ARCH_RC"
+
+sql -e "CHECKSUM TABLE $TABLE_LIST" >"$LOGS/checksum-source.txt"
+# the source's binlog files from the backup's on (binlog.index holds ./NAME lines, oldest first)
+BINLOG_FILES=""
+while read -r f; do
+  f=$(basename "$f")
+  [[ $f < "$BK_FILE" ]] && continue
+  [[ -f $DATA/$f ]] || die "binlog file $DATA/$f listed in binlog.index is missing"
+  BINLOG_FILES+=" $(q "$DATA/$f")"
+  [[ $f == "$END_FILE" ]] && break
+done <"$DATA/binlog.index"
+[[ $BINLOG_FILES == *"$(q "$DATA/$END_FILE")" ]] || die "binlog.index does not lead from $BK_FILE to $END_FILE"
+kv binlog_files "$(echo "$BINLOG_FILES" | wc -w)"
+log "to apply: $NTX transactions, $BK_GTID -> $FINAL ($BK_FILE:$BK_POS to $END_FILE:$END_POS)"
+
+# --- 6: apply, alternating --------------------------------------------------------------------------
+TOOLS=(ferry mb)
+for ((r = 1; r <= RUNS; r++)); do
+  for tool in $(order "$r"); do
+    if [[ $tool == ferry ]]; then ferry_apply "$r"; else binlog_apply "$r"; fi
+  done
+done
+
+# --- report ---------------------------------------------------------------------------------------------
+describe_env
+VERSIONS+="; $(ver mariadb-binlog --version | sed 's/ for debian.*//;s/^.*Ver/mariadb-binlog/')"
+
+report() {
+  report_gawk -v kvfile="$KV" -v check="$([[ $SKIP_CHECK == 1 ]] && echo "not run (SKIP_CHECK=1)")" \
+      -v duration="$DURATION" -v threads="$THREADS" -v warm="$LOAD_WARMUP_SECS" -v probems="$PROBE_MS" \
+      -v flush="${FLUSH_INTERVAL:-500ms (default)}" -v archargs="$ARCHIVE_ARGS" -v pmem="$PREPARE_MEMORY" \
+      -v rthreads="${REPLAY_THREADS:-default}" -v ferryargs="$FERRY_ARGS" -v nproc="$(nproc)" '
+    FILENAME == kvfile { K[$1] = $2; next }'"$AWK_LIB"'
+    function kagg(key,   i, v, m) { m = 0; for (i = 1; i <= runs; i++) if ((key "-" i) in K) v[++m] = K[key "-" i]; return m ? median(v, m) : "" }
+    function mb(x) { return x == "" ? "–" : sprintf("%.1f", x / 1e6) }
+    function tp(n, s) { return (s == "" || s <= 0) ? "" : n / s }
+    END {
+      printf "## Point-in-time recovery: ferry binlog-archive and restore --to-gtid vs mariadb-binlog | mariadb, %s\n\n", date
+      printf "- machine: %s\n- versions: %s\n", machine, versions
+      printf "- dataset: sysbench %d tables x %d rows; datadir %.3f GB (du -sb)\n", tables, rows, databytes / 1e9
+      printf "- server: 1 GiB buffer pool, 512 MiB redo, `--log-bin --server-id=1 --binlog-format=ROW`, sync_binlog 0 (default)\n"
+      printf "- loads: `sysbench oltp_write_only --threads=%d --rate=0` for %d s each (TPS: mean of the per-second reports after %d s), beside a probe commit every %d ms through one `mariadb` session\n", threads, duration, warm, probems
+      printf "- archiver: `ferry binlog-archive --repo DIR --flush-interval %s --log-format json --log-level debug%s` into a directory repository (zstd)\n\n", flush, archargs == "" ? "" : " " archargs
+      print "### Archive delay (RPO) and cost, under the load"
+      print "\n| probes | covered | lag median ms | lag p99 ms | lag max ms | lag min ms | segments stored in the load | waited_ms median | waited_ms max |"
+      print "|---|---|---|---|---|---|---|---|---|"
+      printf "| %d | %d | %s | %s | %s | %s | %d | %s | %s |\n", K["rpo_probes"], K["rpo_matched"], K["rpo_med"], K["rpo_p99"], K["rpo_max"], K["rpo_min"], K["seg_load"], f(K["seg_waited_med"], "%s"), f(K["seg_waited_max"], "%s")
+      printf "\nlag = time of the first `binlog-archive: stored` line whose last_gtid (same domain) has seq >= the probe'"'"'s, minus the client'"'"'s time right after its COMMIT returned. %d probe(s) not covered by any stored line.\n", K["rpo_unmatched"]
+      ls = K["load_secs"]
+      print "\n| archiver | value |\n|---|---|"
+      printf "| CPU s during the %.1f s load (utime + stime) | %.2f (%.1f %% of one core) |\n", ls, K["arch_cpu_load"], 100 * K["arch_cpu_load"] / ls
+      printf "| CPU s over its life (%.1f s: catch-up, backup, load, last store) | %.2f |\n", K["arch_secs"], K["arch_cpu_total"]
+      printf "| max RSS (VmHWM) MiB | %.1f |\n", K["arch_hwm_kib"] / 1024
+      printf "| binlog stored during the load: raw MB, MB/s | %s, %.2f |\n", mb(K["seg_raw_load"]), K["seg_raw_load"] / 1e6 / ls
+      printf "| whole archive: segments, raw MB, bytes in the repository MB (zstd) | %d, %s, %s |\n", K["seg_total"], mb(K["seg_raw_total"]), mb(K["archive_bytes"])
+      printf "| exit status after SIGTERM | %s |\n", K["arch_rc"]
+      tb = K["base_tps"]; ta = K["arch_tps"]
+      print "\n| sysbench oltp_write_only | TPS |\n|---|---|"
+      printf "| without the archiver | %.1f |\n| with the archiver | %.1f |\n", tb, ta
+
+      print "\n### Apply: `ferry restore --to-gtid` vs `mariadb-binlog | mariadb`"
+      printf "\n- backup %s (`ferry backup --repo`, archiver running, server idle): %s, GTID %s; target FINAL %s (end %s): **%d transactions** (%.1f MB of binlog written by both loads in all)\n",
+        K["backup_id"], K["backup_pos"], K["backup_gtid"], K["final_gtid"], K["final_pos"], K["ntx"], K["binlog_bytes"] / 1e6
+      printf "- (a) `ferry restore --repo DIR --to-gtid FINAL --datadir X --use-memory %s` (replay threads: %s = %s): apply time = `took=` of its `point-in-time: applied` line (private server start on the prepared copy, parallel applier to FINAL, clean shutdown)\n", pmem, rthreads, K["ferry_threads-" runs]
+      printf "- (b) `ferry restore --repo DIR ID --datadir Y --use-memory %s`, a server on Y (`--innodb-buffer-pool-size=%s --innodb-flush-log-at-trx-commit=0 --skip-log-bin`, the restored redo size), then `mariadb-binlog --start-position=POS FILES --stop-position=END | mariadb` (%d file(s))\n", pmem, pmem, K["binlog_files"]
+      printf "- %d run(s) each, alternating, cold page cache; medians\n\n", runs
+      ft = kagg("ferry_took"); mw = agg(W, "mb-apply", "med"); ms = kagg("mb_start"); mq = kagg("mb_stop")
+      mall = (mw == "" ? "" : mw + ms + mq)
+      print "| apply | transactions | apply s | tx/s | whole command s | check |"
+      print "|---|---|---|---|---|---|"
+      printf "| (a) ferry restore --to-gtid: `took=` | %s | %s | %s | %s (download, prepare, apply) | %s |\n", kagg("ferry_tx"), f(ft, "%.2f"), f(tp(K["ntx"], ft), "%.0f"), f(agg(W, "ferry-pitr", "med"), "%.2f"), check != "" ? check : K["check_ferry"]
+      printf "| (b) mariadb-binlog \\| mariadb | %d | %s | %s | ferry restore ID %s + server start %s + pipe %s + shutdown %s | %s |\n", K["ntx"], f(mw, "%.2f"), f(tp(K["ntx"], mw), "%.0f"),
+        f(agg(W, "ferry-restore", "med"), "%.2f"), f(ms, "%.2f"), f(mw, "%.2f"), f(mq, "%.2f"), check != "" ? check : K["check_mb"]
+      printf "| (b) with server start and shutdown (as `took=` counts them) | %d | %s | %s | – | – |\n", K["ntx"], f(mall, "%.2f"), f(tp(K["ntx"], mall), "%.0f")
+      printf "\nCPU s (user + sys): ferry restore --to-gtid %s (ferry only: the replay server is a child it waits for, counted too); mariadb-binlog | mariadb %s (clients only; the server'"'"'s CPU is not counted)\n",
+        f(agg(C, "ferry-pitr", "med"), "%.2f"), f(agg(C, "mb-apply", "med"), "%.2f")
+
+      print "\n| ratio | value | target | met |\n|---|---|---|---|"
+      r = ratio(ta, tb); printf "| sysbench TPS with / without the archiver | %s | – | – |\n", r
+      r = (K["rpo_p99"] == "") ? "–" : sprintf("%.0f ms", K["rpo_p99"]); printf "| archive lag p99 | %s | < 1000 ms (sub-second RPO) | %s |\n", r, (K["rpo_p99"] == "") ? "–" : (K["rpo_p99"] + 0 < 1000 ? "yes" : "**no**")
+      r = ratio(mw, ft); printf "| apply tx/s: ferry (took) / mariadb-binlog \\| mariadb (pipe) | %s | ≥ 3 | %s |\n", r, r == "–" ? "–" : (r + 0 >= 3 ? "yes" : "**no**")
+      r2 = ratio(mall, ft); printf "| apply tx/s: ferry (took) / mariadb-binlog \\| mariadb with server start + shutdown | %s | – | – |\n", r2
+      print "\ncheck: a server on the restored datadir; CHECKSUM TABLE of every sbtest table vs the idle source at FINAL (so X and Y also equal each other)."
+    }' "$KV" "$RAW"
+}
+report | tee "$RESULTS"
+log "results written to $RESULTS; raw data in $RAW and $KV; logs in $LOGS"
+((${#FAILED[@]} == 0)) || die "$(printf '%s; ' "${FAILED[@]}")"
