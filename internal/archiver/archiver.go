@@ -32,7 +32,7 @@ type Config struct {
 	Heartbeat time.Duration
 	// RetryMax is the longest wait between reconnection attempts.
 	RetryMax time.Duration
-	Log *slog.Logger
+	Log      *slog.Logger
 }
 
 // Defaults of Config.
