@@ -138,7 +138,7 @@ kv() { printf '%s\t%s\n' "$1" "$2" >>"$KV"; }
 kvget() { gawk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$KV"; }
 TABLE_LIST=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
 CLK_TCK=$(getconf CLK_TCK)
-ARCH_PID=""; PROBE_PID=""
+ARCH_PID=""; PROBE_OWN=""                        # the archiver; the probe session (coproc)
 
 # gtid_seq GTID: the seq of D-S-N; dies unless GTID is exactly one GTID.
 gtid_seq() {
@@ -149,10 +149,10 @@ gtid_seq() {
 # probe_loop SECONDS OUT: every PROBE_MS ms for SECONDS s, one committed probe transaction through
 # one client session; appends "commit-epoch-time<TAB>GTID" per probe to OUT (step 4 above).
 probe_loop() {
-  local secs=$1 out=$2 t0 t next end gtid k=0 wait_us
+  local secs=$1 out=$2 t0 t next end gtid k=0 wait_us pid
   : >"$out"
   coproc PROBE { exec mariadb --no-defaults -S "$SOCK" -uroot -N -B -n pitr 2>"$LOGS/probe.err"; }
-  PROBE_PID=$PROBE_PID
+  pid=$PROBE_PID; PROBE_OWN=$pid
   t0=${EPOCHREALTIME/[.,]/}
   end=$((t0 + secs * 1000000))
   while :; do
@@ -168,16 +168,16 @@ probe_loop() {
     wait_us=$((next - t))
     ((wait_us > 0)) && sleep "$(printf '%d.%06d' $((wait_us / 1000000)) $((wait_us % 1000000)))"
   done
-  exec {PROBE[1]}>&-
-  wait "$PROBE_PID" 2>/dev/null || true
-  PROBE_PID=""
+  eval "exec ${PROBE[1]}>&-"
+  wait "$pid" 2>/dev/null || true
+  PROBE_OWN=""
 }
 
-# load_phase NAME: quiesce, the sysbench load for DURATION s with the probe loop beside it; sets
-# LOAD_T0 / LOAD_T1 (epoch s) and records NAME_tps (mean per-second TPS after the warm-up).
+# load_phase NAME: the sysbench load for DURATION s with the probe loop beside it (the caller
+# quiesces first); sets LOAD_T0 / LOAD_T1 (epoch s) and records NAME_tps (mean per-second TPS
+# after the warm-up).
 load_phase() {
   local name=$1 t
-  quiesce
   start_load 0 "the probes"
   LOAD_T0=$SB_T0
   probe_loop "$DURATION" "$LOGS/probes-$name.tsv"
@@ -349,7 +349,7 @@ binlog_apply() {
 pitr_cleanup() {
   local rc=$?
   set +e
-  [[ -n $PROBE_PID ]] && kill -TERM "$PROBE_PID" 2>/dev/null
+  [[ -n $PROBE_OWN ]] && kill -TERM "$PROBE_OWN" 2>/dev/null
   [[ -n $ARCH_PID ]] && stop_archiver
   [[ -n $SRC_PID && $KEEP_SERVER != 1 ]] && kill -0 "$SRC_PID" 2>/dev/null && sql -e "DROP DATABASE IF EXISTS pitr" 2>/dev/null
   return "$rc"
@@ -376,6 +376,7 @@ data_sizes
 log "datadir $DATA: $DATA_BYTES bytes; loads of $DURATION s (sysbench oltp_write_only, $THREADS threads), a probe every $PROBE_MS ms; $RUNS apply run(s)"
 
 # --- 1: the baseline load, no archiver ------------------------------------------------------------------
+quiesce
 load_phase base
 
 # --- 2+3: the archiver, the backup ---------------------------------------------------------------------
@@ -411,6 +412,7 @@ kv backup_id "$BK_ID"; kv backup_pos "$BK_FILE:$BK_POS"; kv backup_gtid "$BK_GTI
 log "backup $BK_ID at $BK_FILE:$BK_POS, GTID $BK_GTID"
 
 # --- 4: the load with the archiver ----------------------------------------------------------------------
+quiesce
 C0=$(proc_cpu "$ARCH_PID")
 load_phase arch
 C1=$(proc_cpu "$ARCH_PID")

@@ -84,6 +84,10 @@ func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Ident
 		return err
 	}
 	out := cmd.OutOrStdout()
+	if s.Files == 0 && len(s.Gaps) == 0 {
+		fmt.Fprintln(out, "binlog archive: none (ferry binlog-archive keeps one)")
+		return nil
+	}
 	for _, gap := range s.Gaps {
 		fmt.Fprintf(out, "GAP: %s\n", gap)
 	}

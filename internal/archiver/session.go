@@ -20,6 +20,9 @@ import (
 // until the connection fails or ctx is cancelled; what it received is stored first.
 func (r *run) session(ctx context.Context) error {
 	db, err := mariadb.Open(ctx, r.cfg.Conn)
+	if errors.Is(err, mariadb.ErrAccessDenied) {
+		return fatalError{err}
+	}
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,14 @@ package archiver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/go-sql-driver/mysql"
 )
 
 // loadTip finds where the archive ends: the last segment's last event.
@@ -61,6 +63,10 @@ func binaryLogs(ctx context.Context, db *sql.DB) ([]serverLog, error) {
 		return nil, fatalf("the server writes no binary log (log_bin is OFF): start it with log_bin to archive its binlog")
 	}
 	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1227 {
+		return nil, fatalf("SHOW BINARY LOGS: %s: grant the archiver's user REPLICATION SLAVE and BINLOG MONITOR", me.Message)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("SHOW BINARY LOGS: %w", err)
 	}

@@ -125,12 +125,15 @@ func Open(ctx context.Context, c ConnConfig) (*sql.DB, error) {
 	return db, nil
 }
 
+// ErrAccessDenied means the server refused the user or its password.
+var ErrAccessDenied = errors.New("access denied")
+
 func connectError(c ConnConfig, err error) error {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
 		case 1045, 1698:
-			return fmt.Errorf("access denied for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", c.User, c.Where())
+			return fmt.Errorf("%w for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", ErrAccessDenied, c.User, c.Where())
 		case 1044, 1049:
 			return fmt.Errorf("server at %s refused the connection: %s", c.Where(), me.Message)
 		}
