@@ -36,19 +36,34 @@ func (a *Archive) Summarize(ctx context.Context) (*Summary, error) {
 		return s, nil
 	}
 	s.tally(files)
-	last := files[len(files)-1]
-	tr := &tracker{state: State{}}
-	_, err = a.walkFile(ctx, last, last.Segs[len(last.Segs)-1].Start, func(*Decoder, Event) error { return nil },
-		func(d *Decoder, e Event) (bool, error) {
-			s.LastEvent = time.Unix(int64(e.Timestamp), 0).UTC()
-			if _, done, err := tr.step(d, last.File, e); err != nil {
-				return false, err
-			} else if done != nil {
-				s.LastGroup = done
-			}
-			return false, nil
-		})
+	err = s.findLast(ctx, a, files)
 	return s, err
+}
+
+// findLast reads the archive backwards from its end, a segment at a time, until it
+// meets a complete transaction: the last one.
+func (s *Summary) findLast(ctx context.Context, a *Archive, files []FileSegments) error {
+	for k := len(files) - 1; k >= 0 && s.LastGroup == nil; k-- {
+		f := files[k]
+		for i := len(f.Segs) - 1; i >= 0 && s.LastGroup == nil; i-- {
+			tr := &tracker{state: State{}}
+			_, err := a.walkFile(ctx, f, f.Segs[i].Start, func(*Decoder, Event) error { return nil },
+				func(d *Decoder, e Event) (bool, error) {
+					if t := time.Unix(int64(e.Timestamp), 0).UTC(); t.After(s.LastEvent) {
+						s.LastEvent = t
+					}
+					_, done, err := tr.step(d, f.File, e)
+					if done != nil {
+						s.LastGroup = done
+					}
+					return false, err
+				})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Summary) tally(files []FileSegments) {
