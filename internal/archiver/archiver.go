@@ -27,6 +27,12 @@ type Config struct {
 	FlushInterval time.Duration
 	// SegmentSize is the raw size at which a segment is stored at once.
 	SegmentSize int
+	// MergeSize and MergeEvery bound the small segments a steady load leaves (one per
+	// FlushInterval): once the small segments since the last merge hold MergeSize bytes,
+	// are MergeEvery old, or their file ends, their bytes (kept in memory) are stored
+	// again as one segment and the small ones deleted.
+	MergeSize  int
+	MergeEvery time.Duration
 	// Heartbeat is the interval at which the server is asked to send a heartbeat on an
 	// idle binlog; a connection silent for four of them is dropped and made again.
 	Heartbeat time.Duration
@@ -39,6 +45,8 @@ type Config struct {
 const (
 	DefaultFlushInterval = 500 * time.Millisecond
 	DefaultSegmentSize   = 16 << 20
+	DefaultMergeSize     = 64 << 20
+	DefaultMergeEvery    = 5 * time.Minute
 	DefaultHeartbeat     = time.Second
 	DefaultRetryMax      = 30 * time.Second
 )
@@ -90,6 +98,12 @@ func (c *Config) defaults() {
 	}
 	if c.SegmentSize <= 0 {
 		c.SegmentSize = DefaultSegmentSize
+	}
+	if c.MergeSize <= 0 {
+		c.MergeSize = DefaultMergeSize
+	}
+	if c.MergeEvery <= 0 {
+		c.MergeEvery = DefaultMergeEvery
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = DefaultHeartbeat

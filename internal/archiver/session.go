@@ -47,6 +47,7 @@ func (r *run) session(ctx context.Context) error {
 	if ferr := s.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 		err = ferr
 	}
+	s.merge(context.WithoutCancel(ctx))
 	return err
 }
 
@@ -86,6 +87,10 @@ type stream1 struct {
 	bufSince time.Time // when the oldest unstored byte arrived
 	pending  tip       // the archive's tip once buf is stored
 	lastGTID string
+	// small are the segments stored since the last merge, merged their bytes.
+	small       []binlog.Segment
+	merged      []byte
+	mergedSince time.Time
 }
 
 // follow stores events as they arrive, and at least every FlushInterval.
@@ -125,6 +130,8 @@ func (s *stream1) take(ctx context.Context, ev *replication.BinlogEvent) error {
 	switch {
 	case e.Type == replication.HEARTBEAT_EVENT:
 		return nil
+	case e.Type == replication.MARIADB_START_ENCRYPTION_EVENT:
+		return fatalf("the server encrypts its binlog (encrypt_binlog): ferry does not archive encrypted binlogs yet")
 	case e.Type == replication.ROTATE_EVENT && e.Artificial():
 		return s.rotate(ctx, ev)
 	case e.Type == replication.FORMAT_DESCRIPTION_EVENT && s.cur.Pos > 4:
@@ -175,6 +182,7 @@ func (s *stream1) rotate(ctx context.Context, ev *replication.BinlogEvent) error
 	if err := s.flush(ctx); err != nil {
 		return err
 	}
+	s.merge(ctx)
 	if !s.tip.complete && s.tip.pos.File == s.cur.File {
 		s.log.Warn("binlog-archive: the server moved on from a file that ends without a Rotate or Stop event (a crash?)", "file", s.cur.File, "at", s.cur.Pos)
 	}
@@ -204,8 +212,39 @@ func (s *stream1) flush(ctx context.Context) error {
 	s.tip = s.pending
 	s.log.Debug("binlog-archive: stored", "file", seg.File, "start", seg.Start, "end", seg.End,
 		"last_gtid", s.lastGTID, "waited_ms", time.Since(s.bufSince).Milliseconds())
+	if len(s.small) == 0 {
+		s.mergedSince = time.Now()
+	}
+	s.small = append(s.small, seg)
+	s.merged = append(s.merged, s.buf...)
 	s.buf = s.buf[:0]
+	if s.tip.complete || len(s.merged) >= s.cfg.MergeSize || time.Since(s.mergedSince) >= s.cfg.MergeEvery {
+		s.merge(ctx)
+	}
 	return nil
+}
+
+// merge stores the bytes of the small segments since the last merge again as one
+// segment and deletes the small ones. A failure is not the archive's: the small
+// segments hold the same bytes; a later archiver deletes what a merged segment covers.
+func (s *stream1) merge(ctx context.Context) {
+	small, data := s.small, s.merged
+	s.small = nil
+	defer func() { s.merged = data[:0] }()
+	if len(small) < 2 {
+		return
+	}
+	seg, err := s.a.Put(ctx, small[0].File, small[0].Start, data)
+	if err != nil {
+		s.log.Warn("binlog-archive: merging small segments failed; they stay as they are", "file", small[0].File, "err", err)
+		return
+	}
+	for _, sm := range small {
+		if err := s.a.Delete(ctx, sm); err != nil {
+			s.log.Warn("binlog-archive: deleting a merged segment failed; it is ignored and deleted later", "key", sm.Key, "err", err)
+		}
+	}
+	s.log.Debug("binlog-archive: merged", "file", seg.File, "start", seg.Start, "end", seg.End, "segments", len(small))
 }
 
 // fixFDE gives back the Format_description event as the file holds it: the server

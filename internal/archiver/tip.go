@@ -23,6 +23,15 @@ func (r *run) loadTip(ctx context.Context) error {
 		r.log.Info("binlog-archive: the archive is empty: starting from the oldest binlog on the server")
 		return nil
 	}
+	covered, err := r.a.Covered(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range covered { // left by an archiver stopped in the middle of a merge
+		if err := r.a.Delete(ctx, c); err != nil {
+			return err
+		}
+	}
 	s := segs[len(segs)-1]
 	b, err := r.a.Read(ctx, s)
 	if err != nil {

@@ -64,7 +64,37 @@ func (a *Archive) Segments(ctx context.Context) ([]Segment, error) {
 		return nil, fmt.Errorf("list binlog archive at %s: %w", a.st.Location(), err)
 	}
 	slices.SortFunc(segs, compareSegments)
+	segs, _ = splitCovered(segs)
 	return segs, nil
+}
+
+// Covered lists the segments whose bytes a merged segment also holds: left when an
+// archiver stopped between storing a merged segment and deleting the small ones.
+func (a *Archive) Covered(ctx context.Context) ([]Segment, error) {
+	var segs []Segment
+	err := a.st.List(ctx, segmentsDir, func(oi storage.ObjectInfo) error {
+		s, err := parseSegmentKey(oi.Key, oi.Size)
+		if err == nil {
+			segs = append(segs, s)
+		}
+		return err
+	})
+	slices.SortFunc(segs, compareSegments)
+	_, covered := splitCovered(segs)
+	return covered, err
+}
+
+// splitCovered separates, in ordered segments, those another segment of the same
+// file holds whole (a merged one) from the rest.
+func splitCovered(segs []Segment) (kept, covered []Segment) {
+	for _, s := range segs {
+		if n := len(kept); n > 0 && kept[n-1].File == s.File && kept[n-1].Start <= s.Start && s.End <= kept[n-1].End {
+			covered = append(covered, s)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	return kept, covered
 }
 
 // Put stores data, the bytes of file from offset start, as one segment.

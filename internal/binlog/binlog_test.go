@@ -331,3 +331,28 @@ func FuzzEvents(f *testing.F) {
 		}
 	})
 }
+
+// TestMergedSegments: a merged segment and the small ones it holds may both be stored
+// for a moment (an archiver stopped between the two); readers take the merged one.
+func TestMergedSegments(t *testing.T) {
+	ctx := context.Background()
+	a, _ := newArchive(t)
+	store(t, a, "mysql-bin.000002", 3)
+	small, _ := a.Segments(ctx)
+	b := fixture(t, "mysql-bin.000002")
+	if _, err := a.Put(ctx, "mysql-bin.000002", 0, b[:small[2].End]); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := a.Segments(ctx)
+	covered, _ := a.Covered(ctx)
+	if len(segs) != len(small)-2 || segs[0].End != small[2].End || len(covered) != 3 {
+		t.Fatalf("%d segments (first ends at %d), %d covered; %d small", len(segs), segs[0].End, len(covered), len(small))
+	}
+	if err := ByFile(segs)[0].Contiguous(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := a.Verify(ctx)
+	if err != nil || len(s.Problems) != 0 || s.Groups != 20 {
+		t.Fatalf("verify: %v %+v", err, s.Problems)
+	}
+}

@@ -110,12 +110,15 @@ func parseSegmentKey(key string, size int64) (Segment, error) {
 	return s, nil
 }
 
-// compareSegments orders segments by file, then offset.
+// compareSegments orders segments by file, then offset, the longer first.
 func compareSegments(a, b Segment) int {
 	if c := CompareFiles(a.File, b.File); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.Start, b.Start)
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.End, a.End)
 }
 
 // Next is the start of the file numbered one more than p's.
