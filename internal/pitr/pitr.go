@@ -66,18 +66,9 @@ func before(m *manifest.Manifest, t binlog.Target) (bool, error) {
 // Plan chooses the backup (id, or the newest that fits if id is "") and writes the
 // relay logs that take it to the target into relayDir.
 func Plan(ctx context.Context, r *repo.Repo, a *binlog.Archive, id string, t binlog.Target, relayDir string) (*manifest.Manifest, *binlog.Plan, error) {
-	entries, err := r.List(ctx)
+	entries, err := candidates(ctx, r, id)
 	if err != nil {
 		return nil, nil, err
-	}
-	if id != "" {
-		entries = slices.DeleteFunc(entries, func(e repo.Entry) bool { return e.ID != id && (id != "latest" || e.Manifest == nil) })
-		if id == "latest" && len(entries) > 0 {
-			entries = entries[len(entries)-1:]
-		}
-		if len(entries) == 0 || entries[0].Manifest == nil {
-			return nil, nil, fmt.Errorf("%w: %s", repo.ErrNoBackup, id)
-		}
 	}
 	m, err := Choose(entries, t)
 	if err != nil {
@@ -100,4 +91,17 @@ func Plan(ctx context.Context, r *repo.Repo, a *binlog.Archive, id string, t bin
 		return nil, nil, fmt.Errorf("from backup %s: %w", m.ID, err)
 	}
 	return m, p, nil
+}
+
+// candidates are the backups a restore may start from: the one named (an id or
+// "latest"), or all.
+func candidates(ctx context.Context, r *repo.Repo, id string) ([]repo.Entry, error) {
+	if id == "" {
+		return r.List(ctx)
+	}
+	m, err := r.Resolve(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return []repo.Entry{{ID: m.ID, Manifest: m}}, nil
 }
