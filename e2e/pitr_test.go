@@ -25,9 +25,9 @@ import (
 // of the load ends exactly at that GTID, and a restore to a time ends at the last
 // transaction the server's own binlog (read by mariadb-binlog) shows at or before it;
 // both hold the workloads' invariants, replicate on from there and match the source's
-// checksums. Bad input gets one line each, and a binlog purged while the archiver was
-// down becomes a recorded gap that list and verify report and a restore refuses to
-// cross.
+// checksums. Bad input gets one line each, a binlog purged while the archiver was down
+// becomes a recorded gap that list and verify report and a restore refuses to cross,
+// and another server behind the address stops the archiver with an error.
 func TestPointInTime(t *testing.T) {
 	mbinlog, err := exec.LookPath("mariadb-binlog")
 	if err != nil {
@@ -128,6 +128,29 @@ func TestPointInTime(t *testing.T) {
 		wantFail(t, s3.env, "gap", "restore", "--repo", s3.url, "--to-gtid", after, "--datadir", datadir)
 		noDatadir(t, datadir)
 		t.Logf("lost %s with the purged binlog; %s lies past the gap", lost, after)
+	})
+	t.Run("other server", func(t *testing.T) {
+		// Another server behind the archiver's address: it stops with an error rather
+		// than mix two histories in one archive.
+		arch.Process.Signal(os.Interrupt)
+		arch.Wait()
+		files := binlogFiles(t, src)
+		last := files[len(files)-1]
+		fi, err := os.Stat(filepath.Join(src.Datadir, last))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// It has a file of the same name, longer than what the archive holds of it.
+		other := testdb.Start(t, testdb.Options{ServerID: 3})
+		for f := binlogFiles(t, other); f[len(f)-1] != last; f = binlogFiles(t, other) {
+			other.Exec(t, "FLUSH BINARY LOGS")
+		}
+		other.Exec(t, "CREATE TABLE test.blob (b LONGBLOB) ENGINE=InnoDB")
+		other.Exec(t, "INSERT INTO test.blob VALUES (REPEAT('x', ?))", fi.Size()+1000)
+		res := wantFail(t, s3.env, "different server", "binlog-archive", "--repo", s3.url, "--socket", other.Socket, "--user", "root")
+		if strings.Contains(res.stderr, "binlog-archive: stored") {
+			t.Errorf("the archiver did not tell the other server's event apart:\n%s", res.stderr)
+		}
 	})
 	t.Run("expire", func(t *testing.T) {
 		out := s3.run(t, "expire", "--repo", s3.url, "--keep-last", "1", "--dry-run")

@@ -154,6 +154,10 @@ func (r *run) sameServer(ctx context.Context, db *sql.DB, l serverLog) error {
 	var pos, serverID, end int64
 	err := db.QueryRowContext(ctx, fmt.Sprintf("SHOW BINLOG EVENTS IN '%s' FROM %d LIMIT 1", l.name, r.tip.last.Start)).
 		Scan(&logName, &pos, &typ, &serverID, &end, &info)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1220 { // wrong offset: no event starts there
+		return fatalf("the server's %s has no event at offset %d, where the archive's last event of it starts: a different server is behind this address: archive it into another repository", l.name, r.tip.last.Start)
+	}
 	if err != nil {
 		return fmt.Errorf("read the server's event at %s:%d: %w", l.name, r.tip.last.Start, err)
 	}
