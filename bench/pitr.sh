@@ -42,7 +42,10 @@
 #      after the probe's commit (Xid) event, its position from `mariadb-binlog` of the source's
 #      binlog files after the load; and the number of segments that end inside a transaction.
 #      Also the segments stored during the load, their median and max waited_ms, the raw binlog
-#      bytes stored (sum of end - start) and the bytes in REPO/binlogs (zstd).
+#      bytes stored (sum of end - start) and the bytes in REPO/binlogs (zstd); the merges (the
+#      archiver stores the small segments again as one every --merge-size bytes or --merge-every,
+#      in its receive loop): their count and the longest gap from the "stored" line before a
+#      merge to its "merged" line (how long it held up the stream; the probes' lag includes it).
 #      Archiver cost: utime + stime from /proc/PID/stat (CPU s during the load window, as % of one
 #      core, and over its whole life), VmHWM from /proc/PID/status (max RSS) sampled just before
 #      it is stopped. sysbench TPS with the archiver vs the baseline of step 1.
@@ -219,9 +222,13 @@ proc_cpu() { sed 's/^.*) //' "/proc/$1/stat" | gawk '{ print $12, $13 }'; }
 # proc_hwm PID: VmHWM of PID in KiB.
 proc_hwm() { gawk '$1 == "VmHWM:" { print $2 }' "/proc/$1/status"; }
 
-# stored_tsv: the archiver's "stored" lines as "epoch-time file start end last_gtid waited_ms".
+# stored_tsv [merged]: the archiver's "stored" lines as "epoch-time file start end last_gtid
+# waited_ms"; with merged, its "merged" lines (one segment that replaces the small ones stored
+# since the last merge: `--merge-size`, `--merge-every`) as "epoch-time file start end segments".
 stored_tsv() {
-  jq -R -r 'fromjson? | select(.msg == "binlog-archive: stored") | [.time, .file, .start, .end, .last_gtid, .waited_ms] | @tsv' \
+  local filter='select(.msg == "binlog-archive: stored") | [.time, .file, .start, .end, .last_gtid, .waited_ms]'
+  [[ ${1:-} == merged ]] && filter='select(.msg == "binlog-archive: merged") | [.time, .file, .start, .end, .segments]'
+  jq -R -r "fromjson? | $filter | @tsv" \
     "$LOGS/archive.log" | gawk -F'\t' -v OFS='\t' '
     # RFC 3339 (slog JSON: nanoseconds, Z or an offset) to epoch seconds
     function epoch(s,   d, frac, off, sign) {
@@ -296,7 +303,7 @@ lag_col() {
 # not covered, lag median/p99/max both ways, and the segments stored between LO and HI (epoch s;
 # the load window).
 lag_stats() {
-  local probes=$1 lo=$2 hi=$3 med p99 max min n cmed cp99 cmax cmin cn miss cmiss nocommit segs wmed wmax raw mid
+  local probes=$1 lo=$2 hi=$3 med p99 max min n cmed cp99 cmax cmin cn miss cmiss nocommit segs wmed wmax raw mid merges mhold mbytes
   shift 3
   stored_tsv >"$LOGS/stored.tsv"
   binlog_scan "$probes" "$LOGS/stored.tsv" "$@" >"$LOGS/binlog-scan.tsv"
@@ -335,6 +342,16 @@ lag_stats() {
   IFS=$'\t' read -r segs wmed wmax raw mid <"$LOGS/seg-stats.txt"
   kv seg_load "$segs"; kv seg_waited_med "$wmed"; kv seg_waited_max "$wmax"; kv seg_raw_load "$raw"; kv seg_mid_load "$mid"
   kv seg_total "$(wc -l <"$LOGS/stored.tsv")"
+  # the merges during the load: each runs in the receive loop, after the store it follows
+  stored_tsv merged >"$LOGS/merged.tsv"
+  read -r merges mhold mbytes < <(gawk -F'\t' -v a="$lo" -v b="$hi" '
+    FILENAME == ARGV[1] { st[++n] = $1; next }
+    $1 >= a && $1 <= b { m++; bytes += $4 - $3; prev = ""
+      for (i = 1; i <= n && st[i] <= $1; i++) prev = st[i]
+      if (prev != "" && ($1 - prev) * 1000 > hold) hold = ($1 - prev) * 1000 }
+    END { printf "%d %.0f %.0f\n", m, hold, m ? bytes / m : 0 }' "$LOGS/stored.tsv" "$LOGS/merged.tsv")
+  kv merges_load "$merges"; kv merge_hold_max "$mhold"; kv merge_bytes "$mbytes"
+  kv merges_total "$(wc -l <"$LOGS/merged.tsv")"
   kv seg_raw_total "$(gawk -F'\t' '{ s += $4 - $3 } END { printf "%.0f", s }' "$LOGS/stored.tsv")"
   log "RPO: $(wc -l <"$probes") probes, lag median $med ms, p99 $p99 ms, max $max ms ($miss not covered by a stored line); to the commit event stored: median $cmed, p99 $cp99, max $cmax ms; $segs segments stored during the load, waited_ms median $wmed, max $wmax"
 }
@@ -608,7 +625,8 @@ report() {
       printf "| CPU s over its life (%.1f s: start, backup, load, last store) | %.2f |\n", K["arch_secs"], K["arch_cpu_total"]
       printf "| max RSS (VmHWM) MiB | %.1f |\n", K["arch_hwm_kib"] / 1024
       printf "| binlog stored during the load: raw MB, MB/s | %s, %.2f |\n", mb(K["seg_raw_load"]), K["seg_raw_load"] / 1e6 / ls
-      printf "| whole archive: segments, raw MB, bytes in the repository MB (zstd) | %d, %s, %s |\n", K["seg_total"], mb(K["seg_raw_total"]), mb(K["archive_bytes"])
+      printf "| whole archive: segments stored, merges, raw MB, bytes in REPO/binlogs at the end MB (zstd) | %d, %d, %s, %s |\n", K["seg_total"], K["merges_total"], mb(K["seg_raw_total"]), mb(K["archive_bytes"])
+      printf "| merges during the load (`--merge-size`/`--merge-every`): count, mean raw MB, longest gap from the store before it to its line ms | %d, %s, %s |\n", K["merges_load"], mb(K["merge_bytes"]), K["merge_hold_max"]
       printf "| exit status after SIGTERM | %s |\n", K["arch_rc"]
       tb = K["base_tps"]; ta = K["arch_tps"]
       print "\n| sysbench oltp_write_only | TPS | transactions committed (with the probes) | source mariadbd CPU s in the load | its CPU ms per 1000 transactions |\n|---|---|---|---|---|"

@@ -42,7 +42,7 @@ func (r *run) session(ctx context.Context) error {
 		return fmt.Errorf("start the binlog dump at %s: %w", start, err)
 	}
 	r.log.Info("binlog-archive: following the server's binlog", "from", start.String(), "server", r.cfg.Conn.Where())
-	s := &stream1{run: r, cur: start}
+	s := &follower{run: r, cur: start}
 	err = s.follow(ctx, stream)
 	if ferr := s.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 		err = ferr
@@ -77,9 +77,9 @@ func (r *run) syncerConfig() replication.BinlogSyncerConfig {
 	return sc
 }
 
-// stream1 is one session's progress: the file and offset the next byte belongs at, and
+// follower is one session's progress: the file and offset the next byte belongs at, and
 // the bytes received and not stored yet.
-type stream1 struct {
+type follower struct {
 	*run
 	cur      binlog.Position
 	buf      []byte
@@ -94,7 +94,7 @@ type stream1 struct {
 }
 
 // follow stores events as they arrive, and at least every FlushInterval.
-func (s *stream1) follow(ctx context.Context, stream *replication.BinlogStreamer) error {
+func (s *follower) follow(ctx context.Context, stream *replication.BinlogStreamer) error {
 	for {
 		wait := time.Hour
 		if len(s.buf) > 0 {
@@ -122,7 +122,7 @@ func (s *stream1) follow(ctx context.Context, stream *replication.BinlogStreamer
 
 // take places one received event: a new file, the file's Format_description, or the
 // next event of the current file, which must start exactly where the archive ends.
-func (s *stream1) take(ctx context.Context, ev *replication.BinlogEvent) error {
+func (s *follower) take(ctx context.Context, ev *replication.BinlogEvent) error {
 	e, err := binlog.SplitEvent(ev.RawData, 0)
 	if err != nil || int64(len(ev.RawData)) != e.End {
 		return fmt.Errorf("malformed event from the server: %v", err)
@@ -157,14 +157,14 @@ func (s *stream1) take(ctx context.Context, ev *replication.BinlogEvent) error {
 
 // advance moves past event e, which starts at offset at: the archive's tip once the
 // buffer is stored.
-func (s *stream1) advance(e binlog.Event, at int64) {
+func (s *follower) advance(e binlog.Event, at int64) {
 	s.cur.Pos = at + int64(len(e.Raw))
 	s.pending = tip{pos: s.cur, last: binlog.Event{Type: e.Type, Start: at, ServerID: e.ServerID},
 		complete: e.Type == replication.ROTATE_EVENT || e.Type == replication.STOP_EVENT}
 }
 
 // rotate follows the server to another file (or confirms the file a dump starts in).
-func (s *stream1) rotate(ctx context.Context, ev *replication.BinlogEvent) error {
+func (s *follower) rotate(ctx context.Context, ev *replication.BinlogEvent) error {
 	rot, ok := ev.Event.(*replication.RotateEvent)
 	if !ok {
 		return errors.New("malformed Rotate event from the server")
@@ -192,7 +192,7 @@ func (s *stream1) rotate(ctx context.Context, ev *replication.BinlogEvent) error
 }
 
 // add appends an event's bytes to the unstored buffer.
-func (s *stream1) add(b []byte, at int64) {
+func (s *follower) add(b []byte, at int64) {
 	if len(s.buf) == 0 {
 		s.bufStart, s.bufSince = at, time.Now()
 	}
@@ -200,7 +200,7 @@ func (s *stream1) add(b []byte, at int64) {
 }
 
 // flush stores the buffer as one segment.
-func (s *stream1) flush(ctx context.Context) error {
+func (s *follower) flush(ctx context.Context) error {
 	if len(s.buf) == 0 {
 		return nil
 	}
@@ -227,7 +227,7 @@ func (s *stream1) flush(ctx context.Context) error {
 // merge stores the bytes of the small segments since the last merge again as one
 // segment and deletes the small ones. A failure is not the archive's: the small
 // segments hold the same bytes; a later archiver deletes what a merged segment covers.
-func (s *stream1) merge(ctx context.Context) {
+func (s *follower) merge(ctx context.Context) {
 	small, data := s.small, s.merged
 	s.small = nil
 	defer func() { s.merged = data[:0] }()
