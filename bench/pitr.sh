@@ -7,8 +7,8 @@
 # Same private server and dataset code as bench/backup.sh (shared code: bench/lib.sh): 1 GiB
 # buffer pool, 512 MiB redo, `--log-bin=binlog --server-id=1`, plus `--binlog-format=ROW`
 # (sync_binlog left at its default, 0). The dataset defaults to 4 tables x 100k rows here
-# (lib.sh's SMALL size): the default run takes about 5 min on 2 cores (plus ~1 min to build the
-# dataset the first time). A probe table pitr.probe (in a database of its own, dropped at the end)
+# (lib.sh's SMALL size): the default run takes about 8 min on 2 cores (building the dataset the
+# first time takes seconds at this size). A probe table pitr.probe (in a database of its own, dropped at the end)
 # is created first. In order:
 #   1. baseline load, no archiver: after quiesce (lib.sh: no dirty pages, page cache dropped),
 #      `sysbench oltp_write_only --threads=THREADS --rate=0 --report-interval=1` (lib.sh
@@ -24,7 +24,8 @@
 #      (the backup's GTID position is then not empty), mkdir REPO (a plain directory repository),
 #      then in the background `ferry binlog-archive --repo REPO --socket S --user root --log-format
 #      json --log-level debug [--flush-interval FLUSH_INTERVAL]`, stderr to logs-pitr/archive.log
-#      (one JSON line per stored segment: time, file, start, end, last_gtid, waited_ms).
+#      (one JSON line per stored segment: time, file, start, end, last_gtid, waited_ms; one per
+#      merge: time, file, start, end, segments).
 #   3. with the archiver running and the server idle: `ferry backup --repo REPO --socket S --user
 #      root --parallel P` (timed); its id from stdout; its binlog file and position and its
 #      gtid_binlog_pos from REPO/backups/ID/manifest.json (coordinates.*).
@@ -48,7 +49,7 @@
 #      merge to its "merged" line (how long it held up the stream; the probes' lag includes it).
 #      Archiver cost: utime + stime from /proc/PID/stat (CPU s during the load window, as % of one
 #      core, and over its whole life), VmHWM from /proc/PID/status (max RSS) sampled just before
-#      it is stopped. sysbench TPS with the archiver vs the baseline of step 1.
+#      it is stopped. sysbench TPS with the archiver vs the baseline (steps 1 and 7) and vs 1b.
 #   5. the load stops; FINAL = @@gtid_binlog_pos (one GTID: a single domain), SHOW MASTER STATUS
 #      (the last file and its end); the script waits until the archive log has stored FINAL, then
 #      SIGTERMs the archiver (it stores what it received, exits 0). CHECKSUM TABLE of every sbtest
@@ -76,21 +77,24 @@
 #      sbtest table must equal the source's (step 5), so X and Y equal each other too; a mismatch
 #      makes the script exit non-zero after the report. transactions= of ferry's log must equal
 #      the GTID count.
+#   7. (BASE_AFTER=0 leaves it out) the baseline load of step 1 again, after quiesce: the TPS
+#      baseline of the ratios is the mean of 1 and 7 (this VM's TPS drifts by 10 % and more
+#      between loads of the same kind; every load's per-second TPS stddev is reported too).
 # Ratios: sysbench TPS with / without the archiver (and / with the reference client); ferry apply
 # tx/s / mariadb-binlog tx/s (the target: >= 3); RPO p99 < 1000 ms is the "sub-second RPO"
 # reference (shared/research/peers.md).
 # Prints a markdown report and writes it to $BENCH_DIR/pitr-results.md. Needs root. Disk, besides
 # the dataset: the repository (one backup, the archive) and two restored datadirs.
 #
-#   bench/pitr.sh                                    # 4 x 100k rows, 3 loads of 60 s, 1 run (~6 min)
+#   bench/pitr.sh                                    # 4 x 100k rows, 4 loads of 60 s, 1 run (~8 min)
 #   DURATION=15 TABLES=2 TABLE_SIZE=10000 bench/pitr.sh   # checks the script in ~2 min
 #   TABLES=14 TABLE_SIZE=1000000 DURATION=120 bench/pitr.sh   # the other scripts' dataset
 #
 # Options (environment), defaults in brackets:
 #   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), repository, logs-pitr/
 #   TABLES [4] TABLE_SIZE [100000]    sysbench dataset; each size gets its own datadir
-#   DURATION [60]                     seconds of each load (baseline, reference, with the archiver)
-#   THREADS [2]                       sysbench oltp_write_only threads of both loads
+#   DURATION [60]                     seconds of each load (baseline, reference, archiver, baseline)
+#   THREADS [2]                       sysbench oltp_write_only threads of every load
 #   LOAD_WARMUP_SECS [5]              first seconds of each load left out of its TPS
 #   PROBE_MS [200]                    interval of the probe commits
 #   FLUSH_INTERVAL                    ferry binlog-archive --flush-interval (default: ferry's, 500ms)
@@ -105,6 +109,7 @@
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for `ferry backup`
 #   SKIP_REF=1                        leave out the reference load with mariadb-binlog --stop-never (1b)
+#   BASE_AFTER=0                      leave out the second baseline load (7)
 #   SKIP_CHECK=1                      leave out the CHECKSUM TABLE checks of X and Y
 #   KEEP_SERVER=1                     leave the private server running at the end
 set -euo pipefail
@@ -131,6 +136,7 @@ X_REST="$BENCH_DIR/pitr-restored-ferry"           # ferry restore --to-gtid --da
 Y_REST="$BENCH_DIR/pitr-restored-mb"              # ferry restore ID --datadir, then mariadb-binlog | mariadb
 REFDIR="$BENCH_DIR/pitr-ref-stream"               # mariadb-binlog --raw --stop-never's copy (1b)
 SKIP_REF=${SKIP_REF:-0}
+BASE_AFTER=${BASE_AFTER:-1}
 CLEAN_PATHS=("$PREPO" "$IDF" "$REFDIR")
 CLEAN_RESTORED=("$X_REST" "$Y_REST")
 
@@ -213,6 +219,11 @@ load_phase() {
   t=$(tps "$(gawk -v a="$LOAD_T0" -v w="$LOAD_WARMUP_SECS" 'BEGIN { printf "%.3f", a + w }')" "$LOAD_T1")
   [[ -n $t ]] || die "no sysbench per-second report in the $name load (log: $LOGS/sysbench-$name.log)"
   kv "${name}_tps" "$t"
+  # the spread of the per-second TPS in the same window (noisy neighbours show here)
+  kv "${name}_tps_sd" "$(gawk -v a="$LOAD_T0" -v w="$LOAD_WARMUP_SECS" -v b="$LOAD_T1" '
+    /^\[ *[0-9]+s \]/ { t = a + $2 - 0.5; for (i = 3; i < NF; i++) if ($i == "tps:") v = $(i + 1) + 0
+      if (t >= a + w && t <= b) { n++; s += v; q += v * v } }
+    END { if (n > 1) printf "%.1f", sqrt((q - s * s / n) / (n - 1)) }' "$LOGS/sysbench-$name.log")"
   kv "${name}_probes" "$(wc -l <"$LOGS/probes-$name.tsv")"
   log "$name load: $DURATION s of sysbench oltp_write_only ($THREADS threads), $(wc -l <"$LOGS/probes-$name.tsv") probes; TPS $t"
 }
@@ -592,6 +603,12 @@ for ((r = 1; r <= RUNS; r++)); do
   done
 done
 
+# --- 7: the baseline load again (the machine drifts: the TPS baseline is the mean of both) ----------
+if [[ $BASE_AFTER == 1 ]]; then
+  quiesce
+  load_phase base2
+fi
+
 # --- report ---------------------------------------------------------------------------------------------
 describe_env
 VERSIONS+="; $(ver mariadb-binlog --version | sed 's/ for debian.*//;s/^.*Ver/mariadb-binlog/')"
@@ -605,6 +622,9 @@ report() {
     function kagg(key,   i, v, m) { m = 0; for (i = 1; i <= runs; i++) if ((key "-" i) in K) v[++m] = K[key "-" i]; return m ? median(v, m) : "" }
     function mb(x) { return x == "" ? "–" : sprintf("%.1f", x / 1e6) }
     function tp(n, s) { return (s == "" || s <= 0) ? "" : n / s }
+    function lrow(name, k) {
+      printf "| %s | %.1f | %s | %s | %.2f | %s |\n", name, K[k "_tps"], f(K[k "_tps_sd"], "%s"), K[k "_events"], K[k "_server_cpu"],
+        f(K[k "_events"] > 0 ? 1e6 * K[k "_server_cpu"] / K[k "_events"] : "", "%.0f") }
     END {
       printf "## Point-in-time recovery: ferry binlog-archive and restore --to-gtid vs mariadb-binlog | mariadb, %s\n\n", date
       printf "- machine: %s\n- versions: %s\n", machine, versions
@@ -628,17 +648,18 @@ report() {
       printf "| whole archive: segments stored, merges, raw MB, bytes in REPO/binlogs at the end MB (zstd) | %d, %d, %s, %s |\n", K["seg_total"], K["merges_total"], mb(K["seg_raw_total"]), mb(K["archive_bytes"])
       printf "| merges during the load (`--merge-size`/`--merge-every`): count, mean raw MB, longest gap from the store before it to its line ms | %d, %s, %s |\n", K["merges_load"], mb(K["merge_bytes"]), K["merge_hold_max"]
       printf "| exit status after SIGTERM | %s |\n", K["arch_rc"]
-      tb = K["base_tps"]; ta = K["arch_tps"]
-      print "\n| sysbench oltp_write_only | TPS | transactions committed (with the probes) | source mariadbd CPU s in the load | its CPU ms per 1000 transactions |\n|---|---|---|---|---|"
-      printf "| without the archiver | %.1f | %s | %.2f | %s |\n", tb, K["base_events"], K["base_server_cpu"], f(K["base_events"] > 0 ? 1e6 * K["base_server_cpu"] / K["base_events"] : "", "%.0f")
-      printf "| with the archiver | %.1f | %s | %.2f | %s |\n", ta, K["arch_events"], K["arch_server_cpu"], f(K["arch_events"] > 0 ? 1e6 * K["arch_server_cpu"] / K["arch_events"] : "", "%.0f")
+      tb = ("base2_tps" in K) ? (K["base_tps"] + K["base2_tps"]) / 2 : K["base_tps"]; ta = K["arch_tps"]
+      print "\n| sysbench oltp_write_only | TPS | per-second TPS stddev | transactions committed (with the probes) | source mariadbd CPU s in the load | its CPU ms per 1000 transactions |\n|---|---|---|---|---|---|"
+      lrow("1. baseline: without a replication client", "base")
+      if ("ref_tps" in K) lrow("1b. reference: with `mariadb-binlog --read-from-remote-server --raw --stop-never`", "ref")
+      lrow("4. with `ferry binlog-archive`", "arch")
+      if ("base2_tps" in K) lrow("7. baseline again, after the rest", "base2")
       if ("ref_tps" in K) {
         tr = K["ref_tps"]
-        printf "| reference: with `mariadb-binlog --read-from-remote-server --raw --stop-never` | %.1f | %s | %.2f | %s |\n", tr, K["ref_events"], K["ref_server_cpu"], f(K["ref_events"] > 0 ? 1e6 * K["ref_server_cpu"] / K["ref_events"] : "", "%.0f")
         printf "\nThe reference client (the stock streaming copy, same dump protocol, no compression, no store per interval) used %.2f CPU s (%.1f %% of one core) in its load and %.1f MiB max RSS; it copied %.1f MB.\n",
           K["ref_cpu_load"], 100 * K["ref_cpu_load"] / K["ref_secs"], K["ref_hwm_kib"] / 1024, K["ref_bytes"] / 1e6
       }
-      printf "\nOrder: baseline, %sthe archiver'"'"'s load (the same dataset, each after quiesce; RESET MASTER between them). Transactions and server CPU are over each whole load; TPS leaves out the first %d s.\n", ("ref_tps" in K) ? "reference, " : "", warm
+      printf "\nIn this order on the same dataset, each after quiesce (RESET MASTER before 1b and 2). The TPS baseline of the ratios is %s. Transactions and server CPU are over each whole load; TPS and its spread leave out the first %d s.\n", ("base2_tps" in K) ? sprintf("the mean of 1 and 7, %.1f", tb) : "load 1", warm
 
       print "\n### Apply: `ferry restore --to-gtid` vs `mariadb-binlog | mariadb`"
       printf "\n- backup %s (`ferry backup --repo`, archiver running, server idle): %s, GTID %s; target FINAL %s (end %s): **%d transactions** (the source'"'"'s binlog since the RESET MASTER before the archiver: %.1f MB)\n",
@@ -658,7 +679,8 @@ report() {
         f(agg(C, "ferry-pitr", "med"), "%.2f"), f(agg(C, "mb-apply", "med"), "%.2f")
 
       print "\n| ratio | value | target | met |\n|---|---|---|---|"
-      r = ratio(ta, tb); printf "| sysbench TPS with / without the archiver | %s | – | – |\n", r
+      r = ratio(ta, tb); printf "| sysbench TPS with the archiver / baseline | %s | – | – |\n", r
+      if ("ref_tps" in K) { r = ratio(tr, tb); printf "| sysbench TPS with the reference streaming client / baseline | %s | – | – |\n", r }
       if ("ref_tps" in K) { r = ratio(ta, tr); printf "| sysbench TPS with the archiver / with the reference streaming client | %s | – | – |\n", r }
       r = (K["rpo_p99"] == "") ? "–" : sprintf("%.0f ms", K["rpo_p99"]); printf "| archive lag p99 (last_gtid rule) | %s | < 1000 ms (sub-second RPO) | %s |\n", r, (K["rpo_p99"] == "") ? "–" : (K["rpo_p99"] + 0 < 1000 ? "yes" : "**no**")
       r = (K["rpoc_p99"] == "") ? "–" : sprintf("%.0f ms", K["rpoc_p99"]); printf "| archive lag p99 (commit event stored) | %s | < 1000 ms (sub-second RPO) | %s |\n", r, (K["rpoc_p99"] == "") ? "–" : (K["rpoc_p99"] + 0 < 1000 ? "yes" : "**no**")

@@ -67,7 +67,7 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 	f.Uint32Var(&serverID, "server-id", 0, "server_id to register with, as a replica does; unique in the topology (default: one derived from --repo, in 2000000000-2147483647)")
 	f.DurationVar(&cfg.FlushInterval, "flush-interval", archiver.DefaultFlushInterval, "store what was received at least this often (the archive's delay behind the server)")
 	f.IntVar(&cfg.SegmentSize, "segment-size", archiver.DefaultSegmentSize, "store a segment at once when this many bytes are waiting")
-	f.IntVar(&cfg.MergeSize, "merge-size", archiver.DefaultMergeSize, "merge the small segments of a steady load into one segment of this many bytes (memory held)")
+	f.IntVar(&cfg.MergeSize, "merge-size", archiver.DefaultMergeSize, "merge the small segments of a steady load into one segment of this many bytes (held in memory: twice, while one merge is stored)")
 	f.DurationVar(&cfg.MergeEvery, "merge-every", archiver.DefaultMergeEvery, "merge the small segments at least this often, and when their file ends")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", archiver.DefaultHeartbeat, "ask the server for a heartbeat this often on an idle binlog (a connection silent 4 times as long is made again)")
 	f.DurationVar(&cfg.RetryMax, "retry-max", archiver.DefaultRetryMax, "longest wait between reconnection attempts")

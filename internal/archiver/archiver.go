@@ -45,7 +45,7 @@ type Config struct {
 const (
 	DefaultFlushInterval = 500 * time.Millisecond
 	DefaultSegmentSize   = 16 << 20
-	DefaultMergeSize     = 64 << 20
+	DefaultMergeSize     = 32 << 20
 	DefaultMergeEvery    = 5 * time.Minute
 	DefaultHeartbeat     = time.Second
 	DefaultRetryMax      = 30 * time.Second

@@ -42,12 +42,14 @@ func (r *run) session(ctx context.Context) error {
 		return fmt.Errorf("start the binlog dump at %s: %w", start, err)
 	}
 	r.log.Info("binlog-archive: following the server's binlog", "from", start.String(), "server", r.cfg.Conn.Where())
-	s := &follower{run: r, cur: start}
+	s := &follower{run: r, cur: start, spare: make(chan []byte, 1),
+		buf: make([]byte, 0, r.cfg.SegmentSize), merged: make([]byte, 0, r.cfg.MergeSize+r.cfg.SegmentSize)}
 	err = s.follow(ctx, stream)
 	if ferr := s.flush(context.WithoutCancel(ctx)); ferr != nil && err == nil {
 		err = ferr
 	}
 	s.merge(context.WithoutCancel(ctx))
+	s.waitMerge()
 	return err
 }
 
@@ -86,36 +88,46 @@ type follower struct {
 	bufStart int64
 	bufSince time.Time // when the oldest unstored byte arrived
 	pending  tip       // the archive's tip once buf is stored
+	// dec and groups follow the transactions: lastGTID is the last one complete.
+	dec      *binlog.Decoder
+	groups   *binlog.Tracker
 	lastGTID string
-	// small are the segments stored since the last merge, merged their bytes.
+	// small are the segments stored since the last merge, merged their bytes; a merge
+	// runs in the background (merging is closed when it ends) on a buffer of its own,
+	// which it hands back in spare.
 	small       []binlog.Segment
 	merged      []byte
 	mergedSince time.Time
+	merging     chan struct{}
+	spare       chan []byte
 }
 
-// follow stores events as they arrive, and at least every FlushInterval.
+// follow stores events as they arrive, and at least every FlushInterval. While bytes
+// wait, events are read under one deadline: the flush's.
 func (s *follower) follow(ctx context.Context, stream *replication.BinlogStreamer) error {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	defer func() { cancel() }()
 	for {
-		wait := time.Hour
-		if len(s.buf) > 0 {
-			wait = max(time.Until(s.bufSince.Add(s.cfg.FlushInterval)), 0)
+		if len(s.buf) > 0 && wctx == ctx {
+			var c context.CancelFunc
+			wctx, c = context.WithDeadline(ctx, s.bufSince.Add(s.cfg.FlushInterval))
+			cancel = c
 		}
-		ectx, cancel := context.WithTimeout(ctx, wait)
-		ev, err := stream.GetEvent(ectx)
-		cancel()
+		ev, err := stream.GetEvent(wctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, context.DeadlineExceeded):
-			if err := s.flush(ctx); err != nil {
-				return err
-			}
-			continue
-		case err != nil:
+			err = s.flush(ctx)
+		case err == nil:
+			err = s.take(ctx, ev)
+		}
+		if err != nil {
 			return err
 		}
-		if err := s.take(ctx, ev); err != nil {
-			return err
+		if len(s.buf) == 0 && wctx != ctx {
+			cancel()
+			wctx = ctx
 		}
 	}
 }
@@ -135,22 +147,53 @@ func (s *follower) take(ctx context.Context, ev *replication.BinlogEvent) error 
 	case e.Type == replication.ROTATE_EVENT && e.Artificial():
 		return s.rotate(ctx, ev)
 	case e.Type == replication.FORMAT_DESCRIPTION_EVENT && s.cur.Pos > 4:
-		return nil // sent again at the start of a dump in the middle of a file
+		return s.decoder(ev.RawData) // sent again at the start of a dump in the middle of a file
 	case e.Type == replication.FORMAT_DESCRIPTION_EVENT:
-		s.add(append([]byte("\xfebin"), fixFDE(ev.RawData, s.cur.Pos)...), 0)
+		fde := fixFDE(ev.RawData, s.cur.Pos)
+		s.add(append([]byte("\xfebin"), fde...), 0)
 		s.advance(e, 4)
-		return nil
+		return s.decoder(fde)
 	}
 	if start := int64(e.LogPos) - int64(len(ev.RawData)); start != s.cur.Pos {
 		return fmt.Errorf("the server sent an event of %s at offset %d, the archive ends at %d: not storing a gap or an overlap", s.cur.File, start, s.cur.Pos)
 	}
-	if g, ok := ev.Event.(*replication.GenericEvent); ok && e.Type == replication.MARIADB_GTID_EVENT && len(g.Data) >= 12 {
-		s.lastGTID = fmt.Sprintf("%d-%d-%d", binary.LittleEndian.Uint32(g.Data[8:12]), e.ServerID, binary.LittleEndian.Uint64(g.Data[0:8]))
+	if err := s.follow1(e, s.cur.Pos); err != nil {
+		return err
 	}
 	s.add(ev.RawData, s.cur.Pos)
 	s.advance(e, s.cur.Pos)
 	if s.pending.complete || len(s.buf) >= s.cfg.SegmentSize {
 		return s.flush(ctx)
+	}
+	return nil
+}
+
+// decoder starts decoding the file's events with its Format_description.
+func (s *follower) decoder(fde []byte) error {
+	e, err := binlog.SplitEvent(fde, 4)
+	if err == nil {
+		s.dec, err = binlog.NewDecoder(e)
+	}
+	if err != nil {
+		return fmt.Errorf("the server's Format_description event: %w", err)
+	}
+	s.groups = binlog.NewTracker(binlog.State{})
+	return nil
+}
+
+// follow1 follows the transactions through event e, at offset at, noting the last
+// complete one (the log says which the archive holds).
+func (s *follower) follow1(e binlog.Event, at int64) error {
+	if s.dec == nil {
+		return nil
+	}
+	e.Start, e.End = at, at+int64(len(e.Raw))
+	_, done, err := s.groups.Step(s.dec, s.cur.File, e)
+	if done != nil {
+		s.lastGTID = done.GTID.String()
+	}
+	if err != nil {
+		s.groups = binlog.NewTracker(binlog.State{}) // a group cut short: follow the next
 	}
 	return nil
 }
@@ -225,26 +268,47 @@ func (s *follower) flush(ctx context.Context) error {
 }
 
 // merge stores the bytes of the small segments since the last merge again as one
-// segment and deletes the small ones. A failure is not the archive's: the small
-// segments hold the same bytes; a later archiver deletes what a merged segment covers.
+// segment and deletes the small ones, in the background: the stream goes on meanwhile.
+// A failure is not the archive's: the small segments hold the same bytes, and a later
+// archiver deletes what a merged segment covers.
 func (s *follower) merge(ctx context.Context) {
 	small, data := s.small, s.merged
 	s.small = nil
-	defer func() { s.merged = data[:0] }()
 	if len(small) < 2 {
+		s.merged = data[:0]
 		return
 	}
-	seg, err := s.a.Put(ctx, small[0].File, small[0].Start, data)
-	if err != nil {
-		s.log.Warn("binlog-archive: merging small segments failed; they stay as they are", "file", small[0].File, "err", err)
-		return
+	s.waitMerge()
+	select {
+	case b := <-s.spare:
+		s.merged = b[:0]
+	default:
+		s.merged = make([]byte, 0, s.cfg.MergeSize+s.cfg.SegmentSize)
 	}
-	for _, sm := range small {
-		if err := s.a.Delete(ctx, sm); err != nil {
-			s.log.Warn("binlog-archive: deleting a merged segment failed; it is ignored and deleted later", "key", sm.Key, "err", err)
+	s.merging = make(chan struct{})
+	go func() {
+		defer close(s.merging)
+		defer func() { s.spare <- data[:0] }()
+		seg, err := s.a.Put(ctx, small[0].File, small[0].Start, data)
+		if err != nil {
+			s.log.Warn("binlog-archive: merging small segments failed; they stay as they are", "file", small[0].File, "err", err)
+			return
 		}
+		for _, sm := range small {
+			if err := s.a.Delete(ctx, sm); err != nil {
+				s.log.Warn("binlog-archive: deleting a merged segment failed; it is ignored and deleted later", "key", sm.Key, "err", err)
+			}
+		}
+		s.log.Debug("binlog-archive: merged", "file", seg.File, "start", seg.Start, "end", seg.End, "segments", len(small))
+	}()
+}
+
+// waitMerge waits for the background merge, if one runs.
+func (s *follower) waitMerge() {
+	if s.merging != nil {
+		<-s.merging
+		s.merging = nil
 	}
-	s.log.Debug("binlog-archive: merged", "file", seg.File, "start", seg.Start, "end", seg.End, "segments", len(small))
 }
 
 // fixFDE gives back the Format_description event as the file holds it: the server

@@ -310,12 +310,12 @@ func FuzzEvents(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := &tracker{state: State{}}
+		tr := &Tracker{state: State{}}
 		_, _ = eventsOf(d, "x.000001", b, 4, 4, func(d *Decoder, e Event) (bool, error) {
 			d.GTID(e)
 			d.GTIDList(e)
 			d.Ends(e)
-			_, _, err := tr.step(d, "x.000001", e)
+			_, _, err := tr.Step(d, "x.000001", e)
 			return false, err
 		})
 		// Decoding without the checksum check, as a corrupt but checksummed event would.

@@ -15,17 +15,20 @@ type Group struct {
 	End   Position  // after its last event
 }
 
-// tracker follows transaction groups and the GTID state over a walk of events.
-type tracker struct {
+// Tracker follows transaction groups and the GTID state over a walk of events.
+type Tracker struct {
 	state  State
 	open   *Group
 	flags  byte
 	queryN int
 }
 
-// step feeds one event of file. began is the group whose GTID event e is; done the
+// NewTracker starts following groups from a GTID state.
+func NewTracker(state State) *Tracker { return &Tracker{state: state} }
+
+// Step feeds one event of file. began is the group whose GTID event e is; done the
 // group e completes.
-func (t *tracker) step(d *Decoder, file string, e Event) (began, done *Group, err error) {
+func (t *Tracker) Step(d *Decoder, file string, e Event) (began, done *Group, err error) {
 	switch {
 	case e.Type == replication.MARIADB_GTID_EVENT:
 		g, flags, err := d.GTID(e)

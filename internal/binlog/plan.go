@@ -86,7 +86,7 @@ func (a *Archive) PlanReplay(ctx context.Context, from Position, state State, t 
 // walkTo walks the files in order, from the position in the first, until the target
 // is reached (true).
 func (a *Archive) walkTo(ctx context.Context, files []FileSegments, from Position, t Target, p *Plan, w *relayWriter) (bool, error) {
-	tr := &tracker{state: p.State}
+	tr := &Tracker{state: p.State}
 	for k, f := range files {
 		off := int64(0)
 		if k == 0 {
@@ -101,7 +101,7 @@ func (a *Archive) walkTo(ctx context.Context, files []FileSegments, from Positio
 			if err := a.checkList(d, e, k, f.File, tr.state); err != nil {
 				return false, err
 			}
-			began, done, err := tr.step(d, f.File, e)
+			began, done, err := tr.Step(d, f.File, e)
 			if err != nil {
 				return false, err
 			}

@@ -46,13 +46,13 @@ func (s *Summary) findLast(ctx context.Context, a *Archive, files []FileSegments
 	for k := len(files) - 1; k >= 0 && s.LastGroup == nil; k-- {
 		f := files[k]
 		for i := len(f.Segs) - 1; i >= 0 && s.LastGroup == nil; i-- {
-			tr := &tracker{state: State{}}
+			tr := &Tracker{state: State{}}
 			_, err := a.walkFile(ctx, f, f.Segs[i].Start, func(*Decoder, Event) error { return nil },
 				func(d *Decoder, e Event) (bool, error) {
 					if t := time.Unix(int64(e.Timestamp), 0).UTC(); t.After(s.LastEvent) {
 						s.LastEvent = t
 					}
-					_, done, err := tr.step(d, f.File, e)
+					_, done, err := tr.Step(d, f.File, e)
 					if done != nil {
 						s.LastGroup = done
 					}
@@ -107,7 +107,7 @@ func (a *Archive) Verify(ctx context.Context) (*Summary, error) {
 // verifyFile checks one file, continuing from the state the files before reached (nil
 // for the first, or after a file that could not be read), and returns the state after it.
 func (s *Summary) verifyFile(ctx context.Context, a *Archive, f FileSegments, before State) State {
-	tr := &tracker{state: State{}}
+	tr := &Tracker{state: State{}}
 	first := true
 	_, err := a.walkFile(ctx, f, 0, func(*Decoder, Event) error { return nil }, func(d *Decoder, e Event) (bool, error) {
 		s.LastEvent = time.Unix(int64(e.Timestamp), 0).UTC()
@@ -122,7 +122,7 @@ func (s *Summary) verifyFile(ctx context.Context, a *Archive, f FileSegments, be
 			}
 			tr.state = list.Clone()
 		}
-		_, done, err := tr.step(d, f.File, e)
+		_, done, err := tr.Step(d, f.File, e)
 		if done != nil {
 			s.Groups++
 			s.LastGroup = done
