@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/go-sql-driver/mysql"
 )
@@ -71,36 +72,22 @@ func binaryLogs(ctx context.Context, db *sql.DB) ([]serverLog, error) {
 	if logBin == 0 {
 		return nil, fatalf("the server writes no binary log (log_bin is OFF): start it with log_bin to archive its binlog")
 	}
-	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
+	rows, err := mariadb.QueryMaps(ctx, db, "SHOW BINARY LOGS")
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1227 {
 		return nil, fatalf("SHOW BINARY LOGS: %s: grant the archiver's user REPLICATION SLAVE and BINLOG MONITOR", me.Message)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("SHOW BINARY LOGS: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var logs []serverLog
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		var l serverLog
-		l.name = string(vals[0])
-		fmt.Sscan(string(vals[1]), &l.size)
+	for _, row := range rows {
+		l := serverLog{name: row["Log_name"]}
 		if err := binlog.CheckFile(l.name); err != nil {
 			return nil, fatalf("the server's %w", err)
 		}
+		fmt.Sscan(row["File_size"], &l.size)
 		logs = append(logs, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	if len(logs) == 0 {
 		return nil, fatalf("the server lists no binary log (SHOW BINARY LOGS is empty)")

@@ -23,21 +23,28 @@ type Summary struct {
 // Summarize lists the archive and reads its last file to find where it ends, without
 // reading the rest.
 func (a *Archive) Summarize(ctx context.Context) (*Summary, error) {
+	s, files, err := a.survey(ctx)
+	if err != nil || len(files) == 0 {
+		return s, err
+	}
+	return s, s.findLast(ctx, a, files)
+}
+
+// survey lists the archive's segments and gaps and counts what they hold.
+func (a *Archive) survey(ctx context.Context) (*Summary, []FileSegments, error) {
 	segs, err := a.Segments(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s := &Summary{Segments: len(segs)}
 	if s.Gaps, err = a.Gaps(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files := ByFile(segs)
-	if len(files) == 0 {
-		return s, nil
+	if len(files) > 0 {
+		s.tally(files)
 	}
-	s.tally(files)
-	err = s.findLast(ctx, a, files)
-	return s, err
+	return s, files, nil
 }
 
 // findLast reads the archive backwards from its end, a segment at a time, until it
@@ -84,19 +91,10 @@ func (s *Summary) tally(files []FileSegments) {
 // listed in Problems; recorded gaps are listed in Gaps, and a break the archive has
 // no record of is a problem.
 func (a *Archive) Verify(ctx context.Context) (*Summary, error) {
-	segs, err := a.Segments(ctx)
+	s, files, err := a.survey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &Summary{Segments: len(segs)}
-	if s.Gaps, err = a.Gaps(ctx); err != nil {
-		return nil, err
-	}
-	files := ByFile(segs)
-	if len(files) == 0 {
-		return s, nil
-	}
-	s.tally(files)
 	var state State
 	for _, f := range files {
 		state = s.verifyFile(ctx, a, f, state)
