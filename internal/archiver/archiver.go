@@ -6,6 +6,7 @@
 package archiver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,9 @@ func fatalf(format string, args ...any) error { return fatalError{fmt.Errorf(for
 // Lost connections and server restarts are retried, waiting longer each time up to
 // RetryMax.
 func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
-	cfg.defaults()
+	if err := cfg.defaults(); err != nil {
+		return err
+	}
 	r := &run{a: a, cfg: cfg, log: cfg.Log}
 	if err := r.loadTip(ctx); err != nil {
 		return err
@@ -92,28 +95,21 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 	}
 }
 
-func (c *Config) defaults() {
-	if c.FlushInterval <= 0 {
-		c.FlushInterval = DefaultFlushInterval
+// defaults fills unset options; a negative one is an error.
+func (c *Config) defaults() error {
+	if c.FlushInterval < 0 || c.SegmentSize < 0 || c.MergeSize < 0 || c.MergeEvery < 0 || c.Heartbeat < 0 || c.RetryMax < 0 {
+		return errors.New("--flush-interval, --segment-size, --merge-size, --merge-every, --heartbeat and --retry-max must be positive")
 	}
-	if c.SegmentSize <= 0 {
-		c.SegmentSize = DefaultSegmentSize
-	}
-	if c.MergeSize <= 0 {
-		c.MergeSize = DefaultMergeSize
-	}
-	if c.MergeEvery <= 0 {
-		c.MergeEvery = DefaultMergeEvery
-	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = DefaultHeartbeat
-	}
-	if c.RetryMax <= 0 {
-		c.RetryMax = DefaultRetryMax
-	}
+	c.FlushInterval = cmp.Or(c.FlushInterval, DefaultFlushInterval)
+	c.SegmentSize = cmp.Or(c.SegmentSize, DefaultSegmentSize)
+	c.MergeSize = cmp.Or(c.MergeSize, DefaultMergeSize)
+	c.MergeEvery = cmp.Or(c.MergeEvery, DefaultMergeEvery)
+	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
+	c.RetryMax = cmp.Or(c.RetryMax, DefaultRetryMax)
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
+	return nil
 }
 
 // run is the archiver's state across sessions.
