@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,17 +153,6 @@ func errorLines(out string) string {
 		}
 	}
 	return b.String()
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("pick a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // mariadbdPath finds mariadbd on PATH, else in /usr/sbin.
