@@ -107,6 +107,9 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Uint64Var(&fl.incLSN, "incremental-lsn", 0, "take an incremental holding the pages changed since this LSN (a base's to_lsn)")
 	f.BoolVar(&fl.incRepo, "incremental", false, "repository: take an incremental on the newest complete backup of this server in the repository")
 	f.StringVar(&fl.incBase, "base", "", "repository: take an incremental on this backup id")
+	f.BoolVar(&cfg.Replica.Info, "slave-info", false, "the server is a replica: record its source and position (xtrabackup_slave_info, the manifest) so restore and clone can replicate from that source (--replicate-from-source); needs REPLICA MONITOR")
+	f.BoolVar(&cfg.Replica.SafeSlave, "safe-slave-backup", false, "stop the replica's SQL thread from BLOCK_DDL to the end of BLOCK_COMMIT, once it has no temporary tables open")
+	f.DurationVar(&cfg.Replica.SafeSlaveTimeout, "safe-slave-backup-timeout", 300*time.Second, "how long --safe-slave-backup waits for the replica to have no temporary tables open")
 	f.StringVar(&cfg.Keys.KeyFile, "key-file", "", "a server encrypting its redo log: its file_key_management key file, if not readable where the server's settings say")
 	f.StringVar(&cfg.Keys.PasswordFile, "key-password-file", "", "file holding the password --key-file is encrypted with (file_key_management_filekey)")
 	return cmd

@@ -68,6 +68,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.Float64Var(&impact, "max-impact", 0, "percent of the donor's write throughput the clone may cost (the donor's own --max-impact wins if lower)")
 	f.BoolVar(&cfg.Start, "start", false, "start mariadbd on the clone and wait until it accepts connections")
 	f.BoolVar(&cfg.Replicate, "replicate", false, "with --start: make the clone a replica of the donor from the copy's GTID position and wait until it runs")
+	f.BoolVar(&cfg.FromSource, "replicate-from-source", false, "the donor is a replica: replicate from its source at the donor's gtid_slave_pos instead of from the donor (with --replicate, or in the printed commands)")
 	f.StringVar(&cfg.DefaultsFile, "defaults-file", "", "my.cnf of the local server for --start (default: the host's usual option files); its [client] group also gives the connection")
 	f.StringVar(&cfg.Local.Socket, "socket", "", "socket of the started server (default: from its options)")
 	f.StringVarP(&cfg.Local.User, "user", "u", "", "user for the started server (default root); the clone has the donor's accounts")
@@ -107,7 +108,7 @@ func printClone(w io.Writer, res *clone.Result) {
 	if user == "" {
 		user = "<repl user>"
 	}
-	fmt.Fprintln(w, "To make it a replica of the donor, run on it:")
+	fmt.Fprintf(w, "To make it a replica of %s:%d, run on it:\n", r.Host, r.Port)
 	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", r.GTID)
 	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", r.Host, r.Port, user)
 	fmt.Fprintln(w, "  START SLAVE;")

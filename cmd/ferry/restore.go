@@ -73,6 +73,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
 				}
 				g.log.Info("wrote the options the restored datadir needs", "file", writeCnf)
 			}
+			if cfg.FromSource {
+				printSourceReplication(cmd.OutOrStdout(), res)
+				return nil
+			}
 			printReplication(cmd.OutOrStdout(), res)
 			return nil
 		},
@@ -89,6 +93,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")
 	f.BoolVar(&cfg.DataDirs.Inside, "no-data-directory", false, "put DATA DIRECTORY tablespaces inside the datadir as ordinary tablespaces")
 	f.BoolVar(&cfg.Galera, "galera", false, "write grastate.dat at the backup's Galera position, so that a node started on the datadir joins its cluster by IST (the backup must come from a Galera node)")
+	f.BoolVar(&cfg.FromSource, "replicate-from-source", false, "the backup is of a replica (backup --slave-info): print how to make the restored server a replica of that replica's source, not of the replica")
 	f.StringVar(&writeCnf, "write-cnf", "", "write the options the restored datadir needs (datadir, InnoDB page size, system and undo tablespaces, ...) as a [mysqld] group to this new file")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
@@ -110,6 +115,19 @@ func printReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintln(w, "To make it a replica of the backed-up server, run on it:")
 	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", gtid)
 	fmt.Fprintln(w, "  CHANGE MASTER TO MASTER_HOST='<source host>', MASTER_PORT=3306, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;")
+	fmt.Fprintln(w, "  START SLAVE;")
+}
+
+// printSourceReplication prints the statements that make the restored server a replica
+// of the source the backed-up replica replicated from (restore checked there is one).
+func printSourceReplication(w io.Writer, res *restore.Result) {
+	c := res.Coordinates
+	src := c.Sources[0]
+	fmt.Fprintf(w, "Restored %s. Start it with: %s\n", res.Datadir, startCommand(res.Datadir, res.Options))
+	fmt.Fprintf(w, "The backup was taken on a replica of %s:%d at gtid_slave_pos %s (its file %s:%d).\n", src.Host, src.Port, c.GTIDSlavePos, src.File, src.Pos)
+	fmt.Fprintln(w, "To make it a replica of that source, run on it:")
+	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
+	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", src.Host, src.Port)
 	fmt.Fprintln(w, "  START SLAVE;")
 }
 

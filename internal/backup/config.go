@@ -62,8 +62,26 @@ type Config struct {
 	// long before it reads any redo, so that the server laps it and the page-LSN
 	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).
 	TrackerStall time.Duration
-	Version      string // ferry version, recorded in metadata
-	Command      string // command line without secrets, recorded in xtrabackup_info
+	// Replica is what a backup of a replica records and does (--slave-info,
+	// --safe-slave-backup).
+	Replica ReplicaOptions
+	Version string // ferry version, recorded in metadata
+	Command string // command line without secrets, recorded in xtrabackup_info
+}
+
+// ReplicaOptions say what a backup of a replica records and does.
+type ReplicaOptions struct {
+	// Info records the replica's sources and their positions under BLOCK_COMMIT in the
+	// manifest and in xtrabackup_slave_info (--slave-info).
+	Info bool
+	// BestEffort records them only if the user may read them: a clone donor offers
+	// them to a recipient that may want them, without needing REPLICA MONITOR.
+	BestEffort bool
+	// SafeSlave stops the SQL thread from BLOCK_DDL to the end of BLOCK_COMMIT
+	// (--safe-slave-backup), once it has no temporary tables open; SafeSlaveTimeout
+	// bounds the wait for that (default 300 s).
+	SafeSlave        bool
+	SafeSlaveTimeout time.Duration
 }
 
 // SpoolOptions place and bound the redo spool.

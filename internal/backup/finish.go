@@ -46,6 +46,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 		{xtrabackup.MyCnfFile, xtrabackup.MyCnfBytes(m.Server.Settings)},
 		{xtrabackup.BinlogInfoFile, j.binlogInfo()},
 		{xtrabackup.GaleraInfoFile, j.galeraInfo()},
+		{xtrabackup.SlaveInfoFile, mariadb.SlaveInfo(m.Coordinates)},
 		{xtrabackup.InfoFile, xtrabackup.InfoBytes(j.infoEntries(res))},
 		{xtrabackup.CheckpointsFile, cp.Bytes()},
 	}

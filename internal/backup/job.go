@@ -219,6 +219,12 @@ func (j *job) connect(ctx context.Context) error {
 		j.db.Close()
 		return err
 	}
+	if o := j.cfg.Replica; (o.Info && !o.BestEffort) || o.SafeSlave {
+		if _, err := mariadb.ReadReplicaSources(ctx, j.db); err != nil { // refused now, not after the copy
+			j.db.Close()
+			return fmt.Errorf("--slave-info/--safe-slave-backup: %w", err)
+		}
+	}
 	if _, err := os.Stat(j.redoPath()); err != nil {
 		j.db.Close()
 		return fmt.Errorf("cannot read the server's redo log %s (%v): ferry backup must run on the database host, as root or the mysql user", j.redoPath(), errors.Unwrap(err))

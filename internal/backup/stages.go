@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -63,12 +64,8 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	// Copies under the backup locks run at full speed: --max-rate spares the server
 	// during the long online copy, not while DDL or commits wait.
 	j.limiter = nil
-	ddlWait, err := j.underBlockDDL(ctx)
+	res, err := j.underLocks(ctx)
 	if err != nil {
-		return nil, err
-	}
-	res := &Result{Dir: j.sink.Name(), BlockDDL: ddlWait}
-	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
 		return nil, err
 	}
 	last, err := j.finishTail(ctx)
@@ -80,6 +77,39 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	res.PageRereads = j.stats.rereads.Load()
 	res.Rounds, res.PagesRecopied = j.recopy.rounds, j.recopy.pages
 	res.Manifest = &j.m
+	return res, nil
+}
+
+// underLocks runs BLOCK_DDL and BLOCK_COMMIT, with a replica's SQL thread stopped
+// around them if asked (--safe-slave-backup).
+func (j *job) underLocks(ctx context.Context) (*Result, error) {
+	if j.cfg.Replica.SafeSlave {
+		conn, err := j.db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--safe-slave-backup: %w", err)
+		}
+		defer conn.Close()
+		pause, err := mariadb.PauseSQLThread(ctx, conn, cmp.Or(j.cfg.Replica.SafeSlaveTimeout, 300*time.Second))
+		defer func() {
+			if err := pause.Resume(context.WithoutCancel(ctx)); err != nil {
+				j.log.Error(err.Error())
+			}
+		}()
+		if err != nil {
+			return nil, err
+		}
+		if pause.Stopped() {
+			j.log.Info("--safe-slave-backup: the replica's SQL thread is stopped until BLOCK_COMMIT ends")
+		}
+	}
+	ddlWait, err := j.underBlockDDL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: j.sink.Name(), BlockDDL: ddlWait}
+	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -173,6 +203,31 @@ func (j *job) readEnd(ctx context.Context) error {
 	}
 	j.m.EndLSN, j.m.Coordinates = end, c
 	j.tail.t.StopAt(end)
+	return j.readSources(ctx)
+}
+
+// readSources records where a replica replicates from (--slave-info), under
+// BLOCK_COMMIT with its gtid_slave_pos.
+func (j *job) readSources(ctx context.Context) error {
+	o := j.cfg.Replica
+	if !o.Info || j.db == nil {
+		return nil
+	}
+	src, err := mariadb.ReadReplicaSources(ctx, j.db)
+	switch {
+	case err != nil && o.BestEffort:
+		j.log.Debug("not recording the replica's sources", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("--slave-info: %w", err)
+	case len(src) == 0 && !o.BestEffort:
+		j.log.Warn("--slave-info: the server is not a replica; nothing to record")
+	}
+	j.m.Coordinates.Sources = src
+	for _, s := range src {
+		j.log.Info("replica of", "connection", s.Connection, "source", fmt.Sprintf("%s:%d", s.Host, s.Port),
+			"file", s.File, "pos", s.Pos, "gtid_slave_pos", j.m.Coordinates.GTIDSlavePos)
+	}
 	return nil
 }
 

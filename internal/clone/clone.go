@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,8 +43,11 @@ type Config struct {
 	Grace     time.Duration
 	// Start runs the local mariadbd (with DefaultsFile, "" for the host's my.cnf) on the
 	// clone; Replicate then makes it a replica of the donor. Local connects to it.
-	Start        bool
-	Replicate    bool
+	Start     bool
+	Replicate bool
+	// FromSource makes the clone a replica of the source the donor replicates from,
+	// at the donor's gtid_slave_pos, instead of a replica of the donor.
+	FromSource   bool
 	DefaultsFile string
 	Local        mariadb.ConnConfig
 	Repl         mariadb.Replica // user and password; host and port default to the donor's
@@ -118,7 +122,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		}}
 	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
 		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
-		InPlace: cfg.InPlace, BeforeSwap: cfg.BeforeSwap}
+		InPlace: cfg.InPlace, BeforeSwap: cfg.BeforeSwap, FromSource: cfg.FromSource}
 	res, err := restore.Restore(ctx, rcfg)
 	if err != nil {
 		first.abort(err)
@@ -131,12 +135,13 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		Coordinates: res.Coordinates}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
-	if out.Replica.Host == "" {
-		out.Replica.Host = host
+	primary, port := host, w.Port
+	if cfg.FromSource { // restore refused a copy without exactly one source
+		src := res.Coordinates.Sources[0]
+		out.Replica.GTID, primary, port = res.Coordinates.GTIDSlavePos, src.Host, src.Port
 	}
-	if out.Replica.Port == 0 {
-		out.Replica.Port = w.Port
-	}
+	out.Replica.Host = cmp.Or(out.Replica.Host, primary)
+	out.Replica.Port = cmp.Or(out.Replica.Port, port)
 	if !cfg.Start {
 		return out, nil
 	}

@@ -88,6 +88,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 	go s.serveConn(bc, nil)
 	go s.watch()
 	cfg := d.cfg.Backup
+	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}
 	cfg.Limiter = startThrottle(s.ctx, cfg, minPositiveF(d.cfg.MaxImpact, h.MaxImpact), cfg.Monitor, s.log)
 	start := time.Now()

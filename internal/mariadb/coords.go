@@ -20,6 +20,9 @@ type Coordinates struct {
 	// Galera node (xtrabackup_galera_info; what an SST joiner or a node seeded from
 	// the backup starts from).
 	Galera *WsrepPosition `json:"galera,omitempty"`
+	// Sources are where the server replicated from, if it is a replica and the backup
+	// asked (--slave-info): a new replica of the same source starts at GTIDSlavePos.
+	Sources []ReplicaSource `json:"replica_of,omitempty"`
 }
 
 // ReplicaGTID is the position a replica of the backed-up server starts from.

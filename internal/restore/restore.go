@@ -42,10 +42,14 @@ type Config struct {
 	// Galera writes grastate.dat at the backup's Galera position, so that a node
 	// started on the restored datadir joins its cluster by IST while a donor's gcache
 	// still holds the write-sets since.
-	Galera   bool
-	Log      *slog.Logger
-	Progress io.Writer
-	Terminal bool
+	Galera bool
+	// FromSource refuses a backup that does not record the source its server
+	// replicated from (backup --slave-info): the restored server is to replicate from
+	// that source, not from the backed-up replica (--replicate-from-source).
+	FromSource bool
+	Log        *slog.Logger
+	Progress   io.Writer
+	Terminal   bool
 }
 
 // Result tells what a restore did.
@@ -114,6 +118,11 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 	if cfg.Galera && b.coordinates().Galera == nil {
 		return "", fmt.Errorf("--galera: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", b.Origin())
 	}
+	if cfg.FromSource {
+		if err := CheckSource(b.coordinates()); err != nil {
+			return "", fmt.Errorf("--replicate-from-source: %s %w", b.Origin(), err)
+		}
+	}
 	if _, err := b.Options(cfg.Keys); err != nil {
 		return "", err
 	}
@@ -122,6 +131,20 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 	}
 	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 	return bin, err
+}
+
+// CheckSource tells whether c says which one source a replica of the backed-up
+// replica's source starts from, and where.
+func CheckSource(c mariadb.Coordinates) error {
+	switch {
+	case len(c.Sources) == 0:
+		return errors.New("does not record a replication source: take it from the replica with ferry backup --slave-info")
+	case len(c.Sources) > 1:
+		return fmt.Errorf("records %d replication sources (multi-source): set the connections up by hand from xtrabackup_slave_info", len(c.Sources))
+	case c.GTIDSlavePos == "":
+		return errors.New("records no gtid_slave_pos: set the replica up by hand from xtrabackup_slave_info (file and position)")
+	}
+	return nil
 }
 
 // restoreIn fills staging from the source, prepares it and renames it into place.

@@ -22,6 +22,7 @@ const (
 	InfoFile        = "xtrabackup_info"
 	BinlogInfoFile  = "xtrabackup_binlog_info"
 	GaleraInfoFile  = "xtrabackup_galera_info" // "uuid:seqno domain" of a Galera node
+	SlaveInfoFile   = "xtrabackup_slave_info"  // CHANGE MASTER statements of a replica's source (--slave-info)
 	MyCnfFile       = "backup-my.cnf"
 )
 
