@@ -44,6 +44,7 @@ type backupFlags struct {
 func newBackupCmd(g *globals) *cobra.Command {
 	var cfg backup.Config
 	var fl backupFlags
+	var jm jobMetrics
 	fl.maxMemory = backup.DefaultMaxMemory
 	cmd := &cobra.Command{
 		Use:   "backup (--target-dir DIR | --stream | --repo REPO) [connection options]",
@@ -56,7 +57,7 @@ func newBackupCmd(g *globals) *cobra.Command {
   ferry backup --repo s3://bucket/prod-db1 --incremental      # on the newest backup of this server in the repository
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: jm.wrap("backup", g, func(cmd *cobra.Command, _ []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			if err := fl.apply(cmd, &cfg); err != nil {
 				return err
@@ -77,6 +78,12 @@ func newBackupCmd(g *globals) *cobra.Command {
 				"took", time.Since(start).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
 				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", m.LastLSN-m.StartLSN)
+			jm.set("read_bytes", float64(m.TotalSize()))
+			jm.set("stored_bytes", float64(m.StoredSize()))
+			jm.set("redo_kept_bytes", float64(m.LastLSN-m.StartLSN))
+			jm.set("pages_recopied", float64(res.PagesRecopied))
+			jm.set("page_rereads", float64(res.PageRereads))
+			jm.set("lock_seconds", res.BlockCommit.Seconds())
 			switch {
 			case fl.repo.url != "":
 				fmt.Fprintln(cmd.OutOrStdout(), m.ID)
@@ -84,10 +91,11 @@ func newBackupCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), fl.targetDir)
 			}
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	addConnFlags(f, &cfg.Conn)
+	jm.addFile(f)
 	f.StringVar(&fl.targetDir, "target-dir", "", "new or empty directory to write the backup to")
 	f.BoolVar(&fl.stream, "stream", false, "write an xbstream to stdout instead of a directory (mbstream -x can unpack it)")
 	fl.repo.add(f)

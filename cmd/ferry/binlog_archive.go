@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/ferry-backup/ferry/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"hash/crc32"
 
 	"github.com/ferry-backup/ferry/internal/archiver"
@@ -19,6 +21,7 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 	var level int
 	var encryptTo, encryptFile []string
 	var serverID uint32
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "binlog-archive --repo REPO [connection options]",
 		Short: "Follow the server's binary log as a replica does and store it in the repository as it is written, for point-in-time restore",
@@ -58,6 +61,10 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 			if cfg.ServerID == 0 {
 				cfg.ServerID = defaultArchiverID(r.Location())
 			}
+			cfg.Stats = &archiver.Stats{}
+			if err := listenMetrics(ctx, g, metricsAddr, func(r *prometheus.Registry) { metrics.RegisterArchiver(r, cfg.Stats) }); err != nil {
+				return err
+			}
 			return archiver.Run(ctx, a, cfg)
 		},
 	}
@@ -70,6 +77,7 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.MergeSize, "merge-size", archiver.DefaultMergeSize, "merge the small segments of a steady load into one segment of this many bytes (held in memory: twice, while one merge is stored)")
 	f.DurationVar(&cfg.MergeEvery, "merge-every", archiver.DefaultMergeEvery, "merge the small segments at least this often, and when their file ends")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", archiver.DefaultHeartbeat, "ask the server for a heartbeat this often on an idle binlog (a connection silent 4 times as long is made again)")
+	addMetricsListen(f, &metricsAddr)
 	f.DurationVar(&cfg.RetryMax, "retry-max", archiver.DefaultRetryMax, "longest wait between reconnection attempts")
 	f.StringVar(&compress, "compress", "", "zstd, lz4 or none (default zstd)")
 	f.IntVar(&level, "compress-level", 0, "compression level (default the fastest)")

@@ -16,6 +16,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	var impact float64
 	var replPwFile string
 	var dirMaps []string
+	var jm jobMetrics
 	cmd := &cobra.Command{
 		Use:   "clone --from HOST:PORT (--token-file F | --tls-ca CA) --datadir DATADIR [--start [--replicate --repl-user U --repl-password-file F]]",
 		Short: "Clone a running server (ferry serve on it) into a local datadir, optionally start it as a replica",
@@ -26,7 +27,7 @@ func newCloneCmd(g *globals) *cobra.Command {
   the local mariadbd (its my.cnf, or --defaults-file) is started on the clone; if it does
   not start, the old datadir is put back. Without --start the replication commands are printed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: jm.wrap("clone", g, func(cmd *cobra.Command, _ []string) error {
 			sec, err := sf.resolve()
 			if err != nil {
 				return err
@@ -53,9 +54,10 @@ func newCloneCmd(g *globals) *cobra.Command {
 			}
 			printClone(cmd.OutOrStdout(), res)
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
+	jm.addFile(f)
 	sf.add(f, "this host")
 	f.StringVar(&cfg.From, "from", "", "the donor's ferry serve, host:port")
 	f.StringVar(&sf.sec.ServerName, "tls-server-name", "", "name the donor's certificate must carry (default: the host of --from)")

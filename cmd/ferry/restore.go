@@ -22,6 +22,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	var dirMaps []string
 	var pf pitrFlags
 	sf.maxMemory = 256 << 20
+	var jm jobMetrics
 	cmd := &cobra.Command{
 		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest | --repo REPO --to-gtid G|--to-time T) --datadir DATADIR",
 		Short: "Restore a backup directory, stream or repository backup into a datadir (copy-back, or --move), preparing it if needed",
@@ -39,7 +40,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
   The datadir must be new or empty (or pass --replace to move the old one aside); files are
   verified against the manifest, assembled in a staging directory and renamed into place.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: jm.wrap("restore", g, func(cmd *cobra.Command, args []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
 			if err := checkNewFile(writeCnf, "--write-cnf"); err != nil {
 				return err
@@ -63,6 +64,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if m := res.Backup.Manifest; m != nil {
+				jm.set("restored_bytes", float64(m.TotalSize()))
+			}
 			g.log.Info("restore completed OK", "datadir", res.Datadir, "from", res.Backup.Origin(), "made_by", res.Backup.Tool())
 			if res.MovedAside != "" {
 				g.log.Info("the previous datadir was kept", "path", res.MovedAside)
@@ -79,9 +83,10 @@ func newRestoreCmd(g *globals) *cobra.Command {
 			}
 			printReplication(cmd.OutOrStdout(), res)
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
+	jm.addFile(f)
 	sf.add(f)
 	pf.add(f)
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")

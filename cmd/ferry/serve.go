@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/ferry-backup/ferry/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"strings"
 
@@ -13,6 +15,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	var cfg clone.ServeConfig
 	var sf securityFlags
 	var impact float64
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR (--token-file F | --tls-cert C --tls-key K --tls-ca CA)",
 		Short: "Serve hot clones of the local server to ferry clone on other hosts",
@@ -30,6 +33,10 @@ func newServeCmd(g *globals) *cobra.Command {
 			cfg.Security, cfg.Log, cfg.MaxImpact = sec, g.log, impact/100
 			cfg.Backup.Log, cfg.Backup.Version = g.log, version
 			cfg.Backup.Command = strings.Join(os.Args[1:], " ")
+			cfg.Stats = &clone.ServeStats{}
+			if err := listenMetrics(cmd.Context(), g, metricsAddr, func(r *prometheus.Registry) { metrics.RegisterServe(r, cfg.Stats) }); err != nil {
+				return err
+			}
 			return clone.Serve(cmd.Context(), cfg)
 		},
 	}
@@ -42,6 +49,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&cfg.Memory}, "max-memory", "memory for data not yet acknowledged by the recipient, per clone (default 64M)")
 	addSpoolFlags(f, &cfg.Backup.Spool)
 	f.IntVar(&cfg.Backup.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	addMetricsListen(f, &metricsAddr)
 	f.BoolVar(&cfg.Once, "once", false, "serve one clone, then exit with its result")
 	f.DurationVar(&cfg.Grace, "reconnect-wait", clone.DefaultGrace, "how long a clone waits for a recipient whose connections broke")
 	cfg.Backup.ChunkSize = backup.DefaultStreamChunkSize

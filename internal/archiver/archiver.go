@@ -39,7 +39,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// RetryMax is the longest wait between reconnection attempts.
 	RetryMax time.Duration
-	Log      *slog.Logger
+	// Stats, if set, is kept up to date while the archiver runs.
+	Stats *Stats
+	Log   *slog.Logger
 }
 
 // Defaults of Config.
@@ -85,6 +87,7 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 		if r.stored > stored {
 			wait = time.Second
 		}
+		r.cfg.Stats.reconnect()
 		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "in", wait, "err", firstLine(err))
 		select {
 		case <-ctx.Done():

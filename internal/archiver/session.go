@@ -42,6 +42,8 @@ func (r *run) session(ctx context.Context) error {
 		return fmt.Errorf("start the binlog dump at %s: %w", start, err)
 	}
 	r.log.Info("binlog-archive: following the server's binlog", "from", start.String(), "server", r.cfg.Conn.Where())
+	r.cfg.Stats.connected(true)
+	defer r.cfg.Stats.connected(false)
 	s := &follower{run: r, cur: start, spare: make(chan []byte, 1),
 		buf: make([]byte, 0, r.cfg.SegmentSize), merged: make([]byte, 0, r.cfg.MergeSize+r.cfg.SegmentSize)}
 	err = s.follow(ctx, stream)
@@ -202,7 +204,7 @@ func (s *follower) follow1(e binlog.Event, at int64) error {
 // buffer is stored.
 func (s *follower) advance(e binlog.Event, at int64) {
 	s.cur.Pos = at + int64(len(e.Raw))
-	s.pending = tip{pos: s.cur, last: binlog.Event{Type: e.Type, Start: at, ServerID: e.ServerID},
+	s.pending = tip{pos: s.cur, last: binlog.Event{Type: e.Type, Start: at, ServerID: e.ServerID, Timestamp: e.Timestamp},
 		complete: e.Type == replication.ROTATE_EVENT || e.Type == replication.STOP_EVENT}
 }
 
@@ -253,6 +255,7 @@ func (s *follower) flush(ctx context.Context) error {
 	}
 	s.stored += int64(len(s.buf))
 	s.tip = s.pending
+	s.cfg.Stats.stored(int64(len(s.buf)), s.tip.last.Timestamp, time.Now())
 	s.log.Debug("binlog-archive: stored", "file", seg.File, "start", seg.Start, "end", seg.End,
 		"last_gtid", s.lastGTID, "waited_ms", time.Since(s.bufSince).Milliseconds())
 	if len(s.small) == 0 {

@@ -121,6 +121,7 @@ func (r *run) startPosition(ctx context.Context, db *sql.DB, logs []serverLog) (
 	if err := r.a.RecordGap(ctx, gap); err != nil {
 		return binlog.Position{}, err
 	}
+	r.cfg.Stats.gap()
 	r.log.Error("binlog-archive: GAP: the server no longer has the binlog the archive lacks; a restore cannot pass it", "gap", gap.String())
 	return next, nil
 }

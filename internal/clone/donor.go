@@ -58,7 +58,7 @@ func (d *donor) newClone(ctx context.Context, bc *bufConn, h hello, peer string)
 }
 
 // runClone is the life of one clone on the donor; nil when the recipient has it all.
-func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
+func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err error) {
 	est := d.est
 	if est == 0 {
 		est = d.estimate()
@@ -87,6 +87,8 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) error {
 	s.log.Info("clone starting", "peer", peer, "compress", s.codec.mode, "max_rate", s.rateLimit(), "max_impact", minPositiveF(d.cfg.MaxImpact, h.MaxImpact))
 	go s.serveConn(bc, nil)
 	go s.watch()
+	end := d.cfg.Stats.begin()
+	defer func() { end(err, s.sentBytes.Load()) }()
 	cfg := d.cfg.Backup
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}

@@ -38,7 +38,8 @@ type ServeConfig struct {
 	MaxImpact float64 // share of the donor's write throughput a clone may cost (0: not watched)
 	Memory    int64   // see DefaultMemory
 	Grace     time.Duration
-	Once      bool // serve one clone, then return its result
+	Once      bool        // serve one clone, then return its result
+	Stats     *ServeStats // if set, counts the clones served
 	Log       *slog.Logger
 	// Ready, if set, is called with the listening address.
 	Ready func(addr string)

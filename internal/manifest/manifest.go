@@ -4,6 +4,7 @@
 package manifest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,11 +186,18 @@ func (m *Manifest) ChainLSN() uint64 {
 	return m.EndLSN
 }
 
-// StoredSize is the sum of the sizes of a repository backup's objects.
+// StoredSize is the sum of the sizes of a repository backup's objects; for a
+// directory or a stream, of its files as stored (compressed, encrypted).
 func (m *Manifest) StoredSize() int64 {
 	var n int64
 	for _, o := range m.Objects {
 		n += o.Size
+	}
+	if len(m.Objects) > 0 {
+		return n
+	}
+	for _, f := range m.Files {
+		n += cmp.Or(f.StoredSize, f.Size)
 	}
 	return n
 }
