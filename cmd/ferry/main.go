@@ -55,6 +55,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyOptionFile(cmd.Context(), cmd); err != nil {
+				return err
+			}
 			return g.setup()
 		},
 	}
