@@ -24,7 +24,10 @@ var version = "0.1.0-dev"
 type globals struct {
 	logFormat string
 	logLevel  string
-	log       *slog.Logger
+	// defaultsFile is --defaults-file of the verbs that have none of their own: where
+	// the [ferry] groups are read.
+	defaultsFile string
+	log          *slog.Logger
 }
 
 func main() {
@@ -63,6 +66,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.defaultsFile, "defaults-file", "", "option file whose [ferry] and [ferry-VERB] groups give ferry's options (default: the usual my.cnf files); a verb that connects to a server also reads its [client] group")
 	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd(),
 		newSSTCmd(), newInstallSSTCmd(), newRecoverCmd(g), newBinlogArchiveCmd(g))
 	return root
