@@ -9,7 +9,8 @@
 #      each followed by a separately timed `sync`;
 #   3. correctness: prepare + restore the last ferry backup, start a server on it and compare
 #      CHECKSUM TABLE of every sbtest table with the (idle) source;
-#   4. each tool once under a sysbench oltp_write_only load, and the write TPS kept meanwhile.
+#   4. each tool once under a sysbench oltp_write_only load, and the write TPS kept meanwhile;
+#      ferry twice: at full speed and with --max-impact $GENTLE_IMPACT (gentle mode).
 # Prints a markdown report and writes it to $BENCH_DIR/results.md. Needs root (drop_caches).
 # Settings, servers, dataset, quiesce and timing helpers shared with stream.sh: bench/lib.sh.
 #
@@ -32,6 +33,7 @@
 #   TOOL_TIMEOUT [1800]               seconds before a single backup/prepare/restore is killed
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for `ferry backup` (e.g. "--chunk-size 256K")
+#   GENTLE_IMPACT [10]                --max-impact of the gentle ferry run under load
 #   SKIP_FERRY=1 SKIP_LOAD=1 SKIP_CHECK=1   leave out ferry / the load phase / the restore check
 #   KEEP_SERVER=1                     leave the private server running at the end
 set -euo pipefail
@@ -42,6 +44,7 @@ LOAD_BASE_SECS=${LOAD_BASE_SECS:-20}
 LOAD_GAP_SECS=${LOAD_GAP_SECS:-15}
 LOAD_MAX_SECS=${LOAD_MAX_SECS:-1200}
 SKIP_LOAD=${SKIP_LOAD:-0}
+GENTLE_IMPACT=${GENTLE_IMPACT:-10}
 
 BK_FERRY="$BENCH_DIR/bk-ferry"                    # backup dirs (removed before each run)
 BK_MB="$BENCH_DIR/bk-mariabackup"
@@ -55,17 +58,22 @@ stop_stale "$RPIDF" "$RESTORED"
 load_dataset
 
 FERRY_CMD="$(q "${FERRY:-ferry}") backup --socket $(q "$SOCK") --user root --target-dir $(q "$BK_FERRY") --parallel $PARALLEL $FERRY_ARGS"
+FERRY_GENTLE_CMD="$FERRY_CMD --max-impact $GENTLE_IMPACT"
 MB_CMD="mariadb-backup --no-defaults --backup --socket=$(q "$SOCK") --user=root --datadir=$(q "$DATA") --target-dir=$(q "$BK_MB") --parallel=$PARALLEL"
 
 # run_tool TOOL LABEL RUN: removes TOOL's previous backup dir, then times a backup into it. The
 # other tool's last backup is kept, so the last ferry backup survives the loop for the check.
 run_tool() {
-  if [[ $1 == ferry ]]; then rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_CMD"
-  else rm -rf "$BK_MB"; timed "$2" "$3" "$BK_MB" "$MB_CMD"; fi
+  case $1 in
+    ferry) rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_CMD" ;;
+    ferry-gentle) rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_GENTLE_CMD" ;;
+    *) rm -rf "$BK_MB"; timed "$2" "$3" "$BK_MB" "$MB_CMD" ;;
+  esac
 }
 
 TOOLS=(ferry mariabackup)
-[[ $SKIP_FERRY == 1 ]] && TOOLS=(mariabackup)
+LOAD_TOOLS=(ferry ferry-gentle mariabackup)
+[[ $SKIP_FERRY == 1 ]] && TOOLS=(mariabackup) && LOAD_TOOLS=(mariabackup)
 
 # --- 1+2: idle runs, cold cache ---------------------------------------------------------------
 rm -rf "$BK_FERRY" "$BK_MB"
@@ -118,7 +126,7 @@ if [[ $SKIP_LOAD != 1 ]]; then
   SB_PID=$!
   sleep "$LOAD_BASE_SECS"
   declare -A WIN_S WIN_E
-  for tool in "${TOOLS[@]}"; do
+  for tool in "${LOAD_TOOLS[@]}"; do
     rm -rf "$BK_FERRY" "$BK_MB"
     drop_caches                        # cold, as in the idle runs (dirty pages can't be flushed now)
     WIN_S[$tool]=$(since "$t0")
@@ -134,7 +142,7 @@ if [[ $SKIP_LOAD != 1 ]]; then
   # Baseline: the load-only seconds before the first backup, skipping a 5 s warm-up.
   warm=5; ((LOAD_BASE_SECS > 10)) || warm=1
   BASE_TPS=$(tps "$warm" "$LOAD_BASE_SECS" 0 %.1f -)
-  for tool in "${TOOLS[@]}"; do
+  for tool in "${LOAD_TOOLS[@]}"; do
     s=${WIN_S[$tool]} e=${WIN_E[$tool]}
     before=$(tps "$(awk -v s="$s" -v g="$LOAD_GAP_SECS" 'BEGIN { print s - g }')" "$s" 0 %.1f -)
     during=$(tps "$s" "$e" 0 %.1f -)
@@ -149,7 +157,7 @@ describe_env
 report() {
   report_gawk -v check="$CHECK" -v loadlines="$LOAD_LINES" \
       -v basetps="${BASE_TPS:-}" -v lthreads="$LOAD_THREADS" -v skipferry="$SKIP_FERRY" \
-      -v ferryargs="$FERRY_ARGS" "$AWK_LIB"'
+      -v ferryargs="$FERRY_ARGS" -v gentle="$GENTLE_IMPACT" "$AWK_LIB"'
     function row(name, label,   gb, cpu, wmed, b, sy) {
       gb = databytes / 1e9
       if (!cnt[label]) { printf "| %s | 0 | – | – | – | – | – | – | – | – | – |\n", name; return }
@@ -190,12 +198,17 @@ report() {
           if (split(L[i], x, " ") < 6) continue
           lab = x[1] "-load"
           kept = (x[5] == "-" || basetps == "-" || basetps == 0) ? "–" : sprintf("%.0f %%", 100 * x[5] / basetps)
-          printf "| %s | %.2f | %.2f | %.0f | %s | %s | %s | **%s** |\n", x[1] == "ferry" ? "`ferry backup`" : "`mariadb-backup --backup`",
+          name = x[1] == "ferry" ? "`ferry backup`" : (x[1] == "ferry-gentle" ? "`ferry backup --max-impact " gentle "`" : "`mariadb-backup --backup`")
+          printf "| %s | %.2f | %.2f | %.0f | %s | %s | %s | **%s** |\n", name,
             W[lab, 1], C[lab, 1], R[lab, 1] / 1024, x[4], x[5], x[6], kept
           kp[x[1]] = kept
         }
         if (("ferry" in kp) && ("mariabackup" in kp) && kp["ferry"] != "–" && kp["mariabackup"] != "–")
           printf "\nTPS kept, ferry vs mariadb-backup: %s vs %s (target: ferry keeps more): %s\n", kp["ferry"], kp["mariabackup"], (kp["ferry"] + 0 > kp["mariabackup"] + 0) ? "yes" : "**no**"
+        if (("ferry" in kp) && kp["ferry"] != "–")
+          printf "\nTPS kept by ferry at full speed: %s (target ≥ 50 %%): %s\n", kp["ferry"], (kp["ferry"] + 0 >= 50) ? "yes" : "**no**"
+        if (("ferry-gentle" in kp) && kp["ferry-gentle"] != "–")
+          printf "TPS kept by ferry --max-impact %s: %s (asked: ≥ %d %%): %s\n", gentle, kp["ferry-gentle"], 100 - gentle, (kp["ferry-gentle"] + 0 >= 100 - gentle) ? "yes" : "**no**"
       }
       printf "\nRestore check (ferry prepare + restore of the last idle ferry backup, CHECKSUM TABLE vs the source): **%s**\n", check
       if (cnt["ferry-prepare"]) printf "(ferry prepare %.2f s, ferry restore %.2f s wall / %.2f CPU s / %.0f MiB RSS)\n", W["ferry-prepare", 1], W["ferry-restore", 1], C["ferry-restore", 1], R["ferry-restore", 1] / 1024

@@ -39,6 +39,7 @@ type backupFlags struct {
 	incLSN     uint64
 	incRepo    bool
 	incBase    string
+	maxImpact  float64 // percent
 }
 
 func newBackupCmd(g *globals) *cobra.Command {
@@ -109,6 +110,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
+	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
 	addSpoolFlags(f, &cfg.Spool)
 	f.BoolVar(&cfg.FullRedo, "full-redo", false, "keep the whole redo of the copy instead of copying changed pages again after a checkpoint (the three-stage copy, which a directory backup uses by default)")
 	f.StringVar(&fl.incBasedir, "incremental-basedir", "", "take an incremental on this backup directory (ferry's or mariadb-backup's, full or incremental): only the pages changed since")
@@ -143,7 +145,12 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return errors.New("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
 	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0):
 		return errors.New("--part-size and --uploads apply to --repo")
+	case fl.maxImpact < 0 || fl.maxImpact >= 100:
+		return fmt.Errorf("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
+	case fl.maxImpact > 0 && cfg.MaxRate > 0:
+		return errors.New("--max-impact and --max-rate both pace the copy: choose one")
 	}
+	cfg.MaxImpact = fl.maxImpact / 100
 	if err := fl.applyIncremental(cfg); err != nil {
 		return err
 	}

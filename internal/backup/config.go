@@ -37,8 +37,15 @@ type Config struct {
 	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
 	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
 	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
+	// MaxImpact is the share of the server's write throughput the copy may cost (0.2
+	// for --max-impact 20; 0: not watched): the data copy slows while the writes fall
+	// further below what they are while it pauses. WatchRedo also slows it while the
+	// server's redo log fills up ahead of the redo copy (a clone, whose redo waits on
+	// the network). Either one paces the reads instead of MaxRate.
+	MaxImpact float64
+	WatchRedo bool
 	// Limiter, when set, paces data file reads instead of MaxRate; its owner may change
-	// the limit while the backup runs (a clone adapts it to the server's load).
+	// the limit while the backup runs.
 	Limiter  *rate.Limiter
 	Log      *slog.Logger
 	Progress io.Writer // where progress is drawn (stderr)

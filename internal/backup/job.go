@@ -163,9 +163,17 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	j.opened = true
-	if j.cfg.Limiter != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	switch {
+	case j.cfg.Limiter != nil:
 		j.limiter = j.cfg.Limiter
-	} else if j.cfg.MaxRate > 0 {
+	case j.cfg.MaxImpact > 0 || j.cfg.WatchRedo:
+		if j.cfg.Monitor == nil {
+			j.cfg.Monitor = &Monitor{}
+		}
+		j.limiter = startThrottle(ctx, j.cfg, j.cfg.MaxImpact, j.cfg.Monitor, j.log)
+	case j.cfg.MaxRate > 0:
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
 	}
 	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
@@ -175,8 +183,6 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.sink.Name(),
 		"compression", cmp.Or(j.sink.Caps().Storage.Compression, "none"), "backup_encryption", cmp.Or(j.sink.Caps().Storage.Encryption, "none"), "server_encryption_at_rest", j.info.AtRest(),
 		"parallel", j.cfg.Parallel, "memory_budget_mib", j.memoryBudget()>>20)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	lock, err := mariadb.NewBackupLock(ctx, j.db)
 	if err != nil {
 		return nil, err

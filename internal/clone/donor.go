@@ -92,7 +92,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	cfg := d.cfg.Backup
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}
-	cfg.Limiter = startThrottle(s.ctx, cfg, minPositiveF(d.cfg.MaxImpact, h.MaxImpact), cfg.Monitor, s.log)
+	cfg.MaxImpact, cfg.WatchRedo = minPositiveF(d.cfg.MaxImpact, h.MaxImpact), true
 	start := time.Now()
 	res, err := backup.Run(s.ctx, cfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package clone
+package backup
 
 import (
 	"log/slog"

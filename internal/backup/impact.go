@@ -1,4 +1,4 @@
-package clone
+package backup
 
 import (
 	"context"
@@ -8,15 +8,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"golang.org/x/time/rate"
 )
 
-// Throttle settings. The copy rate follows the donor's write throughput: it is cut when
-// the writes fall below (1 - impact) of what they are while the copy pauses, and
-// raised again while they keep up. Short pauses re-measure that baseline, since the
-// load itself changes during a long clone.
+// Throttle settings (--max-impact). The copy rate follows the server's write
+// throughput: it is cut when the writes fall below (1 - impact) of what they are while
+// the copy pauses, and raised again while they keep up. Short pauses re-measure that
+// baseline, since the load itself changes during a long copy.
 const (
 	throttleTick   = time.Second
 	probeEvery     = 30 * time.Second // a baseline measurement this often...
@@ -30,12 +29,12 @@ const (
 	pausedCopyRate = 64 << 10
 )
 
-// redoLagger reports how far the redo copy trails the server (backup.Monitor).
+// redoLagger reports how far the redo copy trails the server (Monitor).
 type redoLagger interface {
 	RedoLag() (lag, capacity uint64, ok bool)
 }
 
-// throttle adapts the rate of the data copy of one clone.
+// throttle adapts the rate of the data copy of one backup or clone.
 type throttle struct {
 	db      *sql.DB
 	lim     *rate.Limiter
@@ -48,11 +47,10 @@ type throttle struct {
 	backing bool // the copy is slowed for the redo copy
 }
 
-// startThrottle returns the limiter of a clone's data copy and adapts it until ctx
-// ends: to the donor's writes when impact > 0, and always to the redo copy's lag. It
-// needs its own connection to read the server's counters; without one the copy runs
-// unthrottled.
-func startThrottle(ctx context.Context, cfg backup.Config, impact float64, mon *backup.Monitor, log *slog.Logger) *rate.Limiter {
+// startThrottle returns the limiter of the data copy and adapts it until ctx ends: to
+// the server's writes when impact > 0, and always to the redo copy's lag. It needs its
+// own connection to read the server's counters; without one the copy runs unthrottled.
+func startThrottle(ctx context.Context, cfg Config, impact float64, mon *Monitor, log *slog.Logger) *rate.Limiter {
 	lim := rate.NewLimiter(rate.Inf, throttleBurst)
 	conn, err := cfg.Conn.Resolve()
 	if err != nil {
@@ -98,7 +96,7 @@ func (t *throttle) run(ctx context.Context) {
 	}
 }
 
-// probe pauses the copy to measure the donor's write rate without it.
+// probe pauses the copy to measure the server's write rate without it.
 func (t *throttle) probe(ctx context.Context) {
 	t.lim.SetLimit(pausedCopyRate)
 	time.Sleep(probeFor / 4) // let reads in flight drain
@@ -156,7 +154,7 @@ func (t *throttle) guardRedo() bool {
 	t.lim.SetLimit(minCopyRate)
 	if share >= redoHopeless && !t.warned {
 		t.warned = true
-		t.log.Warn("the server writes redo faster than the copy can keep up even with the data copy slowed down: the clone fails if the redo log laps it; raise innodb_log_file_size or clone at a quieter time",
+		t.log.Warn("the server writes redo faster than the copy can keep up even with the data copy slowed down: the copy fails if the redo log laps it; raise innodb_log_file_size or copy at a quieter time",
 			"redo_unread_pct", int(share*100))
 	}
 	return true
@@ -177,7 +175,7 @@ func (t *throttle) limitText() string {
 	return formatRate(int64(t.current))
 }
 
-// writes is the donor's count of rows written by InnoDB.
+// writes is the server's count of rows written by InnoDB.
 func (t *throttle) writes(ctx context.Context) int64 {
 	rows, err := t.db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_rows_inserted','Innodb_rows_updated','Innodb_rows_deleted')")
 	if err != nil {
