@@ -27,6 +27,11 @@ const (
 	throttleDown   = 0.6
 	throttleUp     = 1.25
 	pausedCopyRate = 64 << 10
+	// gentleStart is where a copy watching the server's writes starts after its first
+	// baseline: it climbs while the writes hold up, rather than starting at full speed
+	// and backing off only after the server has paid for it.
+	gentleStart = 16 << 20
+	smoothing   = 0.35
 )
 
 // redoLagger reports how far the redo copy trails the server (Monitor).
@@ -41,7 +46,8 @@ type throttle struct {
 	impact  float64
 	mon     redoLagger
 	log     *slog.Logger
-	base    float64 // donor writes/s measured while the copy paused
+	base    float64 // server writes/s measured while the copy paused
+	avg     float64 // writes/s with the copy running, smoothed over a few seconds
 	current float64 // the copy's limit in bytes/s, +Inf when unthrottled
 	warned  bool
 	backing bool // the copy is slowed for the redo copy
@@ -69,6 +75,7 @@ func startThrottle(ctx context.Context, cfg Config, impact float64, mon *Monitor
 func (t *throttle) run(ctx context.Context) {
 	defer t.db.Close()
 	if t.impact > 0 {
+		t.current = gentleStart
 		t.probe(ctx)
 	}
 	last, lastAt := t.writes(ctx), time.Now()
@@ -86,13 +93,14 @@ func (t *throttle) run(ctx context.Context) {
 		}
 		if time.Now().After(nextProbe) {
 			t.probe(ctx)
+			t.avg = 0
 			last, lastAt, nextProbe = t.writes(ctx), time.Now(), time.Now().Add(probeEvery)
 			continue
 		}
 		w := t.writes(ctx)
 		rateNow := float64(w-last) / time.Since(lastAt).Seconds()
 		last, lastAt = w, time.Now()
-		t.adjust(rateNow)
+		t.adjust(t.smooth(rateNow))
 	}
 }
 
@@ -109,6 +117,18 @@ func (t *throttle) probe(ctx context.Context) {
 	t.base = float64(t.writes(ctx)-w0) / time.Since(at).Seconds()
 	t.apply()
 	t.log.Debug("--max-impact baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
+}
+
+// smooth averages the per-second write rates (an exponential moving average over about
+// three seconds): a single second's rate varies by several percent on its own, which
+// would cross a 10 % floor and slow the copy for nothing.
+func (t *throttle) smooth(rate float64) float64 {
+	if t.avg == 0 {
+		t.avg = rate
+	} else {
+		t.avg += smoothing * (rate - t.avg)
+	}
+	return t.avg
 }
 
 // adjust moves the copy's limit by how the writes compare with the baseline.

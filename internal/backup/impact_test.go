@@ -46,3 +46,24 @@ func TestThrottleImpact(t *testing.T) {
 		t.Fatalf("writes recovered, yet the limit stayed at %v", th.lim.Limit())
 	}
 }
+
+// TestThrottleIgnoresNoise: per-second write rates that swing ±8 % around 95 % of the
+// baseline (a server's own jitter) do not slow a copy allowed 10 %: the smoothed rate
+// stays above the floor and the limit climbs from its gentle start.
+func TestThrottleIgnoresNoise(t *testing.T) {
+	th := &throttle{lim: rate.NewLimiter(rate.Inf, throttleBurst), impact: 0.1, base: 1000, log: slog.New(slog.DiscardHandler), current: gentleStart}
+	for i := range 12 {
+		w := 950.0 + 80*float64(i%2*2-1) // 870, 1030, 870, ...
+		th.adjust(th.smooth(w))
+	}
+	if float64(th.lim.Limit()) <= gentleStart {
+		t.Fatalf("limit %v after 12 s of noisy but sufficient writes; want it above the start %d", th.lim.Limit(), gentleStart)
+	}
+	high := th.lim.Limit()
+	for range 4 {
+		th.adjust(th.smooth(700))
+	}
+	if th.lim.Limit() > high/4 {
+		t.Fatalf("writes at 70 %% for 4 s took the limit from %v only to %v", high, th.lim.Limit())
+	}
+}
