@@ -10,6 +10,7 @@ import (
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/tableimport"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -21,6 +22,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	var writeCnf string
 	var dirMaps []string
 	var pf pitrFlags
+	var tf tableFlags
 	sf.maxMemory = 256 << 20
 	var jm jobMetrics
 	cmd := &cobra.Command{
@@ -53,6 +55,17 @@ func newRestoreCmd(g *globals) *cobra.Command {
 				open = func(cmd *cobra.Command, g *globals, args []string) (restore.Source, func(), error) {
 					return pf.source(cmd, g, &sf, args, &cfg)
 				}
+			}
+			if tf.set() {
+				job, err := tf.start(cmd.Context(), &cfg, g)
+				if err != nil {
+					return err
+				}
+				defer job.Close()
+				return restoreTables(cmd, g, args, open, &cfg, job)
+			}
+			if cfg.Datadir == "" {
+				return errors.New("--datadir is required (or --tables with --into-server)")
 			}
 			src, done, err := open(cmd, g, args)
 			if err != nil {
@@ -89,7 +102,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	jm.addFile(f)
 	sf.add(f)
 	pf.add(f)
-	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required; must be new or empty)")
+	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required, but with --into-server; must be new or empty)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
@@ -100,8 +113,26 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.BoolVar(&cfg.Galera, "galera", false, "write grastate.dat at the backup's Galera position, so that a node started on the datadir joins its cluster by IST (the backup must come from a Galera node)")
 	f.BoolVar(&cfg.FromSource, "replicate-from-source", false, "the backup is of a replica (backup --slave-info): print how to make the restored server a replica of that replica's source, not of the replica")
 	f.StringVar(&writeCnf, "write-cnf", "", "write the options the restored datadir needs (datadir, InnoDB page size, system and undo tablespaces, ...) as a [mysqld] group to this new file")
-	cmd.MarkFlagRequired("datadir")
+	tf.add(f)
 	return cmd
+}
+
+// restoreTables restores the backup aside and imports the tables of tf into the
+// running server.
+func restoreTables(cmd *cobra.Command, g *globals, args []string, open func(*cobra.Command, *globals, []string) (restore.Source, func(), error), cfg *restore.Config, job *tableimport.Job) error {
+	src, done, err := open(cmd, g, args)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Source = src
+	res, err := restore.Restore(cmd.Context(), *cfg)
+	if err != nil {
+		return err
+	}
+	out, err := job.Import(cmd.Context())
+	printTables(cmd.OutOrStdout(), res, out)
+	return err
 }
 
 // printReplication prints the statements that make the restored server a replica of

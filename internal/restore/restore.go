@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -47,9 +48,13 @@ type Config struct {
 	// replicated from (backup --slave-info): the restored server is to replicate from
 	// that source, not from the backed-up replica (--replicate-from-source).
 	FromSource bool
-	Log        *slog.Logger
-	Progress   io.Writer
-	Terminal   bool
+	// Export, if set, makes this a table restore: it is called with a private server
+	// running on the prepared copy (after any Replay) and the copy's directory; the
+	// copy is then removed, never swapped in, and Datadir is never created.
+	Export   func(ctx context.Context, db *sql.DB, copyDir string) error
+	Log      *slog.Logger
+	Progress io.Writer
+	Terminal bool
 }
 
 // Result tells what a restore did.
@@ -191,6 +196,15 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		if coords, err = replay(ctx, b, staging, bin, cfg); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Export != nil {
+		if err := export(ctx, b, staging, bin, cfg); err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(staging); err != nil {
+			cfg.Log.Warn("the prepared copy was not removed", "dir", staging, "err", err)
+		}
+		return &Result{Backup: b, Coordinates: coords}, nil
 	}
 	if err := removeBackupOnlyFiles(staging); err != nil {
 		return nil, err

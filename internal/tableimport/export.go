@@ -1,0 +1,122 @@
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/filecopy"
+)
+
+// Export reads each table's definition on the private server running on the prepared
+// copy in copyDir, checks it against the live server, and with FLUSH TABLES ... FOR
+// EXPORT holding them takes their tablespaces and .cfg files out of the copy, into a
+// directory beside the live datadir.
+func (j *Job) Export(ctx context.Context, priv *sql.DB, copyDir string) error {
+	for _, it := range j.items {
+		if err := j.check(ctx, priv, it); err != nil {
+			return err
+		}
+	}
+	work, err := os.MkdirTemp(filepath.Dir(filepath.Clean(j.datadir)), ".ferry-tables-")
+	if err != nil {
+		if work, err = os.MkdirTemp("", "ferry-tables-"); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	j.work = work
+	conn, err := priv.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer conn.Close()
+	var names []string
+	for _, it := range j.items {
+		names = append(names, it.from.quoted())
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+strings.Join(names, ", ")+" FOR EXPORT"); err != nil {
+		return fmt.Errorf("FLUSH TABLES ... FOR EXPORT on the restored copy: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
+	for _, it := range j.items {
+		if err := j.take(ctx, copyDir, it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check reads the table's definition in the backup and refuses what cannot be
+// imported: a table the backup lacks, another engine, a live table of another
+// definition.
+func (j *Job) check(ctx context.Context, priv *sql.DB, it *item) error {
+	var engine string
+	err := priv.QueryRowContext(ctx, "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", it.from.DB, it.from.Table).Scan(&engine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s is not in the backup", it.from)
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s in the backup: %w", it.from, err)
+	}
+	if !strings.EqualFold(engine, "InnoDB") {
+		return fmt.Errorf("%s is a %s table: only InnoDB tables are restored into a running server so far; restore the backup to a datadir and copy it from there", it.from, engine)
+	}
+	def, cmpDef, err := definition(ctx, priv, it.from)
+	if err != nil {
+		return fmt.Errorf("definition of %s in the backup: %w", it.from, err)
+	}
+	it.def = def
+	if it.exists {
+		_, live, err := definition(ctx, j.live, it.to)
+		if err != nil {
+			return fmt.Errorf("definition of %s on the server: %w", it.to, err)
+		}
+		if live != cmpDef {
+			return fmt.Errorf("%s on the server is not defined as %s in the backup (its schema changed since): restore it beside with --rename-to NAME and move the rows yourself", it.to, it.from)
+		}
+	}
+	var dbs int
+	if err := j.live.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", it.to.DB).Scan(&dbs); err != nil {
+		return fmt.Errorf("look up database %s on the server: %w", it.to.DB, err)
+	}
+	if dbs == 0 {
+		var name, create string
+		if err := priv.QueryRowContext(ctx, "SHOW CREATE DATABASE `"+it.from.DB+"`").Scan(&name, &create); err != nil {
+			return fmt.Errorf("definition of database %s in the backup: %w", it.from.DB, err)
+		}
+		it.createDB = strings.Replace(create, "`"+it.from.DB+"`", "`"+it.to.DB+"`", 1)
+	}
+	return nil
+}
+
+// take links (or copies) the exported table's files out of the copy: its .ibd and
+// .cfg, or every partition's.
+func (j *Job) take(ctx context.Context, copyDir string, it *item) error {
+	dir := filepath.Join(copyDir, it.from.DB)
+	var files []string
+	for _, pattern := range []string{it.from.Table + ".ibd", it.from.Table + ".cfg", it.from.Table + "#P#*.ibd", it.from.Table + "#P#*.cfg"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pattern))
+		files = append(files, m...)
+	}
+	if len(files) < 2 {
+		return fmt.Errorf("export of %s left no tablespace and .cfg in the copy (%d files)", it.from, len(files))
+	}
+	out := filepath.Join(j.work, it.from.DB+"."+it.from.Table)
+	if err := os.Mkdir(out, 0o750); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	for _, f := range files {
+		dst := filepath.Join(out, filepath.Base(f))
+		if err := os.Link(f, dst); err != nil {
+			if _, _, err := filecopy.CopyPlain(ctx, f, dst, nil); err != nil {
+				return fmt.Errorf("export %s: %w", f, err)
+			}
+		}
+		it.files = append(it.files, dst)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Options say which tables to restore and how.
+type Options struct {
+	Tables []Name
+	// RenameTo restores the one table of Tables under this name ("t" in its database,
+	// or "db.t") beside the live one.
+	RenameTo string
+	// Replace lets a restored table take the place of a live one of the same
+	// definition; the live one is kept, renamed aside.
+	Replace bool
+	Log     *slog.Logger
+}
+
+// Job restores tables into one live server: New checks the targets before anything
+// is restored, Export takes the tables out of the prepared copy, Import brings them in.
+type Job struct {
+	opt     Options
+	live    *sql.DB
+	datadir string // the live server's
+	work    string // the exported files wait here, beside the live datadir
+	items   []*item
+	now     func() time.Time
+}
+
+type item struct {
+	from, to Name
+	exists   bool   // to exists on the live server
+	def      string // the backup's CREATE TABLE, without its name
+	createDB string // CREATE DATABASE for a database the live server lacks
+	files    []string
+}
+
+// Result is one restored table.
+type Result struct {
+	From, To Name
+	Aside    *Name // the live table it replaced, kept under this name
+}
+
+// New checks the tables' targets on the live server: a live table is replaced only
+// with Replace, and ferry must see the live datadir (it runs on the database host).
+func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
+	j := &Job{opt: opt, live: live, now: time.Now}
+	if opt.RenameTo != "" && len(opt.Tables) != 1 {
+		return nil, errors.New("--rename-to names one table: restore one table with --tables")
+	}
+	if err := live.QueryRowContext(ctx, "SELECT @@datadir").Scan(&j.datadir); err != nil {
+		return nil, fmt.Errorf("read the server's datadir: %w", err)
+	}
+	if fi, err := os.Stat(j.datadir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("the server's datadir %s is not here (%v): restore tables on the database host, as root or the mysql user", j.datadir, err)
+	}
+	for _, from := range opt.Tables {
+		it := &item{from: from, to: from}
+		if opt.RenameTo != "" {
+			to, err := ParseTarget(opt.RenameTo, from)
+			if err != nil {
+				return nil, err
+			}
+			it.to = to
+		}
+		var err error
+		if it.exists, err = tableExists(ctx, live, it.to); err != nil {
+			return nil, err
+		}
+		if it.exists && !opt.Replace {
+			return nil, fmt.Errorf("%s exists on the server: pass --replace-tables to replace it (it is kept, renamed aside) or --rename-to NAME to restore beside it", it.to)
+		}
+		j.items = append(j.items, it)
+	}
+	return j, nil
+}
+
+func tableExists(ctx context.Context, db *sql.DB, n Name) (bool, error) {
+	var c int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", n.DB, n.Table).Scan(&c)
+	if err != nil {
+		return false, fmt.Errorf("look up %s on the server: %w", n, err)
+	}
+	return c > 0, nil
+}
+
+var autoInc = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
+
+// definition is SHOW CREATE TABLE without the table's name (from "(" on), and the
+// same without its AUTO_INCREMENT counter, to compare definitions.
+func definition(ctx context.Context, db *sql.DB, n Name) (def, cmpDef string, err error) {
+	var name, create string
+	if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+n.quoted()).Scan(&name, &create); err != nil {
+		return "", "", err
+	}
+	i := strings.Index(create, "(")
+	if i < 0 || !strings.HasPrefix(create, "CREATE TABLE ") {
+		return "", "", fmt.Errorf("SHOW CREATE TABLE %s: unexpected %.40q", n, create)
+	}
+	return create[i:], autoInc.ReplaceAllString(create[i:], ""), nil
+}
+
+// Datadir is the live server's datadir.
+func (j *Job) Datadir() string { return j.datadir }
+
+// Close removes what Export left and Import did not take.
+func (j *Job) Close() {
+	if j.work != "" {
+		os.RemoveAll(j.work)
+	}
+	j.live.Close()
+}
