@@ -37,7 +37,9 @@ func TestRestoreTables(t *testing.T) {
 
 	// bank.ledger back beside the live one, under the load.
 	into := []string{"--target-dir", bk, "--into-server", "--socket", src.Socket, "--user", "root"}
-	restoreTables := func(extra ...string) result { return mustFerry(t, append(append([]string{"restore"}, into...), extra...)...) }
+	restoreTables := func(extra ...string) result {
+		return mustFerry(t, append(append([]string{"restore"}, into...), extra...)...)
+	}
 	fillerBefore := testdb.Checksums(t, src.DB(t), "filler")
 	out := restoreTables("--tables", "bank.ledger", "--rename-to", "ledger_restored")
 	if !strings.Contains(out.stdout, "Restored bank.ledger into bank.ledger_restored") {
