@@ -34,6 +34,7 @@
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for `ferry backup` (e.g. "--chunk-size 256K")
 #   GENTLE_IMPACT [10]                --max-impact of the gentle ferry run under load
+#   SKIP_GENTLE=1                     leave out the gentle run (it takes minutes on the full set)
 #   SKIP_FERRY=1 SKIP_LOAD=1 SKIP_CHECK=1   leave out ferry / the load phase / the restore check
 #   KEEP_SERVER=1                     leave the private server running at the end
 set -euo pipefail
@@ -73,6 +74,7 @@ run_tool() {
 
 TOOLS=(ferry mariabackup)
 LOAD_TOOLS=(ferry ferry-gentle mariabackup)
+[[ ${SKIP_GENTLE:-0} == 1 ]] && LOAD_TOOLS=(ferry mariabackup)
 [[ $SKIP_FERRY == 1 ]] && TOOLS=(mariabackup) && LOAD_TOOLS=(mariabackup)
 
 # --- 1+2: idle runs, cold cache ---------------------------------------------------------------
