@@ -45,6 +45,9 @@ func TestRestoreTables(t *testing.T) {
 	if !strings.Contains(out.stdout, "Restored bank.ledger into bank.ledger_restored") {
 		t.Errorf("restore printed:\n%s", out.stdout)
 	}
+	if !strings.Contains(out.stderr, "restoring only the files the tables need") {
+		t.Errorf("the table restore copied the whole backup:\n%s", tail(out.stderr, 10))
+	}
 	time.Sleep(500 * time.Millisecond)
 	load.Stop(t)
 	if got := src.QueryString(t, "SELECT COUNT(*) FROM bank.ledger_restored"); got != wantRows {
@@ -91,6 +94,23 @@ func TestRestoreTables(t *testing.T) {
 	}
 	if !strings.Contains(out.stdout, "kept as filler."+aside) {
 		t.Errorf("restore did not say where the replaced table is:\n%s", out.stdout)
+	}
+
+	// From a repository and from a stream (the load stopped: the backups hold the live rows).
+	repoDir := filepath.Join(tmp, "repo")
+	dirRepoBackup(t, src, repoDir)
+	liveAccounts := testdb.Checksums(t, src.DB(t), "bank")["bank.accounts"]
+	mustFerry(t, "restore", "--repo", repoDir, "latest", "--tables", "bank.accounts", "--rename-to", "accounts_from_repo",
+		"--into-server", "--socket", src.Socket, "--user", "root")
+	xbs := filepath.Join(tmp, "b.xbs")
+	streamToFile(t, []string{"backup", "--socket", src.Socket, "--user", "root", "--stream"}, xbs)
+	mustFerry(t, "restore", "--from", xbs, "--tables", "bank.accounts", "--rename-to", "accounts_from_stream",
+		"--into-server", "--socket", src.Socket, "--user", "root")
+	sums := testdb.Checksums(t, src.DB(t), "bank")
+	for _, n := range []string{"bank.accounts_from_repo", "bank.accounts_from_stream"} {
+		if sums[n] != liveAccounts {
+			t.Errorf("%s checksum %s, want the live bank.accounts' %s", n, sums[n], liveAccounts)
+		}
 	}
 
 	src.Exec(t, "ALTER TABLE bank.counter ADD COLUMN note INT NULL")

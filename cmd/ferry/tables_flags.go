@@ -67,7 +67,7 @@ func (tf *tableFlags) start(ctx context.Context, cfg *restore.Config, g *globals
 		return nil, err
 	}
 	cfg.Datadir = filepath.Join(filepath.Dir(filepath.Clean(job.Datadir())), "ferry-table-restore-"+time.Now().UTC().Format("20060102T150405"))
-	cfg.Export = job.Export
+	cfg.Export, cfg.Want = job.Export, job.Wants
 	return job, nil
 }
 

@@ -65,17 +65,27 @@ func errLogBeside(dir string) string {
 // recovered transactions roll back, and shuts it down cleanly. The server's error log
 // is errLog, kept if recovery fails.
 func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, false)
+	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 0)
+}
+
+// recoverPartial is recoverDir on a copy that holds only some of the backup's
+// tablespaces (a table restore): recovery skips the redo of the missing ones
+// (innodb_force_recovery=1) instead of refusing to start.
+func recoverPartial(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 1)
 }
 
 // recoverKeepOpen is recoverDir without the rollback: transactions open in the copy stay
 // open (innodb_force_recovery=3, which also keeps purge from running), so that a later
 // link of an incremental chain, in which they may have committed, applies on the copy.
 func recoverKeepOpen(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, true)
+	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 3)
 }
 
-func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger, keepOpen bool) error {
+// recoverRun runs crash recovery on dir with innodb_force_recovery at force (0, 1 for
+// a partial copy, 3 to keep transactions open).
+func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger, force int) error {
+	keepOpen := force == 3
 	if mem == "" {
 		mem = "256M"
 	}
@@ -90,8 +100,8 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return err
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
-	if keepOpen {
-		args = append(args, "--innodb-force-recovery=3")
+	if force > 0 {
+		args = append(args, fmt.Sprintf("--innodb-force-recovery=%d", force))
 	}
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mariadbd", bin, "dir", abs)

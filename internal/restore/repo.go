@@ -105,7 +105,7 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 			return nil, err
 		}
 	}
-	m := s.m
+	m := wanted(s.m, env)
 	parallel := cmp.Or(s.Parallel, 8)
 	j, err := openJournal(staging, m.ID)
 	if err != nil {
@@ -129,7 +129,7 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 			return writeBlob(staging, f, b, r, prog.Add)
 		})
 	if err == nil {
-		err = s.applyPatches(ctx, staging, parallel, prog)
+		err = s.applyPatches(ctx, m, staging, parallel, prog)
 	}
 	prog.Finish()
 	if err != nil {
@@ -147,13 +147,32 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	return b, nil
 }
 
+// wanted is m with only the files the restore needs (env.Want): the objects that hold
+// none of their blobs are then never read.
+func wanted(m *manifest.Manifest, env Env) *manifest.Manifest {
+	if env.Want == nil {
+		return m
+	}
+	c := *m
+	c.Files = nil
+	var bytes int64
+	for _, f := range m.Files {
+		if env.Want(f.Path) {
+			c.Files = append(c.Files, f)
+			bytes += f.Size
+		}
+	}
+	env.Log.Info("restoring only the files the tables need", "files", len(c.Files), "of", len(m.Files), "bytes", bytes, "of", m.TotalSize())
+	return &c
+}
+
 // applyPatches writes the pages the backup copied again over the files' blobs, round
 // by round. They are never skipped on a resume: a blob downloaded again would undo
 // them.
-func (s *RepoSource) applyPatches(ctx context.Context, staging string, parallel int, prog *progress.Reporter) error {
-	rounds, _ := repo.Patched(s.m)
+func (s *RepoSource) applyPatches(ctx context.Context, m *manifest.Manifest, staging string, parallel int, prog *progress.Reporter) error {
+	rounds, _ := repo.Patched(m)
 	for round := 1; round <= rounds; round++ {
-		err := s.Repo.ReadBackup(ctx, s.m, repo.ReadOptions{Identities: s.Identities, Parallel: parallel, Round: round},
+		err := s.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: s.Identities, Parallel: parallel, Round: round},
 			func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
 				return writeBlob(staging, f, b, r, prog.Add)
 			})

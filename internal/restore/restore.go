@@ -51,7 +51,11 @@ type Config struct {
 	// Export, if set, makes this a table restore: it is called with a private server
 	// running on the prepared copy (after any Replay) and the copy's directory; the
 	// copy is then removed, never swapped in, and Datadir is never created.
-	Export   func(ctx context.Context, db *sql.DB, copyDir string) error
+	Export func(ctx context.Context, db *sql.DB, copyDir string) error
+	// Want, if set, names the files of the backup the restore needs (a table
+	// restore: the system tablespaces and the tables'); a source that can pick files
+	// restores only those, and recovery skips the redo of the missing tablespaces.
+	Want     func(path string) bool
 	Log      *slog.Logger
 	Progress io.Writer
 	Terminal bool
@@ -154,7 +158,7 @@ func CheckSource(c mariadb.Coordinates) error {
 
 // restoreIn fills staging from the source, prepares it and renames it into place.
 func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked bool, owner ownerIDs, datadir string) (*Result, error) {
-	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal}
+	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, Want: cfg.Want}
 	env.RecoverBase = func(ctx context.Context, b *Backup, dir string) error {
 		bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 		if err != nil {
@@ -182,7 +186,11 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		if cfg.InPlace != nil {
 			errLog = filepath.Join(datadir, ".ferry-prepare.err") // the parent may not be writable
 		}
-		if err := recoverDir(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
+		recover := recoverDir
+		if cfg.Want != nil {
+			recover = recoverPartial
+		}
+		if err := recover(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 	}

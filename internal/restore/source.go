@@ -39,7 +39,13 @@ type Env struct {
 	// does not hold every page its base copied while it changed needs the base
 	// recovered before the link is applied.
 	RecoverBase func(ctx context.Context, b *Backup, dir string) error
+	// Want, if set, names the files the restore needs; a source that can pick files
+	// leaves the others out, one that cannot restores everything.
+	Want func(path string) bool
 }
+
+// wants tells whether the restore needs the file at path.
+func (e Env) wants(path string) bool { return e.Want == nil || e.Want(path) }
 
 // Reporter starts a progress report for total bytes (-1 if unknown).
 func (e Env) Reporter(total int64) *progress.Reporter {

@@ -50,9 +50,18 @@ func (s *DirSource) Staging(datadir string) (string, bool, error) {
 // Fill implements Source: it copies (or moves) the datadir's files into staging in
 // parallel, verifying each against the manifest.
 func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
-	files, err := s.files(ctx)
+	all, err := s.files(ctx)
 	if err != nil {
 		return nil, err
+	}
+	var files []manifest.File
+	for _, f := range all {
+		if env.wants(f.Path) {
+			files = append(files, f)
+		}
+	}
+	if len(files) < len(all) {
+		env.Log.Info("restoring only the files the tables need", "files", len(files), "of", len(all), "bytes", totalSize(files), "of", totalSize(all))
 	}
 	parallel := cmp.Or(s.Parallel, runtime.NumCPU())
 	prog := env.Reporter(totalSize(files))

@@ -118,3 +118,25 @@ func (j *Job) Close() {
 	}
 	j.live.Close()
 }
+
+// Wants names the backup's files a table restore needs: everything outside the
+// databases (system and undo tablespaces, redo, logs, metadata), the mysql schema,
+// and in the tables' databases their option file and the tables' own files (the
+// definition, the tablespace or its partitions', DDL markers, DATA DIRECTORY links).
+// The other tables' tablespaces are left in the backup.
+func (j *Job) Wants(path string) bool {
+	db, name, ok := strings.Cut(path, "/")
+	if !ok || db == "mysql" {
+		return true
+	}
+	for _, it := range j.items {
+		if it.from.DB != db {
+			continue
+		}
+		stem, _, _ := strings.Cut(name, ".")
+		if name == "db.opt" || stem == it.from.Table || strings.HasPrefix(stem, it.from.Table+"#P#") {
+			return true
+		}
+	}
+	return false
+}

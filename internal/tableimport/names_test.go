@@ -51,3 +51,21 @@ func TestPartitions(t *testing.T) {
 		t.Error("a subpartition was accepted")
 	}
 }
+
+// TestWants: a table restore takes the system files, the mysql schema and the tables'
+// own files, and leaves every other table in the backup.
+func TestWants(t *testing.T) {
+	j := &Job{items: []*item{{from: Name{"shop", "orders"}}, {from: Name{"shop", "parts"}}}}
+	for path, want := range map[string]bool{
+		"ibdata1": true, "undo001": true, "ib_logfile0": true, "ferry_manifest.json": true, "aria_log.00000001": true,
+		"mysql/user.MAI": true, "mysql/innodb_index_stats.ibd": true,
+		"shop/db.opt": true, "shop/orders.frm": true, "shop/orders.ibd": true, "shop/orders.isl": true,
+		"shop/parts#P#p0.ibd": true, "shop/parts.frm": true,
+		"shop/orders_old.ibd": false, "shop/order.ibd": false, "shop/other.frm": false, "bank/orders.ibd": false,
+		"shop/ordersx#P#p0.ibd": false,
+	} {
+		if got := j.Wants(path); got != want {
+			t.Errorf("Wants(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
