@@ -61,6 +61,9 @@ func (c *ChainSource) Staging(datadir string) (string, bool, error) {
 // Fill implements Source: the full backup, then every incremental made readable and
 // checked against the one before, then each applied in order.
 func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+	// A chain is restored whole: a link's delta of a tablespace the base left out
+	// would be applied onto nothing and make a file of only the changed pages.
+	env.Want = nil
 	base, err := c.Links[0].Fill(ctx, staging, env)
 	if err != nil {
 		return nil, err
