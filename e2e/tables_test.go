@@ -96,7 +96,8 @@ func TestRestoreTables(t *testing.T) {
 		t.Errorf("restore did not say where the replaced table is:\n%s", out.stdout)
 	}
 
-	// From a repository and from a stream (the load stopped: the backups hold the live rows).
+	// From a repository, a stream and an incremental chain (the load stopped: the
+	// backups hold the live rows).
 	repoDir := filepath.Join(tmp, "repo")
 	dirRepoBackup(t, src, repoDir)
 	liveAccounts := testdb.Checksums(t, src.DB(t), "bank")["bank.accounts"]
@@ -106,8 +107,12 @@ func TestRestoreTables(t *testing.T) {
 	streamToFile(t, []string{"backup", "--socket", src.Socket, "--user", "root", "--stream"}, xbs)
 	mustFerry(t, "restore", "--from", xbs, "--tables", "bank.accounts", "--rename-to", "accounts_from_stream",
 		"--into-server", "--socket", src.Socket, "--user", "root")
+	inc := filepath.Join(tmp, "inc")
+	mustFerry(t, backupArgs(src, inc, "--incremental-basedir", bk)...)
+	mustFerry(t, "restore", "--target-dir", bk, "--incremental-dir", inc, "--tables", "bank.accounts", "--rename-to", "accounts_from_chain",
+		"--into-server", "--socket", src.Socket, "--user", "root")
 	sums := testdb.Checksums(t, src.DB(t), "bank")
-	for _, n := range []string{"bank.accounts_from_repo", "bank.accounts_from_stream"} {
+	for _, n := range []string{"bank.accounts_from_repo", "bank.accounts_from_stream", "bank.accounts_from_chain"} {
 		if sums[n] != liveAccounts {
 			t.Errorf("%s checksum %s, want the live bank.accounts' %s", n, sums[n], liveAccounts)
 		}
