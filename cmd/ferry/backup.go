@@ -40,6 +40,8 @@ type backupFlags struct {
 	incRepo    bool
 	incBase    string
 	maxImpact  float64 // percent
+	// a partial backup
+	databases, tables, exclude string
 }
 
 func newBackupCmd(g *globals) *cobra.Command {
@@ -117,6 +119,9 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Uint64Var(&fl.incLSN, "incremental-lsn", 0, "take an incremental holding the pages changed since this LSN (a base's to_lsn)")
 	f.BoolVar(&fl.incRepo, "incremental", false, "repository: take an incremental on the newest complete backup of this server in the repository")
 	f.StringVar(&fl.incBase, "base", "", "repository: take an incremental on this backup id")
+	f.StringVar(&fl.databases, "databases", "", "partial backup: only these databases and database.table names ('db1 db2.t1'); the system schemas are always backed up")
+	f.StringVar(&fl.tables, "tables", "", "partial backup: only the tables whose database.table matches this regular expression")
+	f.StringVar(&fl.exclude, "exclude", "", "partial backup: leave out the tables whose database.table, or databases whose name, matches this regular expression")
 	f.BoolVar(&cfg.Replica.Info, "slave-info", false, "the server is a replica: record its source and position (xtrabackup_slave_info, the manifest) so restore and clone can replicate from that source (--replicate-from-source); needs REPLICA MONITOR")
 	f.BoolVar(&cfg.Replica.SafeSlave, "safe-slave-backup", false, "stop the replica's SQL thread from BLOCK_DDL to the end of BLOCK_COMMIT, once it has no temporary tables open")
 	f.DurationVar(&cfg.Replica.SafeSlaveTimeout, "safe-slave-backup-timeout", 300*time.Second, "how long --safe-slave-backup waits for the replica to have no temporary tables open")
@@ -151,6 +156,11 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return errors.New("--max-impact and --max-rate both pace the copy: choose one")
 	}
 	cfg.MaxImpact = fl.maxImpact / 100
+	filter, err := backup.NewFilter(fl.databases, fl.tables, fl.exclude)
+	if err != nil {
+		return err
+	}
+	cfg.Filter = filter
 	if err := fl.applyIncremental(cfg); err != nil {
 		return err
 	}

@@ -69,6 +69,8 @@ type Config struct {
 	// long before it reads any redo, so that the server laps it and the page-LSN
 	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).
 	TrackerStall time.Duration
+	// Filter, if set, makes a partial backup of the tables it selects.
+	Filter *Filter
 	// Replica is what a backup of a replica records and does (--slave-info,
 	// --safe-slave-backup).
 	Replica ReplicaOptions

@@ -39,6 +39,9 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 	m.EndTime = time.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
 	m.Storage = j.sink.Caps().Storage
+	if j.cfg.Filter != nil {
+		m.Partial = j.cfg.Filter.Spec()
+	}
 	meta := []struct {
 		name string
 		data []byte
@@ -129,11 +132,18 @@ func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 		{Key: "gtid_slave_pos", Value: c.GTIDSlavePos},
 		{Key: "innodb_from_lsn", Value: fmt.Sprintf("%d", from)},
 		{Key: "innodb_to_lsn", Value: fmt.Sprintf("%d", m.ToLSN)},
-		{Key: "partial", Value: "N"},
+		{Key: "partial", Value: yesNo(m.Partial != nil)},
 		{Key: "incremental", Value: incremental},
 		{Key: "format", Value: j.infoFormat()},
 		{Key: "compressed", Value: cmp.Or(j.sink.Caps().Storage.Compression, "N")},
 	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "Y"
+	}
+	return "N"
 }
 
 // infoFormat is xtrabackup_info's format: mariadb-backup says "file" for a directory.

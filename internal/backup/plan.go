@@ -60,6 +60,12 @@ var commitDataExts = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, "
 
 var ariaLogRe = regexp.MustCompile(`^aria_log\.\d{8}$`)
 
+// scan lists the files of the server the backup copies (all, or a partial backup's).
+func (j *job) scan() (plan, error) {
+	p, err := scanServer(j.info)
+	return j.cfg.Filter.apply(p), err
+}
+
 // scanServer lists the files of a running server.
 func scanServer(info mariadb.Info) (plan, error) {
 	var p plan

@@ -265,7 +265,7 @@ func (j *job) recopyTargets() (map[uint32][]recopyFile, error) {
 		}
 	}
 	j.mu.Unlock()
-	p, err := scanServer(j.info)
+	p, err := j.scan()
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if j.cfg.Incremental != nil {
 		j.sel = j.selectPages(ctx)
 	}
-	p, err := scanServer(j.info)
+	p, err := j.scan()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	t0 := time.Now()
-	p, err := scanServer(j.info)
+	p, err := j.scan()
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +169,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	t0 := time.Now()
-	p, err := scanServer(j.info)
+	p, err := j.scan()
 	if err != nil {
 		return 0, err
 	}

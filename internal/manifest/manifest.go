@@ -176,6 +176,16 @@ type Manifest struct {
 	Prepared    *Prepared           `json:"prepared,omitempty"`
 	// Incremental is set when Type is TypeIncremental.
 	Incremental *Incremental `json:"incremental,omitempty"`
+	// Partial is set when the backup holds only some tables (backup --databases,
+	// --tables, --exclude): a restore recovers it without the others.
+	Partial *Partial `json:"partial,omitempty"`
+}
+
+// Partial is the selection a partial backup was taken with.
+type Partial struct {
+	Databases []string `json:"databases,omitempty"`
+	Tables    string   `json:"tables,omitempty"`  // regular expression on db.table
+	Exclude   string   `json:"exclude,omitempty"` // regular expression on db.table or db
 }
 
 // ChainLSN is the to_lsn an incremental on this backup starts from.
