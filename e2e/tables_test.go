@@ -14,9 +14,10 @@ import (
 // load come back into the running source. bank.ledger under a new name beside the live
 // one, with the backup's rows and checksum; a dropped table; a partitioned table whose
 // rows were deleted, replaced (the live one kept aside). Every other table keeps its
-// checksum. Refused in one line, with nothing changed: a live table without
-// --replace-tables, a live table whose schema changed since, a table the backup lacks,
-// a non-InnoDB table.
+// checksum. Aria and MyISAM tables come back too, and tables from a repository, a
+// stream and an incremental chain. Refused in one line, with nothing changed: a live
+// table without --replace-tables, a live table whose schema changed since, a table the
+// backup lacks, a table of another engine.
 func TestRestoreTables(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{}, 4, 20000)
 	src.Exec(t, "CREATE TABLE filler.parts (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 3")
@@ -96,6 +97,14 @@ func TestRestoreTables(t *testing.T) {
 		t.Errorf("restore did not say where the replaced table is:\n%s", out.stdout)
 	}
 
+	// Aria and MyISAM tables, copied into place under a lock.
+	for _, tb := range []string{"myisam", "aria_tx", "aria_ntx"} {
+		restoreTables("--tables", "mix."+tb, "--rename-to", tb+"_restored")
+		if got := testdb.Checksums(t, src.DB(t), "mix")["mix."+tb+"_restored"]; got != want["mix."+tb] {
+			t.Errorf("mix.%s_restored checksum %s, the backup's mix.%s %s", tb, got, tb, want["mix."+tb])
+		}
+	}
+
 	// From a repository, a stream and an incremental chain (the load stopped: the
 	// backups hold the live rows).
 	repoDir := filepath.Join(tmp, "repo")
@@ -121,7 +130,7 @@ func TestRestoreTables(t *testing.T) {
 	src.Exec(t, "ALTER TABLE bank.counter ADD COLUMN note INT NULL")
 	refuse("not defined as bank.counter in the backup", "--tables", "bank.counter", "--replace-tables")
 	refuse("bank.nope is not in the backup", "--tables", "bank.nope", "--rename-to", "nope2")
-	refuse("only InnoDB tables", "--tables", "mix.myisam", "--rename-to", "myisam2")
+	refuse("is a CSV table", "--tables", "mysql.general_log", "--rename-to", "general_log2")
 	refuse("name each table as database.table", "--tables", "ledger")
 	refuse("--datadir does not apply", "--tables", "bank.ledger", "--rename-to", "x", "--datadir", filepath.Join(tmp, "d"))
 }

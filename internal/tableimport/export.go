@@ -62,8 +62,9 @@ func (j *Job) check(ctx context.Context, priv *sql.DB, it *item) error {
 	if err != nil {
 		return fmt.Errorf("look up %s in the backup: %w", it.from, err)
 	}
-	if !strings.EqualFold(engine, "InnoDB") {
-		return fmt.Errorf("%s is a %s table: only InnoDB tables are restored into a running server so far; restore the backup to a datadir and copy it from there", it.from, engine)
+	it.engine = strings.ToLower(engine)
+	if dataExts[it.engine] == nil {
+		return fmt.Errorf("%s is a %s table: ferry restores InnoDB, Aria and MyISAM tables into a running server; restore the backup to a datadir and copy it from there", it.from, engine)
 	}
 	def, cmpDef, err := definition(ctx, priv, it.from)
 	if err != nil {
@@ -93,17 +94,23 @@ func (j *Job) check(ctx context.Context, priv *sql.DB, it *item) error {
 	return nil
 }
 
+// dataExts are the files that hold a table's rows and indexes, by engine: what a
+// table restore carries from the copy to the live server.
+var dataExts = map[string][]string{"innodb": {".ibd", ".cfg"}, "aria": {".MAD", ".MAI"}, "myisam": {".MYD", ".MYI"}}
+
 // take links (or copies) the exported table's files out of the copy: its .ibd and
-// .cfg, or every partition's.
+// .cfg, or every partition's; an Aria or MyISAM table's data and index files.
 func (j *Job) take(ctx context.Context, copyDir string, it *item) error {
 	dir := filepath.Join(copyDir, it.from.DB)
 	var files []string
-	for _, pattern := range []string{it.from.Table + ".ibd", it.from.Table + ".cfg", it.from.Table + "#P#*.ibd", it.from.Table + "#P#*.cfg"} {
-		m, _ := filepath.Glob(filepath.Join(dir, pattern))
-		files = append(files, m...)
+	for _, ext := range dataExts[it.engine] {
+		for _, pattern := range []string{it.from.Table + ext, it.from.Table + "#P#*" + ext} {
+			m, _ := filepath.Glob(filepath.Join(dir, pattern))
+			files = append(files, m...)
+		}
 	}
 	if len(files) < 2 {
-		return fmt.Errorf("export of %s left no tablespace and .cfg in the copy (%d files)", it.from, len(files))
+		return fmt.Errorf("export of %s left no data and index files (%s) in the copy (%d files)", it.from, strings.Join(dataExts[it.engine], ", "), len(files))
 	}
 	out := filepath.Join(j.work, it.from.DB+"."+it.from.Table)
 	if err := os.Mkdir(out, 0o750); err != nil {

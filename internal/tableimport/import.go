@@ -89,6 +89,12 @@ func (j *Job) fill(ctx context.Context, conn *sql.Conn, it *item, tmp Name) ([]s
 	if err != nil {
 		return nil, err
 	}
+	if it.engine != "innodb" {
+		if len(parts) > 0 {
+			return nil, fmt.Errorf("%s is a partitioned %s table: only partitioned InnoDB tables are restored into a running server so far", it.from, it.engine)
+		}
+		return j.copyInto(ctx, conn, tmp, it.files, it.from.Table)
+	}
 	if len(parts) == 0 {
 		return j.importInto(ctx, conn, tmp, it.files, it.from.Table)
 	}
@@ -117,6 +123,63 @@ func (j *Job) fill(ctx context.Context, conn *sql.Conn, it *item, tmp Name) ([]s
 		}
 	}
 	return nil, nil
+}
+
+// copyInto puts an Aria or MyISAM table's exported files in place of the new table
+// t's empty ones, with t locked and closed meanwhile (LOCK TABLES, FLUSH TABLES).
+// Aria zero-fills a table moved from another server when it first opens it.
+func (j *Job) copyInto(ctx context.Context, conn *sql.Conn, t Name, files []string, stem string) ([]string, error) {
+	for _, q := range []string{"LOCK TABLES " + t.quoted() + " WRITE", "FLUSH TABLES " + t.quoted()} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("%s on the server: %w", q, err)
+		}
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
+	dir := filepath.Join(j.datadir, t.DB)
+	uid, gid, err := owner(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		dst := filepath.Join(dir, t.Table+strings.TrimPrefix(filepath.Base(f), stem))
+		if _, err := os.Lstat(dst); err != nil {
+			return nil, fmt.Errorf("the new %s has no %s to replace: %w", t, filepath.Base(dst), err)
+		}
+		if err := replaceFile(ctx, f, dst, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+t.quoted()); err != nil {
+		return nil, fmt.Errorf("FLUSH TABLES %s on the server: %w", t, err)
+	}
+	if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		return nil, fmt.Errorf("UNLOCK TABLES on the server: %w", err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+t.quoted()).Scan(&n); err != nil {
+		return nil, fmt.Errorf("the server cannot read the restored %s: %w", t, err)
+	}
+	return nil, nil
+}
+
+// replaceFile puts src in place of dst (a rename on the same file system, else a copy
+// beside it renamed over), with the given owner.
+func replaceFile(ctx context.Context, src, dst string, uid, gid int) error {
+	tmp := dst + ".ferry-new"
+	if err := os.Rename(src, tmp); err != nil {
+		if _, _, err := filecopy.CopyPlain(ctx, src, tmp, nil); err != nil {
+			return fmt.Errorf("put %s in the server's datadir: %w", filepath.Base(dst), err)
+		}
+	}
+	if err := os.Chown(tmp, uid, gid); err != nil && !errors.Is(err, syscall.EPERM) {
+		os.Remove(tmp)
+		return fmt.Errorf("chown %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("put %s in the server's datadir: %w", filepath.Base(dst), err)
+	}
+	return nil
 }
 
 // partitions lists the partitions of an exported table (none if it has none).

@@ -38,6 +38,7 @@ type Job struct {
 type item struct {
 	from, to Name
 	exists   bool   // to exists on the live server
+	engine   string // lower case
 	def      string // the backup's CREATE TABLE, without its name
 	createDB string // CREATE DATABASE for a database the live server lacks
 	files    []string
