@@ -109,7 +109,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&fl.maxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
 	f.Var(byteSize{&fl.partSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
 	f.IntVar(&fl.uploads, "uploads", 0, "repository: most objects uploading at once (default 16: ferry starts with 2 and adds one whenever parts wait for the link)")
-	f.IntVar(&cfg.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	f.IntVar(&cfg.Parallel, "parallel", 1, "parallel copy workers (default 1: one reader of 256K direct reads keeps a disk busy and leaves a busy server half its write throughput, against a third with 2 (bench/README.md); raise it for an idle server or a fast array)")
 	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
