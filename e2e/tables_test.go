@@ -114,8 +114,11 @@ func TestRestoreTables(t *testing.T) {
 		"--into-server", "--socket", src.Socket, "--user", "root")
 	xbs := filepath.Join(tmp, "b.xbs")
 	streamToFile(t, []string{"backup", "--socket", src.Socket, "--user", "root", "--stream"}, xbs)
-	mustFerry(t, "restore", "--from", xbs, "--tables", "bank.accounts", "--rename-to", "accounts_from_stream",
+	res := mustFerry(t, "restore", "--from", xbs, "--tables", "bank.accounts", "--rename-to", "accounts_from_stream",
 		"--into-server", "--socket", src.Socket, "--user", "root")
+	if !strings.Contains(res.stderr, "writing only the files the tables need") {
+		t.Errorf("the table restore from a stream wrote every file:\n%s", tail(res.stderr, 10))
+	}
 	inc := filepath.Join(tmp, "inc")
 	mustFerry(t, backupArgs(src, inc, "--incremental-basedir", bk)...)
 	mustFerry(t, "restore", "--target-dir", bk, "--incremental-dir", inc, "--tables", "bank.accounts", "--rename-to", "accounts_from_chain",

@@ -37,7 +37,10 @@ func NewStreamSource(r io.Reader, name string, ids []age.Identity, maxMemory int
 		env.Log.Info("restoring from a stream", "from", name, "staging", staging, "memory_budget_mib", maxMemory>>20)
 		prog := env.Reporter(-1)
 		defer prog.Finish()
-		return stream.Unpack(ctx, r, staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add})
+		if env.Want != nil {
+			env.Log.Info("writing only the files the tables need; the others are decoded and checked")
+		}
+		return stream.Unpack(ctx, r, staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add, Keep: env.Want})
 	}}
 }
 

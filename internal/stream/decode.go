@@ -40,6 +40,7 @@ func (u *unpacker) write(f *inFile, dst, path string, comp codec.Compression, en
 // copyOut writes the decoded bytes with large aligned writes, checksumming them.
 func (u *unpacker) copyOut(r io.Reader, dst, path string) (FileSum, error) {
 	out := newOutFile(dst, path)
+	out.discard = u.o.Keep != nil && !u.o.Keep(path)
 	defer out.close()
 	buf := directio.AlignedBuffer(1 << 20)
 	var sum FileSum

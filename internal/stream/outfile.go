@@ -12,11 +12,15 @@ import (
 type outFile struct {
 	dst, path string
 	t         *filecopy.Target
+	discard   bool // decoded and checked, never written
 }
 
 func newOutFile(dst, path string) *outFile { return &outFile{dst: dst, path: path} }
 
 func (o *outFile) write(p []byte, off int64) error {
+	if o.discard {
+		return nil
+	}
 	if o.t == nil {
 		if err := o.open(p); err != nil {
 			return err
@@ -43,6 +47,9 @@ func (o *outFile) open(first []byte) error {
 
 // finish sets the final size (a trailing hole is not written) and closes the file.
 func (o *outFile) finish(size int64) error {
+	if o.discard {
+		return nil
+	}
 	if o.t == nil {
 		if err := o.open(nil); err != nil {
 			return err

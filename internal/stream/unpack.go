@@ -34,6 +34,9 @@ type UnpackOptions struct {
 	Identities []age.Identity // for encrypted files
 	MaxMemory  int64          // bytes of stream data buffered between reader and files
 	Progress   func(n int64)  // called with decoded bytes written
+	// Keep, if set, names the files to write; the others are decoded and checked
+	// (their sums are in Unpacked) but not written (a table restore needs few).
+	Keep func(path string) bool
 }
 
 // FileSum is what was written for one file.
