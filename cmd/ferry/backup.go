@@ -58,6 +58,10 @@ func newBackupCmd(g *globals) *cobra.Command {
   ferry backup --stream --compress none > full.xbstream     # mbstream -x -C dir < full.xbstream unpacks it
   ferry backup --socket /run/mysqld/mysqld.sock --user backup --target-dir /backups/inc-1 --incremental-basedir /backups/full-1
   ferry backup --repo s3://bucket/prod-db1 --incremental      # on the newest backup of this server in the repository
+  ferry backup --repo s3://bucket/prod-db1 --databases 'shop crm.contacts'   # a partial backup
+  ferry backup --repo s3://bucket/prod-db2 --slave-info --safe-slave-backup  # on a replica
+  ferry backup --repo s3://bucket/prod-db1 --max-impact 10 --metrics-file /var/lib/node_exporter/ferry_backup.prom
+  Options can also come from [ferry] and [ferry-backup] in the option files (docs/operations.md).
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
 		Args: cobra.NoArgs,
 		RunE: jm.wrap("backup", g, func(cmd *cobra.Command, _ []string) error {

@@ -26,7 +26,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	sf.maxMemory = 256 << 20
 	var jm jobMetrics
 	cmd := &cobra.Command{
-		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest | --repo REPO --to-gtid G|--to-time T) --datadir DATADIR",
+		Use:   "restore (--target-dir DIR | --from FILE|- | --repo REPO ID|latest | --repo REPO --to-gtid G|--to-time T) (--datadir DATADIR | --tables T --into-server)",
 		Short: "Restore a backup directory, stream or repository backup into a datadir (copy-back, or --move), preparing it if needed",
 		Example: `  ferry restore --target-dir /backups/full-1 --datadir /var/lib/mysql-new
   ferry restore --repo s3://bucket/prod-db1 latest --datadir /var/lib/mysql-new [--identity-file key.txt] [--resume]
@@ -36,6 +36,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
   ferry restore --from full.xbs --from inc1.xbs --datadir /var/lib/mysql-new     # a chain of streams, oldest first
   ferry restore --repo s3://bucket/prod-db1 --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new
   ferry restore --repo s3://bucket/prod-db1 --to-gtid 0-1-12345 --datadir /var/lib/mysql-new
+  ferry restore --repo s3://bucket/prod-db1 latest --tables shop.orders --into-server --rename-to orders_restored
+  ferry restore --target-dir /backups/full-1 --tables 'shop.orders,shop.items' --into-server --replace-tables
+  --tables with --into-server brings tables back into the running server (docs/operations.md).
   --to-time/--to-gtid restore the newest backup before the point and apply the binlog that
   ferry binlog-archive stored (docs/binlog-archive.md).
   A chain of incrementals is applied into one staging copy and recovered once (docs/incremental.md).
