@@ -34,6 +34,9 @@ type Backup struct {
 	Incremental bool
 	// Chain is the number of backups a ChainSource applied to make this one (0: none).
 	Chain int
+	// Partial: the backup holds only some tables (a ferry manifest's partial, or
+	// mariadb-backup's "partial = Y"); recovery leaves the others out.
+	Partial bool
 }
 
 // Origin is where the backup was read from: its directory, or the stream.
@@ -96,6 +99,7 @@ func (b *Backup) fromXtrabackup() error {
 		return fmt.Errorf("backup %s has type %q, which ferry does not know: it is not a backup ferry or mariadb-backup wrote", b.Dir, b.Checkpoints.BackupType)
 	}
 	if b.Manifest != nil {
+		b.Partial = b.Manifest.Partial != nil
 		return nil
 	}
 	info, err := xtrabackup.ReadKeyValues(filepath.Join(b.Dir, xtrabackup.InfoFile))
@@ -103,6 +107,7 @@ func (b *Backup) fromXtrabackup() error {
 		return fmt.Errorf("backup %s: read %s: %w", b.Dir, xtrabackup.InfoFile, err)
 	}
 	b.ServerVersion = info["server_version"]
+	b.Partial = info["partial"] == "Y"
 	b.Settings, err = xtrabackup.ReadMyCnf(b.Dir)
 	return err
 }

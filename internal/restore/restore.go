@@ -187,7 +187,7 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 			errLog = filepath.Join(datadir, ".ferry-prepare.err") // the parent may not be writable
 		}
 		recover := recoverDir
-		if cfg.Want != nil || b.Manifest != nil && b.Manifest.Partial != nil {
+		if cfg.Want != nil || b.Partial {
 			recover = recoverPartial
 			cfg.Log.Info("prepare: the copy holds only some tables: recovery leaves the others out")
 		}
