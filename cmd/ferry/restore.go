@@ -187,10 +187,10 @@ func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&sf.from, "from", nil, "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream); repeat it for a full backup's stream followed by its incrementals', oldest first")
 	f.StringArrayVar(&sf.incDirs, "incremental-dir", nil, "an incremental backup directory to apply on --target-dir (repeat it for each, oldest first): the chain is restored with one recovery")
 	sf.repo.add(f)
-	f.BoolVar(&sf.resume, "resume", false, "continue an interrupted restore from --repo: what its staging directory holds is verified, not downloaded again")
+	f.BoolVar(&sf.resume, "resume", false, "continue an interrupted restore from --repo (what its staging directory holds is verified, not downloaded again) or with --move (the files it moved are used where they are)")
 	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
 	f.Var(byteSize{&sf.maxMemory}, "max-memory", "memory for stream data waiting to be written")
-	f.BoolVar(&sf.move, "move", false, "move files out of the backup instead of copying (the backup is consumed)")
+	f.BoolVar(&sf.move, "move", false, "move files out of the backup instead of copying (the backup is consumed once recovery begins; a failure before puts every file back, one after keeps them for --resume)")
 	f.IntVar(&sf.parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
 }
 
@@ -210,7 +210,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 		src, err := sf.repoSource(cmd, g, args[0], ids)
 		return src, none, err
 	case sf.dir != "":
-		links := []restore.Source{&restore.DirSource{Dir: sf.dir, Move: sf.move, Parallel: sf.parallel}}
+		links := []restore.Source{&restore.DirSource{Dir: sf.dir, Move: sf.move, Resume: sf.resume, Parallel: sf.parallel}}
 		for _, d := range sf.incDirs {
 			links = append(links, &restore.DirSource{Dir: d, Parallel: sf.parallel})
 		}
@@ -290,8 +290,8 @@ func (sf *sourceFlags) check(args []string) error {
 		return fmt.Errorf("unexpected argument %q: a backup id goes with --repo", args[0])
 	case sf.repo.url != "" && len(args) == 0:
 		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
-	case sf.repo.url == "" && sf.resume:
-		return errors.New("--resume applies to --repo")
+	case sf.repo.url == "" && sf.resume && !sf.move:
+		return errors.New("--resume applies to --repo and to --target-dir with --move")
 	case stdin > 1:
 		return errors.New("--from - reads stdin, which can carry one stream: give the others as files")
 	case len(sf.incDirs) > 0 && sf.dir == "":

@@ -110,7 +110,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Datadir: datadir, Donor: cfg.From, Bypass: w.Bypass}, nil
 	}
 	first := &firstConn{bc: bc}
-	unlock, staging, err := claimStaging(datadir, cfg.InPlace != nil, cfg.Log)
+	unlock, staging, err := claimStaging(datadir, cfg.Log)
 	if err != nil {
 		first.abort(err)
 		return nil, err
@@ -216,17 +216,13 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// claimStaging locks the clone's staging path beside datadir (inside it, for a
-// contents swap: a Galera joiner runs as mariadbd's user, who may not write the
-// datadir's parent, and the datadir may be a mount point), so two clones cannot share
-// it, and clears what an interrupted clone left there.
-func claimStaging(datadir string, inside bool, log *slog.Logger) (func(), string, error) {
-	parent, base := filepath.Dir(datadir), filepath.Base(datadir)
-	lockPath, staging := filepath.Join(parent, "."+base+".ferry-clone.lock"), filepath.Join(parent, "."+base+".ferry-clone")
-	if inside {
-		parent = datadir
-		lockPath, staging = filepath.Join(datadir, ".ferry-clone.lock"), filepath.Join(datadir, ".ferry-clone")
-	}
+// claimStaging locks the clone's staging path on the datadir's filesystem (beside it,
+// or inside it when it is a mount point or its parent is not writable, as for a Galera
+// joiner running as mariadbd's user: see restore.StagingPath), so two clones cannot
+// share it, and clears what an interrupted clone left there.
+func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
+	lockPath, staging := restore.StagingPath(datadir, "clone.lock"), restore.StagingPath(datadir, "clone")
+	parent := filepath.Dir(staging)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, "", fmt.Errorf("create %s: %w", parent, err)
 	}

@@ -2,7 +2,6 @@ package clone
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -76,20 +75,16 @@ func localConn(ctx context.Context, cfg Config, bin string) (mariadb.ConnConfig,
 }
 
 // rollback moves a clone that did not start aside (kept for diagnosis) and puts the
-// previous datadir back.
+// previous datadir's contents back (renames only: the datadir may be a mount point).
 func rollback(res *Result, cause error) error {
-	failed := fmt.Sprintf("%s.ferry-failed-%s", res.Datadir, time.Now().Format("20060102T150405"))
-	if err := os.Rename(res.Datadir, failed); err != nil {
+	failed, err := restore.PutBack(res.Datadir, res.MovedAside)
+	switch {
+	case err != nil && failed == "":
 		return fmt.Errorf("%w; moving the clone aside also failed: %v", cause, err)
-	}
-	if res.MovedAside != "" {
-		if err := os.Rename(res.MovedAside, res.Datadir); err != nil {
-			return fmt.Errorf("%w; the clone is in %s, and putting the previous datadir %s back failed: %v", cause, failed, res.MovedAside, err)
-		}
+	case err != nil:
+		return fmt.Errorf("%w; the clone is in %s, and putting the previous datadir %s back failed: %v", cause, failed, res.MovedAside, err)
+	case res.MovedAside != "":
 		return fmt.Errorf("%w; the previous datadir is back in place and the clone kept in %s", cause, failed)
-	}
-	if err := os.Mkdir(res.Datadir, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%w; the clone is kept in %s", cause, failed)
 	}
 	return fmt.Errorf("%w; the clone is kept in %s", cause, failed)
 }

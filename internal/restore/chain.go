@@ -19,7 +19,8 @@ import (
 // a single recovery with the newest incremental's redo makes the whole copy consistent.
 // Each link is any Source: directories, streams, repository backups.
 type ChainSource struct {
-	Links []Source
+	Links     []Source
+	inspected []*Backup // what Inspect read of each link
 }
 
 // Name implements Source.
@@ -34,6 +35,7 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 		return nil, errors.New("internal error: a chain needs a full backup and at least one incremental")
 	}
 	var prev, b *Backup
+	c.inspected = nil
 	for i, l := range c.Links {
 		var err error
 		if b, err = l.Inspect(ctx); err != nil {
@@ -45,6 +47,7 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 		if err := checkLink(i, prev, b); err != nil {
 			return nil, err
 		}
+		c.inspected = append(c.inspected, b)
 		prev = b
 	}
 	b.Chain = len(c.Links)

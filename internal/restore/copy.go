@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -74,8 +76,12 @@ func totalSize(files []manifest.File) int64 {
 func copyFiles(ctx context.Context, src, dst string, files []manifest.File, parallel int, move bool, prog *progress.Reporter) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
+	var done atomic.Int64
 	for _, f := range files {
 		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
 			from, err := safepath.Join(src, f.Path)
 			if err != nil {
 				return fmt.Errorf("backup %s: %w", src, err)
@@ -85,9 +91,14 @@ func copyFiles(ctx context.Context, src, dst string, files []manifest.File, para
 				return err
 			}
 			if move {
-				return moveVerified(from, to, f, prog)
+				err = moveVerified(from, to, f, prog)
+			} else {
+				err = copyVerified(gctx, from, to, f, prog)
 			}
-			return copyVerified(gctx, from, to, f, prog)
+			if err == nil {
+				faultpoint.At(gctx, "restore-file", int(done.Add(1)))
+			}
+			return err
 		})
 	}
 	return g.Wait()
@@ -105,6 +116,12 @@ func copyVerified(ctx context.Context, from, to string, f manifest.File, prog *p
 }
 
 func moveVerified(from, to string, f manifest.File, prog *progress.Reporter) error {
+	if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(to); err == nil { // moved by the run this one resumes
+			prog.Add(f.Size)
+			return nil
+		}
+	}
 	if f.CRC32C != "" {
 		_, crc, err := filecopy.FileCRC(from)
 		if err != nil {

@@ -108,7 +108,7 @@ func renameTarget(dir, marker string) (string, error) {
 // as with mariadb-backup --copy-back, so the datadir tells what point it holds.
 func skipFile(rel string) bool {
 	switch rel {
-	case manifest.FileName, manifest.IncompleteMarker, "backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_binlog_info":
+	case manifest.FileName, manifest.IncompleteMarker, "backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_binlog_info", movedMarker:
 		return true
 	}
 	return strings.HasSuffix(rel, ".qp") || strings.HasSuffix(rel, ".tmp")

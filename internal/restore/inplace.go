@@ -5,29 +5,25 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
-	"golang.org/x/sys/unix"
 )
 
-// InPlace swaps the contents of a datadir rather than the directory: a Galera joiner's
-// mariadbd waits for its state transfer inside the datadir (its working directory), so
-// the directory itself must stay. The old entries move into DATADIR.ferry-old-TIME
-// beside it (kept, never deleted) or, when this process may not write there or it is
-// another filesystem (the datadir is a mount point), into DATADIR/.ferry-old-TIME; the
-// staging directory's entries move in; the entries Local names stay where they are (the
-// node's own Galera state, its logs), and so do ferry's own ".ferry-" entries.
+// InPlace marks a restore into a datadir a server runs in: a Galera joiner's mariadbd
+// waits for its state transfer inside the datadir (its working directory), whose
+// entries Local names (the node's own Galera state, its logs) stay where they are.
+// Every restore into an existing datadir swaps its contents (see staging.go); InPlace
+// only adds the entries that stay.
 type InPlace struct {
 	Local func(name string) bool
 }
 
-// swapContents moves the datadir's entries (but the local ones) aside and the staging
-// directory's in, and removes the emptied staging directory. On failure it puts back
-// what it moved. It returns the directory the old entries went to ("" if none).
-func swapContents(staging, datadir string, local func(string) bool) (string, error) {
-	aside := asideDir(datadir, time.Now().Format("20060102T150405"))
+// swapContents moves the datadir's contents (its entries but the ignored and the local
+// ones) into aside, and the staging directory's entries in, then removes the emptied
+// staging directory. On failure it puts back what it moved. It returns aside, or ""
+// when the datadir had no contents to move.
+func swapContents(staging, datadir, aside string, local func(string) bool) (string, error) {
 	var undo []func() error
 	rollback := func(err error) (string, error) {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -36,13 +32,13 @@ func swapContents(staging, datadir string, local func(string) bool) (string, err
 		os.Remove(aside)
 		return "", err
 	}
-	old, err := os.ReadDir(datadir)
+	old, err := contents(datadir)
 	if err != nil {
-		return "", fmt.Errorf("read datadir %s: %w", datadir, err)
+		return "", err
 	}
 	moved := false
 	for _, e := range old {
-		if strings.HasPrefix(e.Name(), ".ferry-") || (local != nil && local(e.Name())) {
+		if local != nil && local(e.Name()) {
 			continue
 		}
 		if !moved {
@@ -86,13 +82,47 @@ func swapContents(staging, datadir string, local func(string) bool) (string, err
 	return "", nil
 }
 
-// asideDir is where a contents swap keeps the old entries: beside the datadir when this
-// process may write there on the same filesystem (renames stay renames), else inside it.
-func asideDir(datadir, stamp string) string {
-	parent := filepath.Dir(datadir)
-	var dp, pp unix.Stat_t
-	if unix.Stat(datadir, &dp) == nil && unix.Stat(parent, &pp) == nil && dp.Dev == pp.Dev && unix.Access(parent, unix.W_OK|unix.X_OK) == nil {
-		return fmt.Sprintf("%s.ferry-old-%s", datadir, stamp)
+// PutBack undoes a restore into datadir whose old contents were kept in aside ("" if
+// the datadir had none): the restored contents move into a new directory beside the
+// old ones (returned, kept for diagnosis) and the old contents move back. Only renames:
+// the datadir may be a mount point.
+func PutBack(datadir, aside string) (string, error) {
+	pl := placeFor(datadir)
+	failed := pl.path("failed-" + time.Now().Format("20060102T150405"))
+	if !pl.inside {
+		failed = fmt.Sprintf("%s.ferry-failed-%s", datadir, time.Now().Format("20060102T150405"))
 	}
-	return filepath.Join(datadir, ".ferry-old-"+stamp)
+	if err := moveEntries(datadir, failed, nil); err != nil {
+		return "", fmt.Errorf("move the restored files into %s: %w", failed, err)
+	}
+	if aside == "" {
+		return failed, nil
+	}
+	if err := moveEntries(aside, datadir, nil); err != nil {
+		return failed, fmt.Errorf("move the previous datadir's files back from %s: %w", aside, err)
+	}
+	if err := os.Remove(aside); err != nil {
+		return failed, err
+	}
+	return failed, manifest.SyncDir(datadir)
+}
+
+// moveEntries renames the contents of from (see contents) into to, created if need be.
+func moveEntries(from, to string, local func(string) bool) error {
+	ents, err := contents(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(to, 0o750); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if local != nil && local(e.Name()) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return err
+		}
+	}
+	return manifest.SyncDir(to)
 }

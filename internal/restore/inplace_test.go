@@ -42,7 +42,7 @@ func TestSwapContents(t *testing.T) {
 	write(t, staging, "ibdata1", "db/t.ibd", "newdb/x.ibd")
 	before, _ := os.Stat(datadir)
 	local := func(n string) bool { return n == "grastate.dat" }
-	aside, err := swapContents(staging, datadir, local)
+	aside, err := swapContents(staging, datadir, datadir+".old", local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestSwapContents(t *testing.T) {
 	datadir2, staging2 := filepath.Join(root, "data2"), filepath.Join(root, ".data2.staging")
 	write(t, datadir2, "ibdata1", "grastate.dat")
 	write(t, staging2, "ibdata1", "grastate.dat")
-	if _, err := swapContents(staging2, datadir2, local); err == nil {
+	if _, err := swapContents(staging2, datadir2, datadir2+".old", local); err == nil {
 		t.Fatal("a clash with a kept file was accepted")
 	}
 	if got := names(t, datadir2); len(got) != 2 {

@@ -55,10 +55,19 @@ func (b *Backup) Tool() string {
 	return "mariadb-backup"
 }
 
-// Open inspects dir and refuses anything that is not a complete, full backup.
+// Open inspects dir and refuses anything that is not a complete, full backup, and a
+// backup whose files an interrupted restore --move took.
 func Open(dir string) (*Backup, error) {
+	return openDir(dir, false)
+}
+
+// openDir is Open; movedOK accepts a backup whose files a --move being resumed took.
+func openDir(dir string, movedOK bool) (*Backup, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("backup directory %s does not exist", dir)
+	}
+	if err := checkMoved(dir); err != nil && !movedOK {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err == nil {
 		return nil, fmt.Errorf("backup in %s is incomplete (it was interrupted before its manifest was written): it cannot be prepared or restored; take a new backup", dir)

@@ -68,3 +68,14 @@ func (o ownerIDs) apply(dir string) error {
 		return nil
 	})
 }
+
+// chown sets the owner of path itself (not what it holds).
+func (o ownerIDs) chown(path string) error {
+	if !o.set {
+		return nil
+	}
+	if err := os.Lchown(path, o.uid, o.gid); err != nil {
+		return fmt.Errorf("set owner of %s: %w", path, err)
+	}
+	return nil
+}

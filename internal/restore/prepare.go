@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -109,6 +110,10 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
+	faultpoint.At(ctx, "recovery", 1)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
 	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func (s *RepoSource) Staging(datadir string) (string, bool, error) {
 // repoStaging returns the staging directory of backup id beside datadir: new, or with
 // resume the one an interrupted restore left.
 func repoStaging(datadir, id string, resume bool) (string, error) {
-	dir := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-restore-"+id)
+	dir := placeFor(datadir).path("restore-" + id)
 	_, err := os.Lstat(dir)
 	switch {
 	case err == nil && !resume:

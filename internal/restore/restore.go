@@ -99,19 +99,40 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSpace(cfg.Source, pre, datadir, cfg.Want); err != nil {
+		return nil, err
+	}
 	staging, keep, err := cfg.Source.Staging(datadir)
 	if err != nil {
 		return nil, err
 	}
 	res, err := restoreIn(ctx, cfg, staging, bin, pre != nil, owner, datadir)
-	switch {
-	case err == nil:
-		return res, nil
-	case keep && cfg.Replay == nil:
-		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
+	if err != nil {
+		return nil, settle(cfg, staging, keep, err)
 	}
-	os.RemoveAll(staging)
-	return nil, err
+	if c, ok := cfg.Source.(consuming); ok {
+		if err := c.Finished(datadir); err != nil {
+			cfg.Log.Warn("the restore is complete, but its backup's marker was not updated", "err", err)
+		}
+	}
+	return res, nil
+}
+
+// settle ends a failed restore so that nothing is lost: a source that moved its files
+// into staging puts them back or keeps staging for --resume, a source that can resume
+// keeps staging, and any other staging copy is removed (the source still holds it all).
+// The error says which, and where the data is.
+func settle(cfg Config, staging string, keep bool, err error) error {
+	if c, ok := cfg.Source.(consuming); ok {
+		return c.Settle(staging, err)
+	}
+	if keep && cfg.Replay == nil {
+		return fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
+	}
+	if rerr := os.RemoveAll(staging); rerr != nil {
+		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
+	}
+	return err
 }
 
 // checkBefore checks what the backup needs of this host before any data moves: free
@@ -181,11 +202,14 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 			return nil, err
 		}
 	}
-	if !b.Prepared {
-		errLog := errLogBeside(datadir)
-		if cfg.InPlace != nil {
-			errLog = filepath.Join(datadir, ".ferry-prepare.err") // the parent may not be writable
+	if !b.Prepared || cfg.Replay != nil || cfg.Export != nil {
+		// From here the staging copy differs from the backup's files.
+		if err := changing(cfg.Source, staging); err != nil {
+			return nil, err
 		}
+	}
+	if !b.Prepared {
+		errLog := placeFor(datadir).path("prepare.err")
 		recover := recoverDir
 		if cfg.Want != nil || b.Partial {
 			recover = recoverPartial
@@ -249,17 +273,19 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 		unplace(moved)
 		return nil, err
 	}
-	var aside string
+	var local func(string) bool
 	if cfg.InPlace != nil {
-		aside, err = swapContents(staging, datadir, cfg.InPlace.Local)
-	} else {
-		aside, err = swapIn(staging, datadir, cfg.Replace)
+		local = cfg.InPlace.Local
 	}
+	aside, err := swapIn(staging, datadir, cfg.Replace || cfg.InPlace != nil, local)
 	if err != nil && aside != "" {
 		return nil, fmt.Errorf("%w (the copy is in place; the old datadir's files are in %s)", err, aside)
 	}
 	if err != nil {
 		unplace(moved)
+		return nil, err
+	}
+	if err := owner.chown(datadir); err != nil { // an existing datadir keeps its directory
 		return nil, err
 	}
 	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts}, nil
@@ -277,21 +303,16 @@ func writeGaleraState(staging string, c mariadb.Coordinates, cfg Config) error {
 	return nil
 }
 
-// checkDatadir refuses a non-empty datadir unless replace is set, and a datadir a
-// running server holds in any case.
+// checkDatadir refuses a datadir with contents unless replace is set, and a datadir a
+// running server holds in any case. A mount point's lost+found and what ferry keeps
+// there are not contents.
 func checkDatadir(datadir string, replace bool) error {
-	ents, err := os.ReadDir(datadir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("datadir %s: %w", datadir, err)
-	}
-	if len(ents) == 0 {
-		return nil
+	ents, err := contents(datadir)
+	if err != nil || len(ents) == 0 {
+		return err
 	}
 	if !replace {
-		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir aside (it is kept, never deleted)", datadir)
+		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir's files aside (they are kept, never deleted)", datadir)
 	}
 	if mariadb.DatadirInUse(datadir) {
 		return fmt.Errorf("datadir %s is in use by a running server: stop it before restoring over it", datadir)
@@ -299,44 +320,50 @@ func checkDatadir(datadir string, replace bool) error {
 	return nil
 }
 
-// makeStaging creates a new staging directory beside datadir (same filesystem, so the
-// final rename is atomic).
+// StagingPath is the path of ferry's working directory called name (e.g. "clone") for a
+// restore into datadir: beside it on its filesystem, or inside it when it is a mount
+// point (see staging.go). The caller creates it.
+func StagingPath(datadir, name string) string { return placeFor(datadir).path(name) }
+
+// makeStaging creates a new staging directory for datadir on its filesystem (want, if
+// given); see staging.go.
 func makeStaging(datadir, want string) (string, error) {
-	parent := filepath.Dir(datadir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", parent, err)
-	}
 	if want != "" {
+		if err := os.MkdirAll(filepath.Dir(want), 0o755); err != nil {
+			return "", fmt.Errorf("create %s: %w", filepath.Dir(want), filecopy.WrapWriteErr(err))
+		}
 		if err := os.Mkdir(want, 0o750); err != nil {
-			return "", fmt.Errorf("create staging directory: %w", err)
+			return "", fmt.Errorf("create staging directory: %w", filecopy.WrapWriteErr(err))
 		}
 		return want, nil
 	}
-	dir, err := os.MkdirTemp(parent, "."+filepath.Base(datadir)+".ferry-staging-")
+	p := placeFor(datadir).path("staging-")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(p), filecopy.WrapWriteErr(err))
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(p), filepath.Base(p))
 	if err != nil {
-		return "", fmt.Errorf("create staging directory beside %s: %w", datadir, err)
+		return "", fmt.Errorf("create a staging directory for %s: %w", datadir, filecopy.WrapWriteErr(err))
 	}
 	return dir, os.Chmod(dir, 0o750)
 }
 
-// swapIn renames staging to datadir; an existing datadir is removed if empty or, with
-// replace, renamed aside.
-func swapIn(staging, datadir string, replace bool) (string, error) {
-	aside := ""
-	if fi, err := os.Stat(datadir); err == nil {
-		os.Chmod(staging, fi.Mode().Perm())
-		if err := os.Remove(datadir); err != nil {
-			if !replace {
-				return "", fmt.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory", datadir)
-			}
-			aside = fmt.Sprintf("%s.ferry-old-%s", datadir, time.Now().Format("20060102T150405"))
-			if err := os.Rename(datadir, aside); err != nil {
-				return "", fmt.Errorf("move old datadir aside: %w", err)
-			}
+// swapIn puts the staging copy in place. A datadir that does not exist is the staging
+// directory renamed; an existing one keeps its directory (a mount point cannot be
+// renamed) and swaps its contents: with replace, the old contents move aside (kept,
+// never deleted; returned); without, the datadir must still have none. The entries
+// local names stay in the datadir.
+func swapIn(staging, datadir string, replace bool, local func(string) bool) (string, error) {
+	if _, err := os.Stat(datadir); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(staging, datadir); err != nil {
+			return "", fmt.Errorf("rename %s to %s: %w", staging, datadir, err)
+		}
+		return "", manifest.SyncDir(filepath.Dir(datadir))
+	}
+	if !replace {
+		if ents, err := contents(datadir); err != nil || len(ents) > 0 {
+			return "", fmt.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory, or pass --replace", datadir)
 		}
 	}
-	if err := os.Rename(staging, datadir); err != nil {
-		return "", fmt.Errorf("rename %s to %s: %w", staging, datadir, err)
-	}
-	return aside, manifest.SyncDir(filepath.Dir(datadir))
+	return swapContents(staging, datadir, placeFor(datadir).asidePath(time.Now().Format("20060102T150405")), local)
 }

@@ -21,10 +21,11 @@ type DirSource struct {
 	// Move moves the files out of the backup instead of copying them: the backup is
 	// consumed.
 	Move bool
+	// Resume continues a Move that an earlier run left in its staging directory.
+	Resume bool
 	// Parallel is how many files are copied at once (default: the cores).
 	Parallel int
 	b        *Backup // opened by Inspect
-
 }
 
 // Name implements Source.
@@ -33,7 +34,7 @@ func (s *DirSource) Name() string { return s.Dir }
 // Inspect implements Source: it opens the directory and refuses anything that is not
 // a complete, full backup.
 func (s *DirSource) Inspect(ctx context.Context) (*Backup, error) {
-	b, err := Open(s.Dir)
+	b, err := openDir(s.Dir, s.Move && s.Resume)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +42,12 @@ func (s *DirSource) Inspect(ctx context.Context) (*Backup, error) {
 	return b, nil
 }
 
-// Staging implements Source: a new directory, removed if the restore fails.
+// Staging implements Source: a new directory, removed if the restore fails; for a
+// Move, the backup's own (see move.go).
 func (s *DirSource) Staging(datadir string) (string, bool, error) {
+	if s.Move {
+		return s.moveStaging(datadir)
+	}
 	dir, err := makeStaging(datadir, "")
 	return dir, false, err
 }

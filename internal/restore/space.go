@@ -1,0 +1,143 @@
+package restore
+
+import (
+	"io/fs"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/diskspace"
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// recoveryMargin is what recovery may write beyond the backup's files: ibtmp1, Aria's
+// logs, undo and system tablespace growth from the rollback.
+const recoveryMargin = 64 << 20
+
+// sizer is a Source that knows what it will write better than its newest backup's
+// manifest does (a chain: its full backup and every link's scratch copy).
+type sizer interface {
+	size(want func(string) bool) int64
+}
+
+// resumer is a Source whose staging directory a later run continues (--resume): what
+// it already holds is not needed again.
+type resumer interface {
+	resumeDir(datadir string) string
+}
+
+// checkSpace refuses, before anything is written, a restore of b into datadir that
+// the datadir's filesystem cannot hold with its recovery. A stream's size is known only
+// once it is read (b is nil): a full disk then stops it with one line.
+func checkSpace(src Source, b *Backup, datadir string, want func(string) bool) error {
+	if b == nil {
+		return nil
+	}
+	var need int64
+	switch s := src.(type) {
+	case *DirSource:
+		if !s.Move { // moved files take no new room
+			n, err := s.allocated(want)
+			if err != nil {
+				return err
+			}
+			need = n
+		}
+	case sizer:
+		need = s.size(want)
+	default:
+		need = manifestNeed(b.Manifest, want)
+	}
+	if r, ok := src.(resumer); ok {
+		need -= allocatedUnder(r.resumeDir(datadir))
+	}
+	where := placeFor(datadir).path("")
+	return diskspace.Check(where, need+need/100+recoveryMargin, "the restored datadir and its recovery")
+}
+
+// manifestNeed is the room the files of m that want names take once written: a sparse
+// file in a repository only its stored ranges.
+func manifestNeed(m *manifest.Manifest, want func(string) bool) int64 {
+	if m == nil {
+		return 0
+	}
+	var n int64
+	for _, f := range m.Files {
+		if want != nil && !want(f.Path) {
+			continue
+		}
+		if !f.Sparse || len(f.Blobs) == 0 {
+			n += f.Size
+			continue
+		}
+		for _, b := range f.Blobs {
+			n += b.RawSize
+		}
+	}
+	return n
+}
+
+// allocated is the room the backup directory's datadir files take (a sparse file its
+// allocated blocks).
+func (s *DirSource) allocated(want func(string) bool) (int64, error) {
+	files, err := s.files(nil)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, f := range files {
+		if want == nil || want(f.Path) {
+			n += min(f.Size, allocatedUnder(filepath.Join(s.b.Dir, filepath.FromSlash(f.Path))))
+		}
+	}
+	return n, nil
+}
+
+// allocatedUnder is the disk space the files under path take (0 if it does not exist).
+func allocatedUnder(path string) int64 {
+	var n int64
+	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				n += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// resumeDir implements resumer.
+func (s *RepoSource) resumeDir(datadir string) string {
+	if s.m == nil {
+		return ""
+	}
+	return placeFor(datadir).path("restore-" + s.m.ID)
+}
+
+// size implements sizer: the full backup written into staging, and the scratch copy
+// of each incremental that cannot be read where it is (a stream, a repository backup).
+func (c *ChainSource) size(want func(string) bool) int64 {
+	var n int64
+	for i, b := range c.inspected {
+		if d, ok := c.Links[i].(*DirSource); ok {
+			if i == 0 {
+				m, _ := d.allocated(nil)
+				n += m
+			}
+			continue // an incremental directory is applied from where it is
+		}
+		n += manifestNeed(b.Manifest, nil)
+	}
+	return n
+}
+
+// resumeDir implements resumer: the full backup's.
+func (c *ChainSource) resumeDir(datadir string) string {
+	if r, ok := c.Links[0].(resumer); ok {
+		return r.resumeDir(datadir)
+	}
+	return ""
+}
