@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/directio"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -84,6 +85,7 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(j.cfg.Parallel)
+	var done atomic.Int64
 	for _, ij := range jobs {
 		ij.pending.Store(int32(len(ij.segs)))
 		for i := range ij.segs {
@@ -94,7 +96,11 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 				if ij.pending.Add(-1) > 0 {
 					return nil
 				}
-				return j.finishInnoJob(ij)
+				if err := j.finishInnoJob(ij); err != nil {
+					return err
+				}
+				faultpoint.At(gctx, "backup-file", int(done.Add(1)))
+				return nil
 			})
 		}
 	}

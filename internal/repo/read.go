@@ -9,10 +9,12 @@ import (
 	"hash/crc32"
 	"io"
 	"sort"
+	"sync/atomic"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"golang.org/x/sync/errgroup"
 )
@@ -80,6 +82,7 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(o.Parallel, 8))
+	var done atomic.Int64
 	for _, rd := range reads {
 		if o.Skip != nil && o.Skip(rd.obj.Key) || len(rd.blobs) == 0 && !o.Unreferenced {
 			continue
@@ -89,8 +92,11 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 				return err
 			}
 			if o.Done != nil {
-				return o.Done(rd.obj.Key)
+				if err := o.Done(rd.obj.Key); err != nil {
+					return err
+				}
 			}
+			faultpoint.At(gctx, "restore-object", int(done.Add(1)))
 			return nil
 		})
 	}

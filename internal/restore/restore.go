@@ -99,6 +99,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeStale(datadir, cfg.Log)
 	if err := checkSpace(cfg.Source, pre, datadir, cfg.Want); err != nil {
 		return nil, err
 	}
@@ -337,15 +338,14 @@ func makeStaging(datadir, want string) (string, error) {
 		}
 		return want, nil
 	}
-	p := placeFor(datadir).path("staging-")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", filepath.Dir(p), filecopy.WrapWriteErr(err))
+	dir := placeFor(datadir).path(fmt.Sprintf("staging-%d", os.Getpid()))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", filepath.Dir(dir), filecopy.WrapWriteErr(err))
 	}
-	dir, err := os.MkdirTemp(filepath.Dir(p), filepath.Base(p))
-	if err != nil {
+	if err := os.Mkdir(dir, 0o750); err != nil {
 		return "", fmt.Errorf("create a staging directory for %s: %w", datadir, filecopy.WrapWriteErr(err))
 	}
-	return dir, os.Chmod(dir, 0o750)
+	return dir, nil
 }
 
 // swapIn puts the staging copy in place. A datadir that does not exist is the staging

@@ -2,9 +2,13 @@ package restore
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/procs"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,4 +101,24 @@ func contents(datadir string) ([]os.DirEntry, error) {
 		}
 	}
 	return out, nil
+}
+
+// removeStale removes the staging directories of restores into datadir that were
+// killed (their process is gone): a staging-PID directory holds a copy of a backup that
+// its source still holds whole. What a resumable restore keeps is named otherwise and
+// stays.
+func removeStale(datadir string, log *slog.Logger) {
+	matches, _ := filepath.Glob(placeFor(datadir).path("staging-*"))
+	for _, m := range matches {
+		_, pid, _ := strings.Cut(filepath.Base(m), "staging-")
+		n, err := strconv.Atoi(pid)
+		if err != nil || procs.IsFerry(n) {
+			continue
+		}
+		if err := os.RemoveAll(m); err != nil {
+			log.Warn("could not remove the staging directory of a killed restore", "dir", m, "err", err)
+			continue
+		}
+		log.Info("removed the staging directory of a killed restore (its backup still holds everything)", "dir", m)
+	}
 }
