@@ -21,14 +21,19 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var binlogs bool
 	cmd := &cobra.Command{
 		Use:   "verify --repo REPO [ID|latest] [--binlogs] [--identity-file KEY]",
-		Short: "Re-read every object of a backup: checksums, decryption, decompression, every InnoDB page",
-		Example: `  ferry verify --repo s3://bucket/prod-db1 latest --identity-file /root/ferry-key.txt
-  Exits non-zero naming the object (and file, page) at fault; nothing is written.
-  An incremental is verified with its whole chain: every backup it applies on, down to
-  its full backup, and the links between them.
-  --binlogs (or no ID) re-reads the binlog archive: every segment and event checksum, every
-  file whole from its first byte, each file's GTID list against the files before it; a
-  break with no gap record fails, recorded gaps are listed.`,
+		Short: "Re-read every object of a backup (or of all of them): checksums, decryption, decompression, every InnoDB page",
+		Example: `  ferry verify --repo s3://bucket/prod-db1 --identity-file /root/ferry-key.txt
+  ferry verify --repo s3://bucket/prod-db1 latest --identity-file /root/ferry-key.txt
+  Without an ID: every backup of the repository and the binlog archive, each stored object
+  read once; one summary line says what was checked, and it exits non-zero naming each
+  backup that failed (an incremental fails with any backup of its chain).
+  With an ID: that backup; exits non-zero naming the object (and file, page) at fault.
+  Nothing is written. An incremental is verified with its whole chain: every backup it
+  applies on, down to its full backup, and the links between them.
+  --binlogs re-reads the binlog archive too (without an ID: only the archive): every
+  segment and event checksum, every file whole from its first byte, each file's GTID
+  list against the files before it; a break with no gap record fails, recorded gaps are
+  listed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := rf.open(cmd.Context(), g.log, false, version)
@@ -40,12 +45,19 @@ func newVerifyCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			if len(args) == 0 || binlogs {
-				if err := verifyArchive(cmd, g, r, cfg.Identities); err != nil || len(args) == 0 {
+			cfg.Repo, cfg.Log, cfg.Progress, cfg.Terminal = r, g.log, os.Stderr, stderrIsTerminal()
+			switch {
+			case len(args) == 0 && binlogs:
+				_, err := verifyArchive(cmd, g, r, cfg.Identities)
+				return err
+			case len(args) == 0:
+				return verifyAll(cmd, g, cfg)
+			case binlogs:
+				if _, err := verifyArchive(cmd, g, r, cfg.Identities); err != nil {
 					return err
 				}
 			}
-			cfg.Repo, cfg.BackupID, cfg.Log, cfg.Progress, cfg.Terminal = r, args[0], g.log, os.Stderr, stderrIsTerminal()
+			cfg.BackupID = args[0]
 			rep, err := verify.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -61,7 +73,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	rf.add(f)
 	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file, for an encrypted backup")
 	f.IntVar(&cfg.Parallel, "parallel", 8, "objects read at once")
-	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive)")
+	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive, no backup)")
 	return cmd
 }
 
@@ -73,20 +85,84 @@ func chainNote(chain []string) string {
 	return fmt.Sprintf(" with its chain of %d (%s)", len(chain), strings.Join(chain, ", "))
 }
 
-// verifyArchive re-reads the whole binlog archive and fails on any problem.
-func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Identity) error {
-	a, err := binlog.Open(r.Storage(), binlog.Options{Identities: ids})
+// verifyAll verifies every backup and the binlog archive, prints a line per backup
+// and one summary line, and fails naming each backup that failed.
+func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
+	out := cmd.OutOrStdout()
+	sum, err := verify.All(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
+	var full, inc int
+	var failed []string
+	for _, res := range sum.Results {
+		if res.Incremental {
+			inc++
+		} else {
+			full++
+		}
+		if res.Err != nil {
+			failed = append(failed, res.ID)
+			fmt.Fprintf(out, "backup %s FAILED: %v\n", res.ID, res.Err)
+			continue
+		}
+		fmt.Fprintf(out, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
+			res.ID, chainNote(res.Report.Chain), res.Report.Files, res.Report.Objects, human(res.Report.StoredBytes), res.Report.Pages)
+	}
+	as, aerr := verifyArchive(cmd, g, cfg.Repo, cfg.Identities)
+	if aerr != nil && cmd.Context().Err() != nil {
+		return aerr
+	}
+	if aerr != nil {
+		fmt.Fprintf(out, "binlog archive FAILED: %v\n", aerr)
+	}
+	line := fmt.Sprintf("verified %d backups (%d full, %d incremental)", len(sum.Results), full, inc)
+	switch {
+	case as == nil && aerr == nil:
+		line += " and no binlog archive"
+	case aerr != nil:
+		line += " and the binlog archive"
+	default:
+		line += fmt.Sprintf(" and the binlog archive (%d files, %d segments)", as.Files, as.Segments)
+	}
+	line += fmt.Sprintf(": %d OK, %d FAILED", len(sum.Results)-len(failed), len(failed))
+	if len(failed) > 0 {
+		line += ": " + strings.Join(failed, ", ")
+	}
+	if aerr != nil {
+		line += "; the binlog archive FAILED"
+	}
+	if sum.Unfinished > 0 {
+		line += fmt.Sprintf(" (%d unfinished backups not verified: ferry list --all shows them)", sum.Unfinished)
+	}
+	fmt.Fprintln(out, line)
+	g.log.Info("verify of the repository completed", "backups", len(sum.Results), "full", full, "incremental", inc, "failed", len(failed), "archive_ok", aerr == nil)
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), len(sum.Results), strings.Join(failed, ", "))
+	case aerr != nil:
+		return aerr
+	case len(sum.Results) == 0 && as == nil:
+		return fmt.Errorf("nothing to verify: %s holds no complete backup and no binlog archive", cfg.Repo.Location())
+	}
+	return nil
+}
+
+// verifyArchive re-reads the whole binlog archive and fails on any problem; it
+// returns what it checked (nil if there is no archive).
+func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Identity) (*binlog.Summary, error) {
+	a, err := binlog.Open(r.Storage(), binlog.Options{Identities: ids})
+	if err != nil {
+		return nil, err
+	}
 	s, err := a.Verify(cmd.Context())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := cmd.OutOrStdout()
 	if s.Files == 0 && len(s.Gaps) == 0 {
 		fmt.Fprintln(out, "binlog archive: none (ferry binlog-archive keeps one)")
-		return nil
+		return nil, nil
 	}
 	for _, gap := range s.Gaps {
 		fmt.Fprintf(out, "GAP: %s\n", gap)
@@ -95,7 +171,7 @@ func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Ident
 		for _, p := range s.Problems {
 			fmt.Fprintf(out, "PROBLEM: %s\n", p)
 		}
-		return fmt.Errorf("binlog archive at %s: %d problems (listed above)", a.Location(), len(s.Problems))
+		return s, fmt.Errorf("binlog archive at %s: %d problems (listed above)", a.Location(), len(s.Problems))
 	}
 	last := "none"
 	if s.LastGroup != nil {
@@ -104,5 +180,5 @@ func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Ident
 	g.log.Info("binlog archive verified", "files", s.Files, "segments", s.Segments, "transactions", s.Groups, "gaps", len(s.Gaps))
 	fmt.Fprintf(out, "binlog archive OK: %d files, %d segments (%s stored), %d transactions, %s to %s, last GTID %s, %d recorded gaps\n",
 		s.Files, s.Segments, human(s.StoredBytes), s.Groups, s.First, s.End, last, len(s.Gaps))
-	return nil
+	return s, nil
 }

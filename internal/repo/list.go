@@ -120,3 +120,15 @@ func processIsFerry(pid int) bool {
 func (e Entry) Describe() string {
 	return fmt.Sprintf("%s (%s, %d objects, %d bytes)", e.ID, e.Status, e.Objects, e.StoredSize)
 }
+
+// ChainIn is the chain of backup id (as Chain resolves it: oldest first, links
+// checked) among the entries of a listing, read from storage no further. Its manifests
+// are not validated here.
+func ChainIn(list []Entry, id string) ([]*manifest.Manifest, error) {
+	for _, e := range list {
+		if e.ID == id && e.Manifest != nil {
+			return follow(e.Manifest, fromList(list))
+		}
+	}
+	return nil, fmt.Errorf("%w %q: it has no manifest", ErrNoBackup, id)
+}

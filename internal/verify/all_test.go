@@ -1,0 +1,106 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/storage"
+)
+
+// countingStorage counts the reads of each object.
+type countingStorage struct {
+	storage.Storage
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (c *countingStorage) Get(ctx context.Context, key string, off, n int64, fn func(io.Reader) error) error {
+	c.mu.Lock()
+	c.reads[key]++
+	c.mu.Unlock()
+	return c.Storage.Get(ctx, key, off, n, fn)
+}
+
+// TestAllVerifiesEveryBackupOnce: every backup of the repository is verified; a full
+// backup that several incrementals apply on is read once; a damaged backup fails, and
+// so does each incremental on it, naming it; a broken chain fails; the others pass.
+func TestAllVerifiesEveryBackupOnce(t *testing.T) {
+	data := pages(t, "fcrc32")
+	h, err := innodb.ParseSpaceHeader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := &manifest.Space{ID: h.SpaceID, Flags: uint32(h.Flags)}
+	ps := len(data) / 4
+	bad := bytes.Clone(data)
+	bad[2*ps+ps/2] ^= 0x40
+	inc := func(id, base string) *manifest.Manifest {
+		return &manifest.Manifest{ID: id, Type: manifest.TypeIncremental, EndLSN: 200,
+			Incremental: &manifest.Incremental{BaseID: base, BaseToLSN: 100, FromLSN: 90, Method: "scan"}}
+	}
+	fs, _ := storage.NewFS(t.TempDir())
+	st := &countingStorage{Storage: fs, reads: map[string]int{}}
+	r, _ := repo.Init(context.Background(), st, "test")
+	good := delta(data, ps, []uint32{1, 2, 3}, []uint32{1, 2, 3})
+	storeFile(t, r, &manifest.Manifest{ID: "1-bad", Type: manifest.TypeFull, EndLSN: 100}, "db/t.ibd", manifest.KindInnoDB, space, bad)
+	storeFile(t, r, inc("2-on-bad", "1-bad"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	storeFile(t, r, &manifest.Manifest{ID: "3-good", Type: manifest.TypeFull, EndLSN: 100}, "db/t.ibd", manifest.KindInnoDB, space, data)
+	storeFile(t, r, inc("4-inc", "3-good"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	storeFile(t, r, inc("5-inc", "3-good"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	storeFile(t, r, inc("6-orphan", "0-gone"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	clear(st.reads)
+
+	cfg := Config{Repo: r, Log: slog.New(slog.DiscardHandler), Progress: io.Discard}
+	sum, err := All(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"1-bad":    "backup 1-bad failed verification: object backups/1-bad/objects/",
+		"2-on-bad": "backup 2-on-bad cannot be restored: 1-bad of its chain failed verification",
+		"3-good":   "",
+		"4-inc":    "",
+		"5-inc":    "",
+		"6-orphan": "backup 6-orphan needs its base 0-gone, which is not in the repository",
+	}
+	if len(sum.Results) != len(want) {
+		t.Fatalf("%d results, want %d: %+v", len(sum.Results), len(want), sum.Results)
+	}
+	for _, res := range sum.Results {
+		t.Logf("%s: chain %v, %d pages, %v", res.ID, res.Report.Chain, res.Report.Pages, res.Err)
+		w := want[res.ID]
+		if w == "" && res.Err != nil || w != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), w)) {
+			t.Errorf("%s: %v, want %q", res.ID, res.Err, w)
+		}
+	}
+	if got := strings.Join(sum.Results[4].Report.Chain, " "); got != "3-good 5-inc" {
+		t.Errorf("chain of 5-inc: %q", got)
+	}
+	if n := len(sum.Failed()); n != 3 {
+		t.Errorf("%d failed, want 3", n)
+	}
+	objects := 0
+	for key, n := range st.reads {
+		if strings.Contains(key, "/objects/") {
+			objects++
+			want := 1
+			if strings.Contains(key, "/1-bad/") {
+				want = 2 // a damaged read is tried once more (repo.readObject)
+			}
+			if n != want {
+				t.Errorf("object %s read %d times, want %d", key, n, want)
+			}
+		}
+	}
+	if objects != len(want) {
+		t.Errorf("%d objects read, want one of each of the %d backups", objects, len(want))
+	}
+}
