@@ -89,6 +89,11 @@ func TestTimeZoneRoundTrip(t *testing.T) {
 		return err == nil && last.After(at)
 	})
 
+	// verify without an id checks the backup and the archive, and says so.
+	if v := run("verify", "--repo", dir).stdout; !regexp.MustCompile(`verified 1 backup \(1 full, 0 incremental\) and the binlog archive \(\d+ files, \d+ segments\): 1 OK, 0 FAILED`).MatchString(v) {
+		t.Errorf("verify of the repository does not say it checked the backup and the archive:\n%s", v)
+	}
+
 	wantBank := lastBankGTIDAt(t, mbinlog, src, at.UTC())
 	datadir := filepath.Join(tmp, "restored")
 	out := run("restore", "--repo", dir, "--to-time", copied, "--datadir", datadir)

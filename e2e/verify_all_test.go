@@ -53,8 +53,8 @@ func TestVerifyEveryBackup(t *testing.T) {
 	res := wantFail(t, nil, old+", "+inc, "verify", "--repo", dir)
 	t.Logf("verify:\n%s", res.stdout)
 	for _, want := range []string{
-		"backup " + old + " FAILED: ", "objects/" + filepath.Base(objs[0]),
-		"backup " + inc + " FAILED: backup " + inc + " cannot be restored: " + old + " of its chain failed verification",
+		"FAILED: backup " + old + " failed verification: object backups/" + old + "/objects/" + filepath.Base(objs[0]),
+		"FAILED: backup " + inc + " cannot be restored: " + old + " of its chain failed verification",
 		"backup " + newer + " OK",
 		"verified 3 backups (2 full, 1 incremental) and no binlog archive: 1 OK, 2 FAILED: " + old + ", " + inc,
 	} {

@@ -103,7 +103,11 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 		}
 		if res.Err != nil {
 			failed = append(failed, res.ID)
-			fmt.Fprintf(out, "backup %s FAILED: %v\n", res.ID, res.Err)
+			msg := res.Err.Error()
+			if !strings.Contains(msg, res.ID) {
+				msg = "backup " + res.ID + ": " + msg
+			}
+			fmt.Fprintf(out, "FAILED: %s\n", msg)
 			continue
 		}
 		fmt.Fprintf(out, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
@@ -116,7 +120,7 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 	if aerr != nil {
 		fmt.Fprintf(out, "binlog archive FAILED: %v\n", aerr)
 	}
-	line := fmt.Sprintf("verified %d backups (%d full, %d incremental)", len(sum.Results), full, inc)
+	line := fmt.Sprintf("verified %d backup%s (%d full, %d incremental)", len(sum.Results), plural(len(sum.Results)), full, inc)
 	switch {
 	case as == nil && aerr == nil:
 		line += " and no binlog archive"
@@ -133,7 +137,7 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 		line += "; the binlog archive FAILED"
 	}
 	if sum.Unfinished > 0 {
-		line += fmt.Sprintf(" (%d unfinished backups not verified: ferry list --all shows them)", sum.Unfinished)
+		line += fmt.Sprintf(" (%d unfinished backup%s not verified: ferry list --all shows them)", sum.Unfinished, plural(sum.Unfinished))
 	}
 	fmt.Fprintln(out, line)
 	g.log.Info("verify of the repository completed", "backups", len(sum.Results), "full", full, "incremental", inc, "failed", len(failed), "archive_ok", aerr == nil)
@@ -146,6 +150,14 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 		return fmt.Errorf("nothing to verify: %s holds no complete backup and no binlog archive", cfg.Repo.Location())
 	}
 	return nil
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // verifyArchive re-reads the whole binlog archive and fails on any problem; it
