@@ -2,14 +2,14 @@ package main
 
 import (
 	"fmt"
-
-	"filippo.io/age"
-	"github.com/ferry-backup/ferry/internal/binlog"
-	"github.com/ferry-backup/ferry/internal/repo"
+	"io"
 	"os"
 	"strings"
 
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/verify"
 	"github.com/spf13/cobra"
 )
@@ -93,25 +93,11 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 	if err != nil {
 		return err
 	}
-	var full, inc int
-	var failed []string
+	for _, res := range sum.Unreadable {
+		fmt.Fprintf(out, "FAILED: %v\n", res.Err)
+	}
 	for _, res := range sum.Results {
-		if res.Incremental {
-			inc++
-		} else {
-			full++
-		}
-		if res.Err != nil {
-			failed = append(failed, res.ID)
-			msg := res.Err.Error()
-			if !strings.Contains(msg, res.ID) {
-				msg = "backup " + res.ID + ": " + msg
-			}
-			fmt.Fprintf(out, "FAILED: %s\n", msg)
-			continue
-		}
-		fmt.Fprintf(out, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
-			res.ID, chainNote(res.Report.Chain), res.Report.Files, res.Report.Objects, human(res.Report.StoredBytes), res.Report.Pages)
+		printResult(out, res)
 	}
 	as, aerr := verifyArchive(cmd, g, cfg.Repo, cfg.Identities)
 	if aerr != nil && cmd.Context().Err() != nil {
@@ -120,18 +106,66 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 	if aerr != nil {
 		fmt.Fprintf(out, "binlog archive FAILED: %v\n", aerr)
 	}
-	line := fmt.Sprintf("verified %d backup%s (%d full, %d incremental)", len(sum.Results), plural(len(sum.Results)), full, inc)
+	failed := sum.Failed()
+	fmt.Fprintln(out, summaryLine(sum, as, aerr))
+	n := len(sum.Results) + len(sum.Unreadable)
+	g.log.Info("verify of the repository completed", "backups", n, "failed", len(failed), "archive_ok", aerr == nil)
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), n, strings.Join(ids(failed), ", "))
+	case aerr != nil:
+		return aerr
+	case n == 0 && as == nil:
+		return fmt.Errorf("nothing to verify: %s holds no complete backup and no binlog archive", cfg.Repo.Location())
+	}
+	return nil
+}
+
+// printResult prints one backup's line of a verification of the repository.
+func printResult(w io.Writer, res verify.Result) {
+	if res.Err != nil {
+		msg := res.Err.Error()
+		if !strings.Contains(msg, res.ID) {
+			msg = "backup " + res.ID + ": " + msg
+		}
+		fmt.Fprintf(w, "FAILED: %s\n", msg)
+		return
+	}
+	r := res.Report
+	fmt.Fprintf(w, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
+		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages)
+}
+
+// summaryLine says in one line what a verification of the repository checked and
+// what failed: "verified 3 backups (2 full, 1 incremental) and the binlog archive (2
+// files, 5 segments): 2 OK, 1 FAILED: ID".
+func summaryLine(sum *verify.Summary, as *binlog.Summary, aerr error) string {
+	var full, inc int
+	for _, res := range sum.Results {
+		if res.Incremental {
+			inc++
+		} else {
+			full++
+		}
+	}
+	n := len(sum.Results) + len(sum.Unreadable)
+	kinds := fmt.Sprintf("%d full, %d incremental", full, inc)
+	if len(sum.Unreadable) > 0 {
+		kinds += fmt.Sprintf(", %d with an unreadable manifest", len(sum.Unreadable))
+	}
+	line := fmt.Sprintf("verified %d backup%s (%s)", n, plural(n), kinds)
 	switch {
 	case as == nil && aerr == nil:
 		line += " and no binlog archive"
-	case aerr != nil:
+	case as == nil:
 		line += " and the binlog archive"
 	default:
 		line += fmt.Sprintf(" and the binlog archive (%d files, %d segments)", as.Files, as.Segments)
 	}
-	line += fmt.Sprintf(": %d OK, %d FAILED", len(sum.Results)-len(failed), len(failed))
+	failed := sum.Failed()
+	line += fmt.Sprintf(": %d OK, %d FAILED", n-len(failed), len(failed))
 	if len(failed) > 0 {
-		line += ": " + strings.Join(failed, ", ")
+		line += ": " + strings.Join(ids(failed), ", ")
 	}
 	if aerr != nil {
 		line += "; the binlog archive FAILED"
@@ -139,17 +173,16 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 	if sum.Unfinished > 0 {
 		line += fmt.Sprintf(" (%d unfinished backup%s not verified: ferry list --all shows them)", sum.Unfinished, plural(sum.Unfinished))
 	}
-	fmt.Fprintln(out, line)
-	g.log.Info("verify of the repository completed", "backups", len(sum.Results), "full", full, "incremental", inc, "failed", len(failed), "archive_ok", aerr == nil)
-	switch {
-	case len(failed) > 0:
-		return fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), len(sum.Results), strings.Join(failed, ", "))
-	case aerr != nil:
-		return aerr
-	case len(sum.Results) == 0 && as == nil:
-		return fmt.Errorf("nothing to verify: %s holds no complete backup and no binlog archive", cfg.Repo.Location())
+	return line
+}
+
+// ids are the backups of results.
+func ids(results []verify.Result) []string {
+	out := make([]string, len(results))
+	for i, r := range results {
+		out[i] = r.ID
 	}
-	return nil
+	return out
 }
 
 // plural is "s" unless n is 1.

@@ -21,12 +21,14 @@ type Result struct {
 // Summary is the verification of every backup of a repository.
 type Summary struct {
 	Results    []Result // the complete backups, by start time
+	Unreadable []Result // the backups whose manifest could not be read, by id
 	Unfinished int      // backups without a manifest (running or incomplete): not verified
 }
 
-// Failed is the results that failed, by start time.
+// Failed is the backups that failed: those whose manifest could not be read, then the
+// others by start time.
 func (s *Summary) Failed() []Result {
-	var out []Result
+	out := slices.Clone(s.Unreadable)
 	for _, r := range s.Results {
 		if r.Err != nil {
 			out = append(out, r)
@@ -41,7 +43,7 @@ func (s *Summary) Failed() []Result {
 // A problem with a backup is its Result's Err; the error returned is one that stops the
 // whole run (the listing failed, the context ended).
 func All(ctx context.Context, cfg Config) (*Summary, error) {
-	entries, err := cfg.Repo.List(ctx)
+	entries, err := cfg.Repo.Survey(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +51,10 @@ func All(ctx context.Context, cfg Config) (*Summary, error) {
 	var ms []*manifest.Manifest
 	var total int64
 	for _, e := range entries {
+		if e.Err != nil {
+			s.Unreadable = append(s.Unreadable, Result{ID: e.ID, Err: fmt.Errorf("backup %s failed verification: %w", e.ID, e.Err)})
+			continue
+		}
 		if e.Manifest == nil {
 			s.Unfinished++
 			continue

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +33,9 @@ func (c *countingStorage) Get(ctx context.Context, key string, off, n int64, fn 
 
 // TestAllVerifiesEveryBackupOnce: every backup of the repository is verified; a full
 // backup that several incrementals apply on is read once; a damaged backup fails, and
-// so does each incremental on it, naming it; a broken chain fails; the others pass.
+// so does each incremental on it, naming it; a broken chain fails, and so does a
+// backup whose manifest cannot be read, and the incremental on it, without stopping
+// the others; the others pass.
 func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 	data := pages(t, "fcrc32")
 	h, err := innodb.ParseSpaceHeader(data)
@@ -46,7 +50,8 @@ func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 		return &manifest.Manifest{ID: id, Type: manifest.TypeIncremental, EndLSN: 200,
 			Incremental: &manifest.Incremental{BaseID: base, BaseToLSN: 100, FromLSN: 90, Method: "scan"}}
 	}
-	fs, _ := storage.NewFS(t.TempDir())
+	dir := t.TempDir()
+	fs, _ := storage.NewFS(dir)
 	st := &countingStorage{Storage: fs, reads: map[string]int{}}
 	r, _ := repo.Init(context.Background(), st, "test")
 	good := delta(data, ps, []uint32{1, 2, 3}, []uint32{1, 2, 3})
@@ -56,6 +61,11 @@ func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 	storeFile(t, r, inc("4-inc", "3-good"), "db/t.ibd.delta", manifest.KindDelta, space, good)
 	storeFile(t, r, inc("5-inc", "3-good"), "db/t.ibd.delta", manifest.KindDelta, space, good)
 	storeFile(t, r, inc("6-orphan", "0-gone"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	storeFile(t, r, &manifest.Manifest{ID: "7-garbled", Type: manifest.TypeFull, EndLSN: 100}, "db/t.ibd", manifest.KindInnoDB, space, data)
+	storeFile(t, r, inc("8-on-garbled", "7-garbled"), "db/t.ibd.delta", manifest.KindDelta, space, good)
+	if err := os.WriteFile(filepath.Join(dir, "backups", "7-garbled", "manifest.json"), []byte("{garbled"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	clear(st.reads)
 
 	cfg := Config{Repo: r, Log: slog.New(slog.DiscardHandler), Progress: io.Discard}
@@ -70,6 +80,11 @@ func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 		"4-inc":    "",
 		"5-inc":    "",
 		"6-orphan": "backup 6-orphan needs its base 0-gone, which is not in the repository",
+		"8-on-garbled": "backup 8-on-garbled needs its base 7-garbled, whose manifest cannot be read: " +
+			"backups/7-garbled/manifest.json in " + dir + " is not valid JSON",
+	}
+	if len(sum.Unreadable) != 1 || sum.Unreadable[0].ID != "7-garbled" || !strings.Contains(sum.Unreadable[0].Err.Error(), "backup 7-garbled failed verification: backups/7-garbled/manifest.json") {
+		t.Errorf("unreadable manifests: %+v, want 7-garbled's", sum.Unreadable)
 	}
 	if len(sum.Results) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(sum.Results), len(want), sum.Results)
@@ -84,8 +99,8 @@ func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 	if got := strings.Join(sum.Results[4].Report.Chain, " "); got != "3-good 5-inc" {
 		t.Errorf("chain of 5-inc: %q", got)
 	}
-	if n := len(sum.Failed()); n != 3 {
-		t.Errorf("%d failed, want 3", n)
+	if n := len(sum.Failed()); n != 5 {
+		t.Errorf("%d failed, want 5", n)
 	}
 	objects := 0
 	for key, n := range st.reads {
@@ -101,6 +116,6 @@ func TestAllVerifiesEveryBackupOnce(t *testing.T) {
 		}
 	}
 	if objects != len(want) {
-		t.Errorf("%d objects read, want one of each of the %d backups", objects, len(want))
+		t.Errorf("%d objects read, want one of each of the %d backups with a manifest", objects, len(want))
 	}
 }
