@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pitr"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
 // complete is the manifests of the complete backups among entries.
@@ -31,7 +31,7 @@ func printArchive(w io.Writer, s *binlog.Summary, ms []*manifest.Manifest) {
 	}
 	last := "no complete transaction"
 	if g := s.LastGroup; g != nil {
-		last = fmt.Sprintf("last transaction %s at %s", g.GTID, utc(g.Time))
+		last = fmt.Sprintf("last transaction %s at %s", g.GTID, timefmt.Format(g.Time))
 	}
 	fmt.Fprintf(w, "binlog archive: %d files, %s stored, %s to %s; %s\n", s.Files, human(s.StoredBytes), s.First, s.End, last)
 	for _, g := range s.Gaps {
@@ -47,10 +47,8 @@ func printArchive(w io.Writer, s *binlog.Summary, ms []*manifest.Manifest) {
 		case win.Gap != nil:
 			to += " (where the gap begins)"
 		case win.Last != nil:
-			to = fmt.Sprintf("%s (GTID %s)", utc(win.Last.Time), win.Last.GTID)
+			to = fmt.Sprintf("%s (GTID %s)", timefmt.Format(win.Last.Time), win.Last.GTID)
 		}
-		fmt.Fprintf(w, "recoverable: from %s (backup %s, GTID %s) to %s\n", utc(win.From.EndTime), win.From.ID, win.From.Coordinates.GTIDBinlogPos, to)
+		fmt.Fprintf(w, "recoverable: from %s (backup %s, GTID %s) to %s\n", timefmt.Format(win.From.EndTime), win.From.ID, win.From.Coordinates.GTIDBinlogPos, to)
 	}
 }
-
-func utc(t time.Time) string { return t.UTC().Format(time.DateTime) + " UTC" }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +45,9 @@ func newListCmd(g *globals) *cobra.Command {
   A backup is listed once its manifest is written. --all also shows unfinished ones: running,
   or incomplete (interrupted: never restorable; ferry expire removes them).
   Below the table: the binlog archive (ferry binlog-archive), its gaps, and the windows a
-  restore --to-time/--to-gtid reaches (--json prints the backups only).`,
+  restore --to-time/--to-gtid reaches (--json prints the backups only).
+  Times are in the host's zone (TZ) with their offset (--json: RFC 3339); any of them
+  pasted into restore --to-time means the same instant.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := rf.open(cmd.Context(), g.log, false, version)
@@ -95,14 +98,14 @@ func newListCmd(g *globals) *cobra.Command {
 func toListed(e repo.Entry) listed {
 	l := listed{ID: e.ID, Status: e.Status, StoredSize: e.StoredSize, Objects: e.Objects}
 	if m := e.Manifest; m != nil {
-		l.Restorable, l.Type, l.Start, l.End, l.Size = true, m.Type, m.StartTime, m.EndTime, m.TotalSize()
+		l.Restorable, l.Type, l.Start, l.End, l.Size = true, m.Type, m.StartTime.Local(), m.EndTime.Local(), m.TotalSize()
 		l.GTID, l.Server = m.Coordinates.GTIDBinlogPos, m.Server.Version
 		l.Compression, l.Encryption = m.Storage.Compression, m.Storage.Encryption
 		if m.Incremental != nil {
 			l.Base, l.Method = m.Incremental.BaseID, m.Incremental.Method
 		}
 	} else if e.Marker != nil {
-		l.Start = e.Marker.Started
+		l.Start = e.Marker.Started.Local()
 	}
 	return l
 }
@@ -111,20 +114,13 @@ func printList(w io.Writer, list []listed) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTYPE\tBASE\tMETHOD\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS")
 	for _, l := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), dash(l.Base), dash(l.Method), stamp(l.Start), stamp(l.End),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), dash(l.Base), dash(l.Method), timefmt.Format(l.Start), timefmt.Format(l.End),
 			human(l.Size), human(l.StoredSize), dash(l.GTID), l.Status)
 	}
 	tw.Flush()
 	if len(list) == 0 {
 		fmt.Fprintln(w, "(no backups)")
 	}
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.Local().Format("2006-01-02 15:04:05")
 }
 
 func dash(s string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/pitr"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -22,7 +23,7 @@ type pitrFlags struct {
 
 func (p *pitrFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&p.toGTID, "to-gtid", "", "with --repo: restore the newest backup before this GTID (domain-server-seq) and apply the archived binlog up to and including it")
-	f.StringVar(&p.toTime, "to-time", "", "with --repo: restore the newest backup before this time and apply the archived binlog's transactions committed at or before it ('YYYY-MM-DD HH:MM:SS' in the local time zone, or RFC 3339)")
+	f.StringVar(&p.toTime, "to-time", "", "with --repo: restore the newest backup before this time and apply the archived binlog's transactions committed at or before it: 'YYYY-MM-DD HH:MM:SS' with an offset or zone name ('+01:00', 'Europe/Berlin', 'UTC'), RFC 3339, or without one in the host's zone (TZ); any time ferry prints reads back as the same instant")
 	f.IntVar(&p.threads, "replay-threads", 0, "parallel applier threads for --to-gtid/--to-time (default: twice the cores)")
 }
 
@@ -40,12 +41,11 @@ func (p *pitrFlags) target() (binlog.Target, error) {
 		}
 		return binlog.Target{GTID: &g}, nil
 	}
-	for _, layout := range []string{time.DateTime, "2006-01-02 15:04", time.RFC3339} {
-		if t, err := time.ParseInLocation(layout, p.toTime, time.Local); err == nil {
-			return binlog.Target{Time: t}, nil
-		}
+	t, err := timefmt.Parse(p.toTime, time.Local)
+	if err != nil {
+		return binlog.Target{}, fmt.Errorf("--to-time: %w", err)
 	}
-	return binlog.Target{}, fmt.Errorf("--to-time %q: use 'YYYY-MM-DD HH:MM:SS' (local time) or RFC 3339 (2026-11-24T13:04:59Z)", p.toTime)
+	return binlog.Target{Time: t}, nil
 }
 
 // source plans the point-in-time restore: it picks the backup (args[0] if given),

@@ -2,14 +2,14 @@ package main
 
 import (
 	"fmt"
-
-	"filippo.io/age"
-	"github.com/ferry-backup/ferry/internal/binlog"
-	"github.com/ferry-backup/ferry/internal/repo"
+	"io"
 	"os"
 	"strings"
 
+	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/verify"
 	"github.com/spf13/cobra"
 )
@@ -21,14 +21,19 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var binlogs bool
 	cmd := &cobra.Command{
 		Use:   "verify --repo REPO [ID|latest] [--binlogs] [--identity-file KEY]",
-		Short: "Re-read every object of a backup: checksums, decryption, decompression, every InnoDB page",
-		Example: `  ferry verify --repo s3://bucket/prod-db1 latest --identity-file /root/ferry-key.txt
-  Exits non-zero naming the object (and file, page) at fault; nothing is written.
-  An incremental is verified with its whole chain: every backup it applies on, down to
-  its full backup, and the links between them.
-  --binlogs (or no ID) re-reads the binlog archive: every segment and event checksum, every
-  file whole from its first byte, each file's GTID list against the files before it; a
-  break with no gap record fails, recorded gaps are listed.`,
+		Short: "Re-read every object of a backup (or of all of them): checksums, decryption, decompression, every InnoDB page",
+		Example: `  ferry verify --repo s3://bucket/prod-db1 --identity-file /root/ferry-key.txt
+  ferry verify --repo s3://bucket/prod-db1 latest --identity-file /root/ferry-key.txt
+  Without an ID: every backup of the repository and the binlog archive, each stored object
+  read once; one summary line says what was checked, and it exits non-zero naming each
+  backup that failed (an incremental fails with any backup of its chain).
+  With an ID: that backup; exits non-zero naming the object (and file, page) at fault.
+  Nothing is written. An incremental is verified with its whole chain: every backup it
+  applies on, down to its full backup, and the links between them.
+  --binlogs re-reads the binlog archive too (without an ID: only the archive): every
+  segment and event checksum, every file whole from its first byte, each file's GTID
+  list against the files before it; a break with no gap record fails, recorded gaps are
+  listed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := rf.open(cmd.Context(), g.log, false, version)
@@ -40,12 +45,19 @@ func newVerifyCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			if len(args) == 0 || binlogs {
-				if err := verifyArchive(cmd, g, r, cfg.Identities); err != nil || len(args) == 0 {
+			cfg.Repo, cfg.Log, cfg.Progress, cfg.Terminal = r, g.log, os.Stderr, stderrIsTerminal()
+			switch {
+			case len(args) == 0 && binlogs:
+				_, err := verifyArchive(cmd, g, r, cfg.Identities)
+				return err
+			case len(args) == 0:
+				return verifyAll(cmd, g, cfg)
+			case binlogs:
+				if _, err := verifyArchive(cmd, g, r, cfg.Identities); err != nil {
 					return err
 				}
 			}
-			cfg.Repo, cfg.BackupID, cfg.Log, cfg.Progress, cfg.Terminal = r, args[0], g.log, os.Stderr, stderrIsTerminal()
+			cfg.BackupID = args[0]
 			rep, err := verify.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -61,7 +73,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	rf.add(f)
 	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file, for an encrypted backup")
 	f.IntVar(&cfg.Parallel, "parallel", 8, "objects read at once")
-	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive)")
+	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive, no backup)")
 	return cmd
 }
 
@@ -73,20 +85,129 @@ func chainNote(chain []string) string {
 	return fmt.Sprintf(" with its chain of %d (%s)", len(chain), strings.Join(chain, ", "))
 }
 
-// verifyArchive re-reads the whole binlog archive and fails on any problem.
-func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Identity) error {
-	a, err := binlog.Open(r.Storage(), binlog.Options{Identities: ids})
+// verifyAll verifies every backup and the binlog archive, prints a line per backup
+// and one summary line, and fails naming each backup that failed.
+func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
+	out := cmd.OutOrStdout()
+	sum, err := verify.All(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
+	for _, res := range sum.Unreadable {
+		fmt.Fprintf(out, "FAILED: %v\n", res.Err)
+	}
+	for _, res := range sum.Results {
+		printResult(out, res)
+	}
+	as, aerr := verifyArchive(cmd, g, cfg.Repo, cfg.Identities)
+	if aerr != nil && cmd.Context().Err() != nil {
+		return aerr
+	}
+	if aerr != nil {
+		fmt.Fprintf(out, "binlog archive FAILED: %v\n", aerr)
+	}
+	failed := sum.Failed()
+	fmt.Fprintln(out, summaryLine(sum, as, aerr))
+	n := len(sum.Results) + len(sum.Unreadable)
+	g.log.Info("verify of the repository completed", "backups", n, "failed", len(failed), "archive_ok", aerr == nil)
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), n, strings.Join(ids(failed), ", "))
+	case aerr != nil:
+		return aerr
+	case n == 0 && as == nil:
+		return fmt.Errorf("nothing to verify: %s holds no complete backup and no binlog archive", cfg.Repo.Location())
+	}
+	return nil
+}
+
+// printResult prints one backup's line of a verification of the repository.
+func printResult(w io.Writer, res verify.Result) {
+	if res.Err != nil {
+		msg := res.Err.Error()
+		if !strings.Contains(msg, res.ID) {
+			msg = "backup " + res.ID + ": " + msg
+		}
+		fmt.Fprintf(w, "FAILED: %s\n", msg)
+		return
+	}
+	r := res.Report
+	fmt.Fprintf(w, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
+		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages)
+}
+
+// summaryLine says in one line what a verification of the repository checked and
+// what failed: "verified 3 backups (2 full, 1 incremental) and the binlog archive (2
+// files, 5 segments): 2 OK, 1 FAILED: ID".
+func summaryLine(sum *verify.Summary, as *binlog.Summary, aerr error) string {
+	var full, inc int
+	for _, res := range sum.Results {
+		if res.Incremental {
+			inc++
+		} else {
+			full++
+		}
+	}
+	n := len(sum.Results) + len(sum.Unreadable)
+	kinds := fmt.Sprintf("%d full, %d incremental", full, inc)
+	if len(sum.Unreadable) > 0 {
+		kinds += fmt.Sprintf(", %d with an unreadable manifest", len(sum.Unreadable))
+	}
+	line := fmt.Sprintf("verified %d backup%s (%s)", n, plural(n), kinds)
+	switch {
+	case as == nil && aerr == nil:
+		line += " and no binlog archive"
+	case as == nil:
+		line += " and the binlog archive"
+	default:
+		line += fmt.Sprintf(" and the binlog archive (%d files, %d segments)", as.Files, as.Segments)
+	}
+	failed := sum.Failed()
+	line += fmt.Sprintf(": %d OK, %d FAILED", n-len(failed), len(failed))
+	if len(failed) > 0 {
+		line += ": " + strings.Join(ids(failed), ", ")
+	}
+	if aerr != nil {
+		line += "; the binlog archive FAILED"
+	}
+	if sum.Unfinished > 0 {
+		line += fmt.Sprintf(" (%d unfinished backup%s not verified: ferry list --all shows them)", sum.Unfinished, plural(sum.Unfinished))
+	}
+	return line
+}
+
+// ids are the backups of results.
+func ids(results []verify.Result) []string {
+	out := make([]string, len(results))
+	for i, r := range results {
+		out[i] = r.ID
+	}
+	return out
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// verifyArchive re-reads the whole binlog archive and fails on any problem; it
+// returns what it checked (nil if there is no archive).
+func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Identity) (*binlog.Summary, error) {
+	a, err := binlog.Open(r.Storage(), binlog.Options{Identities: ids})
+	if err != nil {
+		return nil, err
+	}
 	s, err := a.Verify(cmd.Context())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := cmd.OutOrStdout()
 	if s.Files == 0 && len(s.Gaps) == 0 {
 		fmt.Fprintln(out, "binlog archive: none (ferry binlog-archive keeps one)")
-		return nil
+		return nil, nil
 	}
 	for _, gap := range s.Gaps {
 		fmt.Fprintf(out, "GAP: %s\n", gap)
@@ -95,7 +216,7 @@ func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Ident
 		for _, p := range s.Problems {
 			fmt.Fprintf(out, "PROBLEM: %s\n", p)
 		}
-		return fmt.Errorf("binlog archive at %s: %d problems (listed above)", a.Location(), len(s.Problems))
+		return s, fmt.Errorf("binlog archive at %s: %d problems (listed above)", a.Location(), len(s.Problems))
 	}
 	last := "none"
 	if s.LastGroup != nil {
@@ -104,5 +225,5 @@ func verifyArchive(cmd *cobra.Command, g *globals, r *repo.Repo, ids []age.Ident
 	g.log.Info("binlog archive verified", "files", s.Files, "segments", s.Segments, "transactions", s.Groups, "gaps", len(s.Gaps))
 	fmt.Fprintf(out, "binlog archive OK: %d files, %d segments (%s stored), %d transactions, %s to %s, last GTID %s, %d recorded gaps\n",
 		s.Files, s.Segments, human(s.StoredBytes), s.Groups, s.First, s.End, last, len(s.Gaps))
-	return nil
+	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/storage"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
 // Options says how new segments are encoded and how stored ones are decoded.
@@ -199,7 +200,7 @@ type Gap struct {
 
 // String describes the gap on one line.
 func (g Gap) String() string {
-	return fmt.Sprintf("gap after %s, archive resumes at %s (%s, detected %s)", g.After, g.Resumed, g.Reason, g.Detected.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("gap after %s, archive resumes at %s (%s, detected %s)", g.After, g.Resumed, g.Reason, timefmt.Format(g.Detected))
 }
 
 // RecordGap stores a gap record.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
 // Target is the point a restore stops at: right after the group with GTID, or after
@@ -24,7 +26,7 @@ func (t Target) String() string {
 	if t.GTID != nil {
 		return "GTID " + t.GTID.String()
 	}
-	return "time " + t.Time.UTC().Format(time.DateTime) + " UTC"
+	return "time " + timefmt.Format(t.Time)
 }
 
 // Plan is what a point-in-time restore applies: the archived groups from a backup's
@@ -154,12 +156,12 @@ var ErrGap = errors.New("gap in the binlog archive")
 func (a *Archive) notReached(t Target, p *Plan) error {
 	last := "no transaction after the backup's position " + p.From.String()
 	if p.Last != nil {
-		last = fmt.Sprintf("the last archived transaction is %s at %s UTC", p.Last.GTID, p.Last.Time.Format(time.DateTime))
+		last = fmt.Sprintf("the last archived transaction is %s at %s", p.Last.GTID, timefmt.Format(p.Last.Time))
 	}
 	if t.GTID != nil {
 		return fmt.Errorf("%w: GTID %s is not in the binlog archive after the backup (%s); check the GTID, or wait for the archiver to store it", ErrNotInArchive, t.GTID, last)
 	}
-	return fmt.Errorf("%w: --to-time %s UTC is past what the binlog archive shows (%s): a later commit may not be archived yet; use an earlier time or --to-gtid", ErrNotInArchive, t.Time.UTC().Format(time.DateTime), last)
+	return fmt.Errorf("%w: --to-time %s is past what the binlog archive shows (%s): a later commit may not be archived yet; use an earlier time or --to-gtid", ErrNotInArchive, timefmt.Format(t.Time), last)
 }
 
 // relayWriter writes the events to apply as relay logs: each archived file becomes one

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
 // ErrNoBackup means no backup of the repository lies at or before the target.
@@ -46,14 +47,16 @@ func Choose(entries []repo.Entry, t binlog.Target) (*manifest.Manifest, error) {
 	if t.GTID != nil {
 		return nil, fmt.Errorf("%w: GTID %s is already in the oldest backup %s (its GTID position is %s): there is no backup to roll forward from to it", ErrNoBackup, t.GTID, oldest.ID, oldest.Coordinates.GTIDBinlogPos)
 	}
-	return nil, fmt.Errorf("%w: --to-time %s UTC is before the oldest backup %s ended (%s UTC): there is no backup to roll forward from", ErrNoBackup,
-		t.Time.UTC().Format(time.DateTime), oldest.ID, oldest.EndTime.UTC().Format(time.DateTime))
+	return nil, fmt.Errorf("%w: --to-time %s is before the oldest backup %s ended (%s): there is no backup to roll forward from", ErrNoBackup,
+		timefmt.Format(t.Time), oldest.ID, timefmt.Format(oldest.EndTime))
 }
 
 // before says whether m's position precedes the target.
 func before(m *manifest.Manifest, t binlog.Target) (bool, error) {
 	if t.GTID == nil {
-		return !m.EndTime.After(t.Time), nil
+		// To the second, as binlog timestamps and printed times are: the backup holds
+		// no commit stamped later than the second it ended in.
+		return !m.EndTime.Truncate(time.Second).After(t.Time), nil
 	}
 	st, err := binlog.ParseState(m.Coordinates.GTIDBinlogState)
 	if err != nil {

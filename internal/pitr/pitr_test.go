@@ -36,6 +36,7 @@ func TestChoose(t *testing.T) {
 		{ID: "running"}, // unfinished: no manifest
 		backup("nobinlog", 30, "", 0, ""),
 	}
+	entries[1].Manifest.EndTime = entries[1].Manifest.EndTime.Add(700 * time.Millisecond)
 	for _, c := range []struct {
 		target binlog.Target
 		want   string
@@ -48,6 +49,9 @@ func TestChoose(t *testing.T) {
 		{binlog.Target{GTID: gtid(t, "0-1-100")}, "", "already in the oldest backup a"},
 		{binlog.Target{Time: t0.Add(13 * time.Hour)}, "a", ""},
 		{binlog.Target{Time: t0.Add(24 * time.Hour)}, "b", ""},
+		// b ended at 02:00:00.7 the next day: printed (and binlog stamped) to the second,
+		// 02:00:00 reaches it, 01:59:59 does not.
+		{binlog.Target{Time: t0.Add(24*time.Hour - time.Second)}, "a", ""},
 		{binlog.Target{Time: t0.Add(-time.Minute)}, "", "before the oldest backup a ended"},
 	} {
 		m, err := Choose(entries, c.target)

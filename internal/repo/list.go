@@ -36,10 +36,23 @@ type Entry struct {
 	Objects    int
 	StoredSize int64
 	LastWrite  time.Time
+	// Err is why the manifest could not be read (Survey only; List fails instead).
+	Err error
 }
 
 // List returns every backup of the repository, oldest first (ids sort by start time).
 func (r *Repo) List(ctx context.Context) ([]Entry, error) {
+	return r.list(ctx, false)
+}
+
+// Survey is List for a check of the whole repository: a backup whose manifest cannot
+// be read (damaged, of a newer format) is listed with its Err instead of failing the
+// listing.
+func (r *Repo) Survey(ctx context.Context) ([]Entry, error) {
+	return r.list(ctx, true)
+}
+
+func (r *Repo) list(ctx context.Context, keepErrors bool) ([]Entry, error) {
 	ids, err := r.st.Prefixes(ctx, backupsDir)
 	if err != nil {
 		return nil, err
@@ -50,6 +63,9 @@ func (r *Repo) List(ctx context.Context) ([]Entry, error) {
 	for i, id := range ids {
 		g.Go(func() error {
 			e, err := r.entry(gctx, id)
+			if err != nil && keepErrors && gctx.Err() == nil {
+				e, err = Entry{ID: id, Err: err}, nil
+			}
 			out[i] = e
 			return err
 		})
@@ -119,4 +135,30 @@ func processIsFerry(pid int) bool {
 // Describe is one line about an entry, for logs.
 func (e Entry) Describe() string {
 	return fmt.Sprintf("%s (%s, %d objects, %d bytes)", e.ID, e.Status, e.Objects, e.StoredSize)
+}
+
+// ChainIn is the chain of backup id (as Chain resolves it: oldest first, links
+// checked) among the entries of a listing, read from storage no further. Its manifests
+// are not validated here.
+func ChainIn(list []Entry, id string) ([]*manifest.Manifest, error) {
+	get := fromList(list)
+	unreadable := map[string]error{}
+	var head *manifest.Manifest
+	for _, e := range list {
+		if e.Err != nil {
+			unreadable[e.ID] = e.Err
+		}
+		if e.ID == id {
+			head = e.Manifest
+		}
+	}
+	if head == nil {
+		return nil, fmt.Errorf("%w %q: it has no manifest", ErrNoBackup, id)
+	}
+	return follow(head, func(child *manifest.Manifest) (*manifest.Manifest, error) {
+		if err := unreadable[child.Incremental.BaseID]; err != nil {
+			return nil, brokenf("backup %s needs its base %s, whose manifest cannot be read: %v", child.ID, child.Incremental.BaseID, err)
+		}
+		return get(child)
+	})
 }
