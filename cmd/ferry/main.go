@@ -122,10 +122,17 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyOptionFile(cmd.Context(), cmd); err != nil {
+			skipped, err := applyOptionFile(cmd.Context(), cmd)
+			if err != nil {
 				return err
 			}
-			return g.setup()
+			if err := g.setup(); err != nil {
+				return err
+			}
+			for _, s := range skipped {
+				g.log.Debug(s)
+			}
+			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
