@@ -17,7 +17,7 @@ func TestInterruptedLine(t *testing.T) {
 		context.Canceled: "interrupted by SIGINT",
 		fmt.Errorf("prepare /d/.x.ferry-staging-1: %w; the partial restore is kept in /d/.x: run the same command with --resume to continue it", context.Canceled): "interrupted by SIGINT: prepare /d/.x.ferry-staging-1; the partial restore is kept in /d/.x: run the same command with --resume to continue it",
 		errors.New("copy ibdata1: read tcp: operation was canceled"): "interrupted by SIGINT: copy ibdata1: read tcp",
-		errors.New("mariadbd exited during recovery"):               "interrupted by SIGINT: mariadbd exited during recovery",
+		errors.New("mariadbd exited during recovery"):                "interrupted by SIGINT: mariadbd exited during recovery",
 	} {
 		got := interruptedLine(sig, err)
 		if got != want {
