@@ -77,6 +77,7 @@ type Result struct {
 	Replicating bool
 	Options     restore.ServerOptions // what the clone's server must be started with
 	Coordinates mariadb.Coordinates   // the copy's position, read on the donor under BLOCK_COMMIT
+	Owner       string                // run as root: who owns the files and why
 	// Bypass is what a donor that sent no copy said instead (a Galera IST); nothing
 	// else is set then, and the datadir was not touched.
 	Bypass string
@@ -132,7 +133,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Log.Info("clone prepared", "datadir", res.Datadir, "redo_kept", m.LastLSN-m.StartLSN, "gtid", res.Coordinates.ReplicaGTID())
 	}
 	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options,
-		Coordinates: res.Coordinates}
+		Coordinates: res.Coordinates, Owner: res.Owner}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
 	primary, port := host, w.Port
