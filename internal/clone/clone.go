@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -324,14 +325,8 @@ func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) erro
 	if lr != dr {
 		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("free space of %s: %w", dir, err)
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
+	// The donor's estimate of the copy, a twentieth more for the redo written while it
+	// runs, and 64 MiB for recovery's own files.
 	need := w.Estimate + w.Estimate/20 + 64<<20
-	if free < need {
-		return fmt.Errorf("not enough free disk for the clone in %s: about %d MiB needed, %d MiB free; free space or clone to another filesystem", filepath.Dir(dir), need>>20, free>>20)
-	}
-	return nil
+	return diskspace.Check(dir, need, fmt.Sprintf("the clone (the donor's estimate, %s, and room for its redo and recovery)", diskspace.Human(w.Estimate)))
 }
