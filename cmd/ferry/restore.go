@@ -129,6 +129,9 @@ func restoreTables(cmd *cobra.Command, g *globals, args []string, open func(*cob
 	}
 	defer done()
 	cfg.Source = src
+	if err := checkInBackup(cmd.Context(), cfg, job); err != nil {
+		return err
+	}
 	res, err := restore.Restore(cmd.Context(), *cfg)
 	if err != nil {
 		return err
