@@ -1,12 +1,14 @@
 package tableimport
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -152,32 +154,37 @@ func (n Name) owns(path string) bool {
 // imports (an incremental holds an InnoDB tablespace as .ibd.delta).
 var importable = []string{".ibd", ".ibd.delta", ".MAD", ".MYD"}
 
+// otherEngines are the data files of engines a table restore does not import, by
+// extension, to name the engine in the refusal.
+var otherEngines = map[string]string{".CSV": "CSV", ".ARZ": "ARCHIVE"}
+
 // CheckBackup refuses, before any data moves, a table the backup does not hold, or
 // holds no InnoDB, Aria or MyISAM data file of: paths are the backup's files ('/'
 // separated, relative to its datadir), and backup names it in the message. (A stream's
 // files are known only as it is read: the export refuses such a table then.)
 func (j *Job) CheckBackup(paths []string, backup string) error {
-	var missing, noData []string
+	var missing []string
 	for _, it := range j.items {
-		owned, data := false, false
+		owned, data, engine := false, false, ""
 		for _, p := range paths {
-			if it.from.owns(p) {
-				owned = true
-				data = data || slices.ContainsFunc(importable, func(ext string) bool { return strings.HasSuffix(p, ext) })
+			if !it.from.owns(p) {
+				continue
 			}
+			owned = true
+			data = data || slices.ContainsFunc(importable, func(ext string) bool { return strings.HasSuffix(p, ext) })
+			engine = cmp.Or(engine, otherEngines[filepath.Ext(p)])
 		}
 		switch {
 		case !owned:
 			missing = append(missing, it.from.String())
+		case !data && engine != "":
+			return fmt.Errorf("%s is a %s table: ferry restores InnoDB, Aria and MyISAM tables into a running server; restore the backup to a datadir and copy it from there", it.from, engine)
 		case !data:
-			noData = append(noData, it.from.String())
+			return fmt.Errorf("the backup %s holds no InnoDB, Aria or MyISAM data file of %s (another engine, or left out of a partial backup): ferry restores only those tables into a running server; restore the backup to a datadir and copy it from there", backup, it.from)
 		}
 	}
-	switch {
-	case len(missing) > 0:
+	if len(missing) > 0 {
 		return fmt.Errorf("%s %s not in the backup %s: check the database and table names, or restore from a backup that holds them", strings.Join(missing, ", "), isAre(len(missing)), backup)
-	case len(noData) > 0:
-		return fmt.Errorf("the backup %s holds no InnoDB, Aria or MyISAM data file of %s (another engine, or left out of a partial backup): ferry restores only those tables into a running server; restore the backup to a datadir and copy it from there", backup, strings.Join(noData, ", "))
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 func TestCheckBackup(t *testing.T) {
 	paths := []string{"ibdata1", "mysql/user.MAD", "shop/db.opt", "shop/orders.frm", "shop/orders.ibd",
 		"shop/parts.frm", "shop/parts#P#p0.ibd", "shop/parts#P#p1.ibd", "shop/inc.frm", "shop/inc.ibd.delta", "shop/inc.ibd.meta",
-		"shop/log.frm", "shop/log.MAD", "shop/log.MAI", "shop/mem.frm", "shop/orders_old.ibd"}
+		"shop/log.frm", "shop/log.MAD", "shop/log.MAI", "shop/mem.frm", "shop/orders_old.ibd", "mysql/general_log.frm", "mysql/general_log.CSV", "mysql/general_log.CSM"}
 	job := func(names ...string) *Job {
 		j := &Job{}
 		for _, n := range names {
@@ -27,6 +27,7 @@ func TestCheckBackup(t *testing.T) {
 		"shop.nosuch":               "shop.nosuch is not in the backup /b: check the database and table names",
 		"shop.orders,nodb.t,shop.x": "nodb.t, shop.x are not in the backup /b",
 		"shop.mem":                  "the backup /b holds no InnoDB, Aria or MyISAM data file of shop.mem",
+		"mysql.general_log":         "mysql.general_log is a CSV table: ferry restores InnoDB, Aria and MyISAM tables",
 		"shop.order":                "shop.order is not in the backup",
 	} {
 		err := job(strings.Split(names, ",")...).CheckBackup(paths, "/b")
