@@ -70,39 +70,53 @@ func applyOptionFile(ctx context.Context, cmd *cobra.Command) (skipped []string,
 	return skipped, nil
 }
 
+// choice is one flag of a group of mutually exclusive flags, with the flags that go
+// only with it (the verb refuses them with another choice of the group).
+type choice struct {
+	flag string
+	with []string
+}
+
 // exclusiveGroups are the verb's groups of flags of which one may be given (each
 // group's flags choose the same thing in different ways). The verb refuses two of one
-// group; a flag on the command line must therefore keep an option file's other flag of
-// its group from being set, or a file meant for another run would refuse this one.
-func exclusiveGroups(verb string) [][]string {
+// group, or a flag that goes only with another choice; a flag on the command line must
+// therefore keep an option file's other choice of its group, and what goes only with
+// that choice, from being set, or a file meant for another run would refuse this one.
+func exclusiveGroups(verb string) [][]choice {
 	switch verb {
 	case "backup":
-		return [][]string{
-			{"target-dir", "stream", "repo"},
-			{"incremental-basedir", "incremental-lsn", "incremental", "base"},
-			{"max-impact", "max-rate"},
+		encoded := []string{"compress", "compress-level", "encrypt-to", "encrypt-to-file"}
+		return [][]choice{
+			{{"target-dir", []string{"incremental-basedir", "incremental-lsn"}},
+				{"stream", append([]string{"incremental-basedir", "incremental-lsn"}, encoded...)},
+				{"repo", append([]string{"incremental", "base", "part-size", "uploads"}, encoded...)}},
+			{{"incremental-basedir", nil}, {"incremental-lsn", nil}, {"incremental", nil}, {"base", nil}},
+			{{"max-impact", nil}, {"max-rate", nil}},
 		}
 	case "restore":
-		return [][]string{
-			{"target-dir", "from", "repo"},
-			{"to-gtid", "to-time"},
-			{"no-data-directory", "data-directory-map"},
-			{"datadir", "into-server"},
+		return [][]choice{
+			{{"target-dir", []string{"move", "incremental-dir"}},
+				{"from", []string{"identity-file"}},
+				{"repo", []string{"resume", "identity-file", "to-gtid", "to-time"}}},
+			{{"to-gtid", nil}, {"to-time", nil}},
+			{{"no-data-directory", nil}, {"data-directory-map", nil}},
+			{{"datadir", nil}, {"into-server", nil}},
 		}
 	}
 	return nil
 }
 
-// excludedBy names the flag of set that shares an exclusive group with flag (another
-// flag than flag itself), or "".
-func excludedBy(groups [][]string, flag string, set map[string]bool) string {
+// excludedBy names the flag of set that excludes flag: another choice of a group whose
+// choices flag is one of, or goes with, when flag does not go with it; or "".
+func excludedBy(groups [][]choice, flag string, set map[string]bool) string {
 	for _, g := range groups {
-		if !slices.Contains(g, flag) {
+		inGroup := slices.ContainsFunc(g, func(c choice) bool { return c.flag == flag || slices.Contains(c.with, flag) })
+		if !inGroup {
 			continue
 		}
-		for _, other := range g {
-			if other != flag && set[other] {
-				return other
+		for _, c := range g {
+			if set[c.flag] && c.flag != flag && !slices.Contains(c.with, flag) {
+				return c.flag
 			}
 		}
 	}
@@ -138,7 +152,7 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 			continue
 		}
 		if by := excluded(f.Name); by != "" {
-			skipped = append(skipped, fmt.Sprintf("option %s in [%s] of the option files not applied: --%s, of its group, is given", name, group, by))
+			skipped = append(skipped, fmt.Sprintf("option %s in [%s] of the option files not applied: --%s is given, which it does not go with", name, group, by))
 			continue
 		}
 		if val == "" && f.Value.Type() == "bool" {

@@ -118,9 +118,17 @@ func TestOptionFileExclusiveGroups(t *testing.T) {
 		{"restore into-server over datadir", "restore", "[ferry-restore]\ndatadir=/var/lib/mysql-new\n", []string{"--tables", "a.b", "--into-server"},
 			map[string]string{"datadir": ""}, "option datadir"},
 		{"backup [ferry-backup] target-dir over [ferry] repo", "backup", "[ferry]\nrepo=/r\n[ferry-backup]\ntarget-dir=/t\n", nil,
-			map[string]string{"target-dir": "/t", "repo": ""}, "--target-dir, of its group"},
+			map[string]string{"target-dir": "/t", "repo": ""}, "--target-dir is given"},
 		{"backup max-impact over max-rate", "backup", "[ferry]\nmax-rate=1M\nparallel=2\n", []string{"--max-impact", "10"},
 			map[string]string{"max-rate": "0", "parallel": "2"}, "option max_rate"},
+		{"restore target-dir over a repository's companions", "restore", "[ferry-restore]\nrepo=s3://b/p\nidentity-file=/k.txt\nresume\nparallel=3\n", []string{"--target-dir", "/b", "--move"},
+			map[string]string{"repo": "", "identity-file": "", "resume": "false", "move": "true", "parallel": "3"}, "option identity_file in [ferry-restore] of the option files not applied: --target-dir is given"},
+		{"restore from keeps identity-file", "restore", "[ferry-restore]\nrepo=s3://b/p\nidentity-file=/k.txt\n", []string{"--from", "x.xbs"},
+			map[string]string{"repo": "", "identity-file": "/k.txt"}, "option repo"},
+		{"backup target-dir over a repository's compression and keys", "backup", "[ferry-backup]\nrepo=s3://b/p\ncompress=zstd\nencrypt-to=age1x\nincremental\nslave-info\n", []string{"--target-dir", "/t"},
+			map[string]string{"repo": "", "compress": "", "encrypt-to": "[]", "incremental": "false", "slave-info": "true"}, "option encrypt_to"},
+		{"backup stream keeps compression", "backup", "[ferry]\nrepo=s3://b/p\ncompress=lz4\n", []string{"--stream"},
+			map[string]string{"repo": "", "compress": "lz4"}, "option repo"},
 		{"the same flag: the command line wins", "backup", "[ferry]\nrepo=/a\n", []string{"--repo", "/b"},
 			map[string]string{"repo": "/b"}, ""},
 	} {
@@ -158,9 +166,11 @@ func TestExclusiveGroupsNameFlags(t *testing.T) {
 	for _, verb := range []string{"backup", "restore"} {
 		cmd, _, _ := newRoot().Find([]string{verb})
 		for _, g := range exclusiveGroups(verb) {
-			for _, name := range g {
-				if cmd.Flags().Lookup(name) == nil {
-					t.Errorf("ferry %s has no --%s", verb, name)
+			for _, c := range g {
+				for _, name := range append([]string{c.flag}, c.with...) {
+					if cmd.Flags().Lookup(name) == nil {
+						t.Errorf("ferry %s has no --%s", verb, name)
+					}
 				}
 			}
 		}
