@@ -21,7 +21,8 @@ import (
 //   - a directory restore interrupted by SIGINT (SIGTERM) mid-way ends with one line
 //     naming the signal, no "context canceled", exit status 130 (143), and the backup
 //     and the datadir's place as they were;
-//   - --target-dir on the command line wins over repo= in [ferry] of the option file;
+//   - --target-dir on the command line wins over repo= in [ferry] of the option file,
+//     and over the identity-file and resume that go with it;
 //   - run as root, a new datadir under a root-owned parent is owned by the mysql user,
 //     and the start hint says so;
 //   - restore --tables db.nosuch is refused before any data moves;
@@ -59,7 +60,7 @@ func TestOneLine(t *testing.T) {
 	}
 
 	t.Run("command line over option file", func(t *testing.T) {
-		cnf := writeFile(t, tmp, "my.cnf", "[ferry]\nrepo="+filepath.Join(tmp, "repo")+"\n[ferry-restore]\nlog-level=debug\n")
+		cnf := writeFile(t, tmp, "my.cnf", "[ferry]\nrepo="+filepath.Join(tmp, "repo")+"\n[ferry-restore]\nlog-level=debug\nidentity-file="+filepath.Join(tmp, "key.txt")+"\nresume\n")
 		out := mustFerry(t, "restore", "--defaults-file", cnf, "--target-dir", bk, "--datadir", filepath.Join(tmp, "restored"))
 		if !strings.Contains(out.stderr, "option repo in [ferry] of the option files not applied") {
 			t.Errorf("the skipped option file value is not logged at debug level:\n%s", tail(out.stderr, 20))
