@@ -3,7 +3,9 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +44,7 @@ func isSparse(t testing.TB, path string) bool {
 // TestInteropWithMariabackup proves both directions: mariadb-backup --prepare accepts a
 // ferry backup, ferry prepare/restore accept a mariadb-backup backup, and both give
 // the source's table checksums. It also checks prepare is idempotent, sparse files stay
-// sparse and ownership follows the datadir's parent.
+// sparse and a new datadir is owned by the mysql user (else by its parent's owner).
 func TestInteropWithMariabackup(t *testing.T) {
 	mb, err := exec.LookPath("mariadb-backup")
 	if err != nil {
@@ -95,8 +97,13 @@ func TestInteropWithMariabackup(t *testing.T) {
 		datadir := filepath.Join(parent, "data")
 		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
 		fi, _ := os.Stat(filepath.Join(datadir, "shop", "orders.ibd"))
-		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 65534 {
-			t.Errorf("restored file owner uid %d, want 65534 (the datadir parent's owner)", st.Uid)
+		wantUID := uint32(65534) // the datadir parent's owner, on a host without a mysql user
+		if u, err := user.Lookup("mysql"); err == nil {
+			uid, _ := strconv.Atoi(u.Uid)
+			wantUID = uint32(uid) // the stock service's user (issue 22, finding 11)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != wantUID {
+			t.Errorf("restored file owner uid %d, want %d", st.Uid, wantUID)
 		}
 		s := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 4})
 		compareChecksums(t, want, testdb.Checksums(t, s.DB(t)))

@@ -63,7 +63,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.StringVar(&sf.sec.ServerName, "tls-server-name", "", "name the donor's certificate must carry (default: the host of --from)")
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to clone into (new, empty, or with --replace)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and clone in its place")
-	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the files when run as root (default: the datadir's or its parent's owner)")
+	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
 	f.IntVar(&cfg.Streams, "streams", clone.DefaultStreams, "parallel TCP connections")
 	f.StringVar(&cfg.Compress, "compress", clone.CompressAuto, "auto (compress only while the network is the bottleneck), none, lz4 or zstd")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on the bytes per second the donor sends, e.g. 50M (default unlimited)")
@@ -92,7 +92,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 
 // printClone tells what was done and, where ferry did not do it, the exact commands.
 func printClone(w io.Writer, res *clone.Result) {
-	fmt.Fprintf(w, "Cloned %s into %s. GTID position: %s\n", res.Donor, res.Datadir, res.Replica.GTID)
+	fmt.Fprintf(w, "Cloned %s into %s%s. GTID position: %s\n", res.Donor, res.Datadir, ownedBy(res.Owner), res.Replica.GTID)
 	if res.MovedAside != "" {
 		fmt.Fprintf(w, "The previous datadir is kept in %s.\n", res.MovedAside)
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,7 +32,7 @@ type globals struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	// A closed pipe on stdout (backup --stream) becomes an EPIPE error to explain, not a
 	// silent death by signal.
@@ -40,6 +41,13 @@ func main() {
 	// break the one-line error: ferry returns and explains every error it meets.
 	mysql.SetLogger(&mysql.NopLogger{})
 	if err := newRoot().ExecuteContext(ctx); err != nil {
+		var sig interrupted
+		if errors.As(context.Cause(ctx), &sig) {
+			// An interrupted run says so, whatever the error it ended with, and keeps
+			// what the verb said about what it left where.
+			fmt.Fprintln(os.Stderr, "ferry: "+interruptedLine(sig, err))
+			os.Exit(sig.exitCode())
+		}
 		if !isReported(err) {
 			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
 		}
@@ -48,6 +56,62 @@ func main() {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// interrupted is the cause of the context of a run stopped by SIGINT or SIGTERM.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+// exitCode is the shell's status for a process ended by the signal: 128 + its number
+// (130 for SIGINT, 143 for SIGTERM).
+func (i interrupted) exitCode() int { return 128 + int(i.sig) }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// interruptible returns a context cancelled, with an interrupted cause, by the first
+// SIGINT or SIGTERM. Later ones are caught and ignored while the verb cleans up; stop
+// restores the default handling.
+func interruptible() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interrupted{sig: s.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		cancel(nil)
+	}
+}
+
+// interruptedLine is the one line of a run stopped by sig: what interrupted it, then
+// what the verb said it left where, without the bare "context canceled" that every
+// wait cut short carries.
+func interruptedLine(sig interrupted, err error) string {
+	msg := oneLine(err.Error())
+	for _, bare := range []string{context.Canceled.Error(), "operation was canceled"} {
+		msg = strings.ReplaceAll(msg, ": "+bare, "")
+		msg = strings.ReplaceAll(msg, bare+": ", "")
+		msg = strings.ReplaceAll(msg, bare, "")
+	}
+	msg = strings.Trim(msg, " :;,")
+	if msg == "" {
+		return sig.Error()
+	}
+	return sig.Error() + ": " + msg
+}
 
 func newRoot() *cobra.Command {
 	g := &globals{}
@@ -58,10 +122,17 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyOptionFile(cmd.Context(), cmd); err != nil {
+			skipped, err := applyOptionFile(cmd.Context(), cmd)
+			if err != nil {
 				return err
 			}
-			return g.setup()
+			if err := g.setup(); err != nil {
+				return err
+			}
+			for _, s := range skipped {
+				g.log.Debug(s)
+			}
+			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")

@@ -27,7 +27,7 @@ func TestSampleOptionFile(t *testing.T) {
 		if err := cmd.ParseFlags([]string{"--defaults-file", cnf}); err != nil {
 			t.Fatal(err)
 		}
-		if err := applyOptionFile(context.Background(), cmd); err != nil {
+		if _, err := applyOptionFile(context.Background(), cmd); err != nil {
 			t.Fatalf("ferry %s refuses the sample option file: %v", verb, err)
 		}
 		for name, v := range want {
@@ -47,7 +47,7 @@ func TestOptionFileFlagsWin(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--defaults-file", cnf, "--max-rate", "3M"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyOptionFile(context.Background(), cmd); err != nil {
+	if _, err := applyOptionFile(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"parallel": "1", "chunk-size": "512K", "max-rate": "3M"} {
@@ -98,5 +98,81 @@ func TestSystemdUnits(t *testing.T) {
 	out, err := exec.Command(bin, append([]string{"verify", "--man=no"}, paths...)...).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestOptionFileExclusiveGroups: a flag on the command line keeps an option file's
+// other flag of its exclusive group from being set (restore --target-dir with repo= in
+// [ferry] restores the directory), and [ferry-VERB] wins over [ferry] within a group.
+func TestOptionFileExclusiveGroups(t *testing.T) {
+	for _, c := range []struct {
+		name, verb, cnf string
+		args            []string
+		want            map[string]string
+		skipped         string
+	}{
+		{"restore target-dir over [ferry] repo", "restore", "[ferry]\nrepo=/r\nlog-format=json\n", []string{"--target-dir", "/b"},
+			map[string]string{"target-dir": "/b", "repo": "", "log-format": "json"}, "option repo in [ferry] of the option files not applied: --target-dir"},
+		{"restore repo over [ferry-restore] from", "restore", "[ferry-restore]\nfrom=/f.xbs\nto-time=2026-01-01 00:00:00\n", []string{"--repo", "/r", "--to-gtid", "0-1-2"},
+			map[string]string{"repo": "/r", "from": "[]", "to-time": "", "to-gtid": "0-1-2"}, "option from in [ferry-restore]"},
+		{"restore into-server over datadir", "restore", "[ferry-restore]\ndatadir=/var/lib/mysql-new\n", []string{"--tables", "a.b", "--into-server"},
+			map[string]string{"datadir": ""}, "option datadir"},
+		{"backup [ferry-backup] target-dir over [ferry] repo", "backup", "[ferry]\nrepo=/r\n[ferry-backup]\ntarget-dir=/t\n", nil,
+			map[string]string{"target-dir": "/t", "repo": ""}, "--target-dir is given"},
+		{"backup max-impact over max-rate", "backup", "[ferry]\nmax-rate=1M\nparallel=2\n", []string{"--max-impact", "10"},
+			map[string]string{"max-rate": "0", "parallel": "2"}, "option max_rate"},
+		{"restore target-dir over a repository's companions", "restore", "[ferry-restore]\nrepo=s3://b/p\nidentity-file=/k.txt\nresume\nparallel=3\n", []string{"--target-dir", "/b", "--move"},
+			map[string]string{"repo": "", "identity-file": "", "resume": "false", "move": "true", "parallel": "3"}, "option identity_file in [ferry-restore] of the option files not applied: --target-dir is given"},
+		{"restore from keeps identity-file", "restore", "[ferry-restore]\nrepo=s3://b/p\nidentity-file=/k.txt\n", []string{"--from", "x.xbs"},
+			map[string]string{"repo": "", "identity-file": "/k.txt"}, "option repo"},
+		{"backup target-dir over a repository's compression and keys", "backup", "[ferry-backup]\nrepo=s3://b/p\ncompress=zstd\nencrypt-to=age1x\nincremental\nslave-info\n", []string{"--target-dir", "/t"},
+			map[string]string{"repo": "", "compress": "", "encrypt-to": "[]", "incremental": "false", "slave-info": "true"}, "option encrypt_to"},
+		{"backup stream keeps compression", "backup", "[ferry]\nrepo=s3://b/p\ncompress=lz4\n", []string{"--stream"},
+			map[string]string{"repo": "", "compress": "lz4"}, "option repo"},
+		{"the same flag: the command line wins", "backup", "[ferry]\nrepo=/a\n", []string{"--repo", "/b"},
+			map[string]string{"repo": "/b"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cnf := filepath.Join(t.TempDir(), "my.cnf")
+			if err := os.WriteFile(cnf, []byte(c.cnf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd, _, err := newRoot().Find([]string{c.verb})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.ParseFlags(append([]string{"--defaults-file", cnf}, c.args...)); err != nil {
+				t.Fatal(err)
+			}
+			skipped, err := applyOptionFile(context.Background(), cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range c.want {
+				if got := cmd.Flags().Lookup(name).Value.String(); got != want {
+					t.Errorf("--%s = %q, want %q", name, got, want)
+				}
+			}
+			all := strings.Join(skipped, "\n")
+			if c.skipped == "" && all != "" || !strings.Contains(all, c.skipped) {
+				t.Errorf("skipped %q, want a line with %q", all, c.skipped)
+			}
+		})
+	}
+}
+
+// TestExclusiveGroupsNameFlags: every flag of exclusiveGroups is a flag of its verb.
+func TestExclusiveGroupsNameFlags(t *testing.T) {
+	for _, verb := range []string{"backup", "restore"} {
+		cmd, _, _ := newRoot().Find([]string{verb})
+		for _, g := range exclusiveGroups(verb) {
+			for _, c := range g {
+				for _, name := range append([]string{c.flag}, c.with...) {
+					if cmd.Flags().Lookup(name) == nil {
+						t.Errorf("ferry %s has no --%s", verb, name)
+					}
+				}
+			}
+		}
 	}
 }

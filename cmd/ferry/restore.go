@@ -107,7 +107,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	pf.add(f)
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required, but with --into-server; must be new or empty)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
-	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the datadir's or its parent's owner)")
+	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
 	addKeyFlags(f, &cfg.Keys)
@@ -129,6 +129,9 @@ func restoreTables(cmd *cobra.Command, g *globals, args []string, open func(*cob
 	}
 	defer done()
 	cfg.Source = src
+	if err := checkInBackup(cmd.Context(), cfg, job); err != nil {
+		return err
+	}
 	res, err := restore.Restore(cmd.Context(), *cfg)
 	if err != nil {
 		return err
@@ -142,7 +145,7 @@ func restoreTables(cmd *cobra.Command, g *globals, args []string, open func(*cob
 // the backed-up one from the backup's exact position.
 func printReplication(w io.Writer, res *restore.Result) {
 	gtid := res.Coordinates.ReplicaGTID()
-	fmt.Fprintf(w, "Restored %s. Start it with: %s\n", res.Datadir, startCommand(res.Datadir, res.Options))
+	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Datadir, res.Options))
 	if g := res.Coordinates.Galera; g != nil {
 		fmt.Fprintf(w, "Galera position: %s (domain %d). As a new node of that cluster, restore with --galera (it writes grastate.dat) or start it with --wsrep-start-position=%s, and it joins by IST while a donor's gcache holds the write-sets since.\n", g, g.Domain, g)
 	}
@@ -162,7 +165,7 @@ func printReplication(w io.Writer, res *restore.Result) {
 func printSourceReplication(w io.Writer, res *restore.Result) {
 	c := res.Coordinates
 	src := c.Sources[0]
-	fmt.Fprintf(w, "Restored %s. Start it with: %s\n", res.Datadir, startCommand(res.Datadir, res.Options))
+	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Datadir, res.Options))
 	fmt.Fprintf(w, "The backup was taken on a replica of %s:%d at gtid_slave_pos %s (its file %s:%d).\n", src.Host, src.Port, c.GTIDSlavePos, src.File, src.Pos)
 	fmt.Fprintln(w, "To make it a replica of that source, run on it:")
 	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
@@ -318,6 +321,14 @@ func (sf *sourceFlags) identities() ([]age.Identity, error) {
 // layout option it needs (a server started without them refuses it or damages it).
 func startCommand(datadir string, o restore.ServerOptions) string {
 	return strings.Join(append([]string{"mariadbd", "--datadir=" + datadir}, o.Args()...), " ")
+}
+
+// ownedBy says, in the start hint, who owns the restored files (run as root).
+func ownedBy(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return ", owned by " + owner
 }
 
 // checkNewFile refuses an output file that exists: ferry never overwrites a file the

@@ -71,6 +71,24 @@ func (tf *tableFlags) start(ctx context.Context, cfg *restore.Config, g *globals
 	return job, nil
 }
 
+// checkInBackup refuses, before any data moves, tables the backup does not hold. A
+// stream's files are known only as it is read, and a point-in-time restore may replay
+// a table's creation: those are checked on the prepared copy, as before.
+func checkInBackup(ctx context.Context, cfg *restore.Config, job *tableimport.Job) error {
+	if cfg.Replay != nil {
+		return nil
+	}
+	b, err := cfg.Source.Inspect(ctx)
+	if err != nil || b == nil {
+		return err
+	}
+	paths, err := b.Paths()
+	if err != nil {
+		return err
+	}
+	return job.CheckBackup(paths, b.Origin())
+}
+
 // printTables tells what was restored where.
 func printTables(w io.Writer, res *restore.Result, out []tableimport.Result) {
 	for _, r := range out {

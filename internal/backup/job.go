@@ -159,6 +159,9 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := j.checkRoom(ctx); err != nil {
+		return nil, err
+	}
 	if err := j.sink.Open(ctx, j.m.ID); err != nil {
 		return nil, err
 	}

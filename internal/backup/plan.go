@@ -5,6 +5,7 @@
 package backup
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +14,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
+	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
@@ -259,4 +262,48 @@ func ariaFiles(info mariadb.Info) (control, logs []srcFile, err error) {
 	}
 	sort.Slice(logs, func(i, j int) bool { return logs[i].Rel < logs[j].Rel })
 	return control, logs, nil
+}
+
+// checkRoom refuses, before the first byte is written, a full backup into a directory
+// whose filesystem has less room than the backup needs: the allocated size of every file
+// the plan copies (a sparse file stays sparse in the copy) and the redo the server wrote
+// since its last checkpoint (where the backup's redo copy starts). Redo written during
+// the copy is not known up front and not counted. An incremental's need is its changed
+// pages, not known before they are read: it is not checked here, nor are streams and
+// repositories, nor a clone donor's copy (their room is elsewhere).
+func (j *job) checkRoom(ctx context.Context) error {
+	if c := j.sink.Caps(); j.cfg.Incremental != nil || j.cfg.BaseFor != nil || c.Remote || c.Storage.Format != "dir" {
+		return nil
+	}
+	p, err := j.scan()
+	if err != nil {
+		return err
+	}
+	files := allocated(p)
+	var redo int64
+	if cp, err := j.checkpoint(); err == nil {
+		if _, cur, err := (mariadb.LSNSource{DB: j.db}).LSNs(ctx); err == nil && cur > cp {
+			redo = int64(cur - cp)
+		}
+	}
+	what := fmt.Sprintf("the backup (the server's files, %s allocated, and the redo since its last checkpoint, %s)", diskspace.Human(files), diskspace.Human(redo))
+	return diskspace.Check(j.sink.Name(), files+redo, what)
+}
+
+// allocated is the disk space the plan's files take on the server: their allocated
+// blocks, or their size where the filesystem reports none.
+func allocated(p plan) int64 {
+	var n int64
+	for _, list := range [][]srcFile{p.InnoDB, p.DDLStable, p.Commit, p.AriaControl, p.AriaLogs} {
+		for _, f := range list {
+			size := f.Size
+			if fi, err := os.Stat(f.Abs); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks > 0 {
+					size = st.Blocks * 512
+				}
+			}
+			n += size
+		}
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -77,6 +78,7 @@ type Result struct {
 	Replicating bool
 	Options     restore.ServerOptions // what the clone's server must be started with
 	Coordinates mariadb.Coordinates   // the copy's position, read on the donor under BLOCK_COMMIT
+	Owner       string                // run as root: who owns the files and why
 	// Bypass is what a donor that sent no copy said instead (a Galera IST); nothing
 	// else is set then, and the datadir was not touched.
 	Bypass string
@@ -132,7 +134,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Log.Info("clone prepared", "datadir", res.Datadir, "redo_kept", m.LastLSN-m.StartLSN, "gtid", res.Coordinates.ReplicaGTID())
 	}
 	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options,
-		Coordinates: res.Coordinates}
+		Coordinates: res.Coordinates, Owner: res.Owner}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
 	primary, port := host, w.Port
@@ -323,14 +325,8 @@ func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) erro
 	if lr != dr {
 		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("free space of %s: %w", dir, err)
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
+	// The donor's estimate of the copy, a twentieth more for the redo written while it
+	// runs, and 64 MiB for recovery's own files.
 	need := w.Estimate + w.Estimate/20 + 64<<20
-	if free < need {
-		return fmt.Errorf("not enough free disk for the clone in %s: about %d MiB needed, %d MiB free; free space or clone to another filesystem", filepath.Dir(dir), need>>20, free>>20)
-	}
-	return nil
+	return diskspace.Check(dir, need, fmt.Sprintf("the clone (the donor's estimate, %s, and room for its redo and recovery)", diskspace.Human(w.Estimate)))
 }

@@ -15,29 +15,95 @@ import (
 type ownerIDs struct {
 	uid, gid int
 	set      bool
+	// desc says who the owner is and why, for the restore's start hint, e.g.
+	// "mysql:mysql (the mysql user)".
+	desc string
 }
 
-// resolveOwner picks the owner: explicit user[:group], else the datadir's owner, else
-// its parent directory's owner.
+// String is desc: the owner and where it came from ("" when not running as root).
+func (o ownerIDs) String() string { return o.desc }
+
+// accounts looks users and groups up: the system's (os/user), or a test's.
+type accounts struct {
+	user      func(name string) (*user.User, error)
+	group     func(name string) (*user.Group, error)
+	userByID  func(uid string) (*user.User, error)
+	groupByID func(gid string) (*user.Group, error)
+}
+
+// systemAccounts are the host's users and groups.
+func systemAccounts() accounts {
+	return accounts{user: user.Lookup, group: user.LookupGroup, userByID: user.LookupId, groupByID: user.LookupGroupId}
+}
+
+// serviceUser is the account the stock MariaDB service runs mariadbd as.
+const serviceUser = "mysql"
+
+// resolveOwner picks the owner of a restore run as root, so that the datadir is one
+// the stock service starts: the explicit user[:group]; else the existing datadir's
+// owner, unless that is root (an empty mount point, a directory made by hand); else
+// the mysql user when the host has one; else the parent directory's owner.
 func resolveOwner(spec, datadir string) (ownerIDs, error) {
 	if os.Geteuid() != 0 {
 		return ownerIDs{}, nil
 	}
+	return resolveOwnerWith(spec, datadir, systemAccounts())
+}
+
+// resolveOwnerWith is resolveOwner with the accounts to look users up in.
+func resolveOwnerWith(spec, datadir string, acc accounts) (ownerIDs, error) {
 	if spec != "" {
-		return parseOwner(spec)
+		o, err := parseOwner(spec, acc)
+		o.desc = spec + " (--owner)"
+		return o, err
+	}
+	if o, ok := ownerOf(datadir, acc); ok && o.uid != 0 {
+		o.desc += " (the datadir's owner)"
+		return o, nil
+	}
+	if u, err := acc.user(serviceUser); err == nil {
+		o := ownerIDs{set: true}
+		o.uid, _ = strconv.Atoi(u.Uid)
+		o.gid, _ = strconv.Atoi(u.Gid)
+		o.desc = acc.names(o) + " (the " + serviceUser + " user)"
+		return o, nil
 	}
 	for _, p := range []string{datadir, filepath.Dir(datadir)} {
-		if fi, err := os.Stat(p); err == nil {
-			st := fi.Sys().(*syscall.Stat_t)
-			return ownerIDs{uid: int(st.Uid), gid: int(st.Gid), set: true}, nil
+		if o, ok := ownerOf(p, acc); ok {
+			o.desc += " (the owner of " + p + "; this host has no " + serviceUser + " user)"
+			return o, nil
 		}
 	}
 	return ownerIDs{}, nil
 }
 
-func parseOwner(spec string) (ownerIDs, error) {
+// ownerOf is the owner of path, if it exists.
+func ownerOf(path string, acc accounts) (ownerIDs, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ownerIDs{}, false
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	o := ownerIDs{uid: int(st.Uid), gid: int(st.Gid), set: true}
+	o.desc = acc.names(o)
+	return o, true
+}
+
+// names is user:group of o, by name where the host knows them, else by number.
+func (acc accounts) names(o ownerIDs) string {
+	u, g := strconv.Itoa(o.uid), strconv.Itoa(o.gid)
+	if x, err := acc.userByID(u); err == nil {
+		u = x.Username
+	}
+	if x, err := acc.groupByID(g); err == nil {
+		g = x.Name
+	}
+	return u + ":" + g
+}
+
+func parseOwner(spec string, acc accounts) (ownerIDs, error) {
 	name, group, _ := strings.Cut(spec, ":")
-	u, err := user.Lookup(name)
+	u, err := acc.user(name)
 	if err != nil {
 		return ownerIDs{}, fmt.Errorf("--owner %s: %w", spec, err)
 	}
@@ -45,7 +111,7 @@ func parseOwner(spec string) (ownerIDs, error) {
 	o.uid, _ = strconv.Atoi(u.Uid)
 	o.gid, _ = strconv.Atoi(u.Gid)
 	if group != "" {
-		g, err := user.LookupGroup(group)
+		g, err := acc.group(group)
 		if err != nil {
 			return ownerIDs{}, fmt.Errorf("--owner %s: %w", spec, err)
 		}

@@ -24,7 +24,7 @@ type Config struct {
 	Source   Source
 	Datadir  string
 	Replace  bool          // move a non-empty datadir aside (never deleted) and restore in its place
-	Owner    string        // user[:group] for the restored files; default the datadir's (or its parent's) owner
+	Owner    string        // user[:group] for the restored files; default: see resolveOwner (the mysql user for a new datadir)
 	DataDirs DataDirs      // where DATA DIRECTORY tablespaces go
 	Keys     keyfile.Files // this host's key files, for a backup encrypted at rest
 	Mariadbd string
@@ -68,6 +68,7 @@ type Result struct {
 	MovedAside  string // old datadir kept here with --replace
 	Coordinates mariadb.Coordinates
 	Options     ServerOptions // what the restored server must be started with
+	Owner       string        // run as root: who owns the files and why, e.g. "mysql:mysql (the mysql user)"
 }
 
 // Restore fills a staging directory beside the datadir from the source, verifying
@@ -289,7 +290,7 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 	if err := owner.chown(datadir); err != nil { // an existing datadir keeps its directory
 		return nil, err
 	}
-	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts}, nil
+	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts, Owner: owner.String()}, nil
 }
 
 // writeGaleraState writes grastate.dat at the backup's Galera position.

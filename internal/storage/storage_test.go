@@ -65,7 +65,7 @@ func TestS3ConfigurationErrors(t *testing.T) {
 		{"bad endpoint", map[string]string{"AWS_ENDPOINT_URL": "ftp://x"}, "s3://there/x", "not an http(s) URL"},
 		{"credentials in the URL", nil, "s3://AK:SECRET@there/x", "must not carry credentials"},
 		{"unknown scheme", nil, "gs://there/x", "unsupported scheme"},
-		{"missing directory", nil, "/nonexistent/ferry-repo", "no such file"},
+		{"missing directory", nil, "/nonexistent/ferry-repo", "repository directory /nonexistent/ferry-repo does not exist: check the path, or create the directory"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

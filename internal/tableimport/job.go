@@ -1,13 +1,16 @@
 package tableimport
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -130,14 +133,65 @@ func (j *Job) Wants(path string) bool {
 	if !ok || db == "mysql" {
 		return true
 	}
+	if name == "db.opt" {
+		return slices.ContainsFunc(j.items, func(it *item) bool { return it.from.DB == db })
+	}
+	return slices.ContainsFunc(j.items, func(it *item) bool { return it.from.owns(path) })
+}
+
+// owns tells whether path (db/name.ext, '/' separated) is one of the table's files: its
+// definition, its tablespace or its partitions', an incremental's delta of them.
+func (n Name) owns(path string) bool {
+	db, name, ok := strings.Cut(path, "/")
+	if !ok || db != n.DB {
+		return false
+	}
+	stem, _, _ := strings.Cut(name, ".")
+	return stem == n.Table || strings.HasPrefix(stem, n.Table+"#P#")
+}
+
+// importable are the extensions of the data files of the engines a table restore
+// imports (an incremental holds an InnoDB tablespace as .ibd.delta).
+var importable = []string{".ibd", ".ibd.delta", ".MAD", ".MYD"}
+
+// otherEngines are the data files of engines a table restore does not import, by
+// extension, to name the engine in the refusal.
+var otherEngines = map[string]string{".CSV": "CSV", ".ARZ": "ARCHIVE"}
+
+// CheckBackup refuses, before any data moves, a table the backup does not hold, or
+// holds no InnoDB, Aria or MyISAM data file of: paths are the backup's files ('/'
+// separated, relative to its datadir), and backup names it in the message. (A stream's
+// files are known only as it is read: the export refuses such a table then.)
+func (j *Job) CheckBackup(paths []string, backup string) error {
+	var missing []string
 	for _, it := range j.items {
-		if it.from.DB != db {
-			continue
+		owned, data, engine := false, false, ""
+		for _, p := range paths {
+			if !it.from.owns(p) {
+				continue
+			}
+			owned = true
+			data = data || slices.ContainsFunc(importable, func(ext string) bool { return strings.HasSuffix(p, ext) })
+			engine = cmp.Or(engine, otherEngines[filepath.Ext(p)])
 		}
-		stem, _, _ := strings.Cut(name, ".")
-		if name == "db.opt" || stem == it.from.Table || strings.HasPrefix(stem, it.from.Table+"#P#") {
-			return true
+		switch {
+		case !owned:
+			missing = append(missing, it.from.String())
+		case !data && engine != "":
+			return fmt.Errorf("%s is a %s table: ferry restores InnoDB, Aria and MyISAM tables into a running server; restore the backup to a datadir and copy it from there", it.from, engine)
+		case !data:
+			return fmt.Errorf("the backup %s holds no InnoDB, Aria or MyISAM data file of %s (another engine, or left out of a partial backup): ferry restores only those tables into a running server; restore the backup to a datadir and copy it from there", backup, it.from)
 		}
 	}
-	return false
+	if len(missing) > 0 {
+		return fmt.Errorf("%s %s not in the backup %s: check the database and table names, or restore from a backup that holds them", strings.Join(missing, ", "), isAre(len(missing)), backup)
+	}
+	return nil
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
