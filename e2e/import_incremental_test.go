@@ -1,17 +1,22 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
@@ -46,7 +51,11 @@ func TestImportThenIncremental(t *testing.T) {
 	// The two imports, then a checkpoint past them (as in the report).
 	mustFerry(t, "restore", "--target-dir", full, "--tables", "shop.t", "--rename-to", "t_back", "--into-server", "--socket", src.Socket, "--user", "root")
 	importManually(t, src, tmp, "v", "u")
+	// Writes after the imports: page 0 of each imported file gets a new LSN (its
+	// tablespace grows), the imported pages keep LSN 0.
 	src.Exec(t, "UPDATE shop.t SET pad = 'changed' WHERE id <= 10")
+	src.Exec(t, "INSERT INTO shop.u SELECT seq + 10000, REPEAT('after', 30) FROM shop.seq_1_to_3000")
+	src.Exec(t, "INSERT INTO shop.t_back SELECT seq + 10000, REPEAT('after', 30) FROM shop.seq_1_to_3000")
 	waitCheckpoint(t, src, lsnNow(t, src))
 	for _, f := range []string{"t_back", "u"} {
 		t.Logf("live shop/%s.ibd: %s", f, pageLSNs(t, filepath.Join(src.Datadir, "shop", f+".ibd")))
@@ -54,8 +63,24 @@ func TestImportThenIncremental(t *testing.T) {
 
 	inc, incStream := filepath.Join(tmp, "inc"), filepath.Join(tmp, "inc.xbs")
 	mustFerry(t, backupArgs(src, inc, "--incremental-basedir", full)...)
-	streamToFile(t, streamArgs(src, "--incremental-lsn", strconv.FormatUint(streamTo, 10)), incStream)
+	streamLog := streamWithLog(t, streamArgs(src, "--incremental-lsn", strconv.FormatUint(streamTo, 10)), incStream)
 	mustFerry(t, repoBackupArgs(src, repoDir, "--incremental")...)
+	// The imported tablespaces, and only they, are copied whole: by their identity
+	// against the base's manifest, and in the stream (whose base is only an LSN) by
+	// their pages at LSN 0.
+	for _, f := range readManifest(t, inc).Files {
+		if f.Kind == manifest.KindDelta && f.Space != nil {
+			imported := f.Path == "shop/t_back.ibd.delta" || f.Path == "shop/u.ibd.delta"
+			if f.Space.Whole != imported {
+				t.Errorf("directory incremental: %s copied whole: %v, want %v", f.Path, f.Space.Whole, imported)
+			}
+		}
+	}
+	for _, f := range []string{"shop/t_back.ibd", "shop/u.ibd"} {
+		if !regexp.MustCompile(`tablespace copied whole" file=` + f).MatchString(streamLog) {
+			t.Errorf("the stream incremental did not copy %s whole:\n%s", f, tail(streamLog, 20))
+		}
+	}
 	want := testdb.Checksums(t, src.DB(t), "shop")
 	if len(want) != 4 {
 		t.Fatalf("live shop tables: %v", want)
@@ -90,6 +115,79 @@ func TestImportThenIncremental(t *testing.T) {
 	t.Run("stream", func(t *testing.T) {
 		restored(t, "stream", "restore", "--from", fullStream, "--from", incStream)
 	})
+	t.Run("verify fails a chain missing the import", func(t *testing.T) {
+		bad := filepath.Join(tmp, "repo-old")
+		copyBackup(t, repoDir, bad)
+		id := dropImport(t, bad, "shop/t_back.ibd.delta")
+		wantFail(t, nil, "backup "+id+" failed verification: damaged: the chain would restore shop/t_back.ibd (space id", "verify", "--repo", bad, "latest")
+	})
+}
+
+// dropImport makes of the newest backup in the directory repository repo what an
+// incremental by page LSN made of an imported table: its delta (path) holds no page.
+// It takes the stored bytes of another tablespace's empty delta in the same backup
+// (whose entry goes: blobs do not overlap). It returns the backup's id.
+func dropImport(t testing.TB, repoDir, path string) string {
+	t.Helper()
+	ids, _ := filepath.Glob(filepath.Join(repoDir, "backups", "*", "manifest.json"))
+	sort.Strings(ids)
+	mp := ids[len(ids)-1]
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m manifest.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	var empty manifest.File
+	var files []manifest.File
+	for _, f := range m.Files {
+		if empty.Path == "" && f.Kind == manifest.KindDelta && f.Size == 16384 && f.Space != nil && !f.Space.System {
+			empty = f
+			continue
+		}
+		files = append(files, f)
+	}
+	if empty.Path == "" {
+		t.Fatalf("%s: no empty delta to take", mp)
+	}
+	found := false
+	for i, f := range files {
+		if f.Path == path {
+			f.Size, f.CRC32C, f.Blobs = empty.Size, empty.CRC32C, empty.Blobs
+			f.Space.Whole = false
+			files[i], found = f, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s: no %s", mp, path)
+	}
+	m.Files = files
+	if b, err = json.Marshal(&m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mp, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+// streamWithLog runs a stream backup into path and returns its log.
+func streamWithLog(t testing.TB, args []string, path string) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(ferryBin, args...)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ferry %v: %v\n%s", args, err, tail(errb.String(), 20))
+	}
+	return errb.String()
 }
 
 // importManually replaces table into's tablespace with a copy of table from's, as a
