@@ -8,11 +8,15 @@ import (
 )
 
 // fileIdentity returns the inode and birth time (Unix nanoseconds, 0 where the
-// filesystem keeps none) of the open file fd.
+// filesystem or the kernel keeps none) of the open file fd.
 func fileIdentity(fd int) (inode uint64, birthNS int64, err error) {
 	var st unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
-		return 0, 0, fmt.Errorf("statx: %w", err)
+		var fs unix.Stat_t
+		if ferr := unix.Fstat(fd, &fs); ferr != nil {
+			return 0, 0, fmt.Errorf("statx: %w; fstat: %w", err, ferr)
+		}
+		return fs.Ino, 0, nil
 	}
 	if st.Mask&unix.STATX_BTIME != 0 {
 		birthNS = st.Btime.Sec*1e9 + int64(st.Btime.Nsec)
@@ -37,8 +41,8 @@ func baseSpaces(m *manifest.Manifest) map[uint32]manifest.Space {
 // replaced says why the tablespace file now read (its page 0 header and identity in
 // now) is not the one the base holds, so that a delta of the pages above the base's
 // LSN would not rebuild it (docs/incremental.md, "A tablespace replaced since the
-// base"); "" when it is the base's file. from is the LSN the incremental keeps pages
-// above.
+// base"); "" when it is the base's file. fileOps says the redo since the base
+// deletes or creates a file of its space id.
 //
 // With the base's manifest (spaces not nil) the file is replaced when its space id is
 // not in the base (created, imported or re-created since), its flags differ, the base
@@ -48,7 +52,7 @@ func baseSpaces(m *manifest.Manifest) map[uint32]manifest.Space {
 // back, or the tablespace shrank. Without one (a mariadb-backup base, or only an LSN
 // given) the file is taken as replaced when page 0 carries LSN 0 (a file InnoDB
 // imported and has not written since) or, by the redo, was deleted or created since.
-func replaced(spaces map[uint32]manifest.Space, now manifest.Space, from uint64, fileOps bool) string {
+func replaced(spaces map[uint32]manifest.Space, now manifest.Space, fileOps bool) string {
 	id := now.Identity
 	if spaces == nil {
 		switch {
@@ -80,8 +84,6 @@ func replaced(spaces map[uint32]manifest.Space, now manifest.Space, from uint64,
 		return fmt.Sprintf("page 0's LSN %d is below the base's %d: another file", id.LSN, b.LSN)
 	case id.Pages < b.Pages:
 		return fmt.Sprintf("it holds %d pages, the base's %d: truncated or replaced", id.Pages, b.Pages)
-	case id.LSN == 0 && from > 0 && b.LSN != 0:
-		return "page 0 carries LSN 0: a file imported since the base"
 	}
 	return ""
 }

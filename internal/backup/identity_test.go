@@ -51,7 +51,7 @@ func TestReplaced(t *testing.T) {
 		{"no manifest: untouched", nil, sp(5, 0x15, id(100, 1_000, 8, 3000)), false, ""},
 	}
 	for _, c := range cases {
-		got := replaced(c.spaces, c.now, 4000, c.ops)
+		got := replaced(c.spaces, c.now, c.ops)
 		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
 			t.Errorf("%s: replaced = %q, want %q", c.name, got, c.want)
 		}

@@ -240,7 +240,7 @@ func (j *job) replacedSince(ij *innoJob) string {
 		return ""
 	}
 	b := j.cfg.Incremental
-	return replaced(b.Spaces, *ij.space(), b.FromLSN, j.sel.fileOps[ij.header.SpaceID])
+	return replaced(b.Spaces, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
 }
 
 // deltaExt and metaExt name an incremental's files of a tablespace.
@@ -263,8 +263,9 @@ func (j *job) writeMeta(rel string, ij *innoJob, whole bool) error {
 
 // pagesOf returns the pages of the file to copy (file-relative, sorted), or scan=true
 // to read every page and keep those above from. A tablespace whose page 0 carries an
-// LSN above from that the redo does not name was written without redo (an imported
-// tablespace): it is scanned.
+// LSN above from that the redo does not name was written without redo: it is scanned.
+// (An imported tablespace is not found this way: IMPORT TABLESPACE leaves its pages at
+// LSN 0. It is copied whole by its identity, identity.go.)
 func (s *selection) pagesOf(ij *innoJob) (list []uint32, scan bool) {
 	if s.pages == nil {
 		return nil, true
