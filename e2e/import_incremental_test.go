@@ -67,7 +67,7 @@ func TestImportThenIncremental(t *testing.T) {
 	mustFerry(t, repoBackupArgs(src, repoDir, "--incremental")...)
 	// The imported tablespaces, and only they, are copied whole: by their identity
 	// against the base's manifest, and in the stream (whose base is only an LSN) by
-	// their pages at LSN 0.
+	// the redo's file records of DISCARD and IMPORT (page 0 was written since).
 	for _, f := range readManifest(t, inc).Files {
 		if f.Kind == manifest.KindDelta && f.Space != nil {
 			imported := f.Path == "shop/t_back.ibd.delta" || f.Path == "shop/u.ibd.delta"
@@ -77,7 +77,9 @@ func TestImportThenIncremental(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"shop/t_back.ibd", "shop/u.ibd"} {
-		if !regexp.MustCompile(`tablespace copied whole" file=` + f).MatchString(streamLog) {
+		if m := regexp.MustCompile(`tablespace copied whole" file=` + f + `.*`).FindString(streamLog); m != "" {
+			t.Logf("stream incremental: %s", m)
+		} else {
 			t.Errorf("the stream incremental did not copy %s whole:\n%s", f, tail(streamLog, 20))
 		}
 	}

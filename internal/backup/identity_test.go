@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +102,33 @@ func TestFileIdentity(t *testing.T) {
 	ino2, birth2 := ident()
 	if ino1 == ino2 && (birth1 == 0 || birth1 == birth2) {
 		t.Errorf("two files, one identity: inode %d, birth %d and %d", ino1, birth1, birth2)
+	}
+}
+
+// TestChangedSince: a page belongs in a delta when its LSN is above the base's, or,
+// where imports are looked for, when it is written (not all zeros) at LSN 0.
+func TestChangedSince(t *testing.T) {
+	page := func(lsn uint64, data byte) []byte {
+		p := make([]byte, 1024)
+		binary.BigEndian.PutUint64(p[16:], lsn)
+		p[100] = data
+		return p
+	}
+	cases := []struct {
+		name    string
+		page    []byte
+		imports bool
+		want    bool
+	}{
+		{"above the base", page(5000, 1), false, true},
+		{"at the base", page(4000, 1), true, false},
+		{"imported page", page(0, 1), true, true},
+		{"imported page, imports not looked for", page(0, 1), false, false},
+		{"never written", page(0, 0), true, false},
+	}
+	for _, c := range cases {
+		if got := changedSince(c.page, 4000, c.imports); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
