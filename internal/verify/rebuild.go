@@ -108,7 +108,7 @@ func checkRebuilt(chain []*manifest.Manifest, h *held) error {
 		}
 		if r := spaces[s.ID]; r == nil || r.pages == 0 || !r.page0 {
 			table := strings.TrimSuffix(f.Path, ".delta")
-			return fmt.Errorf("backup %s failed verification: %w: the chain would restore %s (space id %d) %s: neither its %s nor any backup before it in the chain holds the tablespace's page 0 (a tablespace imported or re-created since the base, which the incremental did not copy whole): take a full backup",
+			return fmt.Errorf("backup %s failed verification: %w: the chain would restore %s (space id %d) %s: neither %s nor an earlier backup of the chain holds its page 0 (imported or re-created since the base, and not copied whole): take a full backup",
 				last.ID, repo.ErrDamaged, table, s.ID, emptyOrShort(r), f.Path)
 		}
 	}
