@@ -55,6 +55,8 @@ type innoJob struct {
 	page    int             // physical page size
 	header  innodb.SpaceHeader
 	lsn0    uint64 // FIL_PAGE_LSN of page 0 when it was read
+	inode   uint64 // the file's inode and birth time (Unix ns, 0 if unknown) then
+	birth   int64
 	segs    []segment
 }
 
@@ -162,6 +164,9 @@ func (j *job) readHeader(in *directio.File, ij *innoJob) error {
 		return fmt.Errorf("%s: %w", ij.src.Abs, err)
 	}
 	ij.header, ij.page, ij.lsn0 = h, h.Flags.PhysicalSize(), innodb.PageLSN(buf)
+	if ij.inode, ij.birth, err = fileIdentity(int(in.Fd())); err != nil {
+		return fmt.Errorf("%s: %w", ij.src.Abs, err)
+	}
 	ij.checker = innodb.NewChecker(h, ij.src.System)
 	if ij.src.System && ij.src.Base == 0 {
 		j.sysChecker, j.sysHeader = ij.checker, h
@@ -234,7 +239,11 @@ func (ij *innoJob) space() *manifest.Space {
 		return nil
 	}
 	h := ij.header
-	return &manifest.Space{ID: h.SpaceID, Flags: uint32(h.Flags), Crypt: h.CryptData, System: ij.src.System, FirstPage: ij.src.Base}
+	s := &manifest.Space{ID: h.SpaceID, Flags: uint32(h.Flags), Crypt: h.CryptData, System: ij.src.System, FirstPage: ij.src.Base}
+	if ij.inode != 0 {
+		s.Identity = &manifest.Identity{Inode: ij.inode, BirthNS: ij.birth, Pages: h.SizePages, LSN: ij.lsn0}
+	}
+	return s
 }
 
 func (ij *innoJob) vanished() bool {

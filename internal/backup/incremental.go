@@ -33,6 +33,9 @@ type Base struct {
 	// copied again and one recovery with the newest redo makes the chain consistent.
 	FromLSN uint64
 	UID     string // its server's @@server_uid ("" if unknown)
+	// Spaces are the base's tablespaces by space id, as its manifest records them (nil
+	// without a ferry manifest): a tablespace whose identity differs is copied whole.
+	Spaces map[uint32]manifest.Space
 }
 
 // BaseFromManifest is the base a ferry backup's manifest describes.
@@ -40,7 +43,7 @@ func BaseFromManifest(m *manifest.Manifest, name string) (*Base, error) {
 	if m.Prepared != nil {
 		return nil, fmt.Errorf("the base %s was prepared by ferry prepare, which rolled back its open transactions: an incremental applies only on an unprepared base; take a full backup, or use an unprepared copy", name)
 	}
-	return &Base{ID: m.ID, Name: name, ToLSN: m.ChainLSN(), FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID}, nil
+	return &Base{ID: m.ID, Name: name, ToLSN: m.ChainLSN(), FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID, Spaces: baseSpaces(m)}, nil
 }
 
 // BaseFromDir reads the base of --incremental-basedir: a complete ferry backup, or one
@@ -100,7 +103,10 @@ type selection struct {
 	from  uint64
 	upto  uint64              // the redo copy's start: pages changed later are in its redo
 	pages map[uint32][]uint32 // by space, from the redo since from; nil: read every page
-	why   string
+	// fileOps are the spaces the redo since from deletes or creates a file of (set
+	// with pages)
+	fileOps map[uint32]bool
+	why     string
 }
 
 // method names the selection for logs and the manifest.
@@ -121,8 +127,13 @@ func (j *job) selectPages(ctx context.Context) *selection {
 		j.log.Info("incremental: changed pages by scan", "why", s.why)
 		return s
 	}
-	set := redo.NewPageSet(0)
-	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: mariadb.LSNSource{DB: j.db},
+	set, ops := redo.NewPageSet(0), map[uint32]bool{}
+	onOp := func(op redo.FileOp) {
+		if op.Kind == redo.FileDelete || op.Kind == redo.FileCreate {
+			ops[op.SpaceID] = true
+		}
+	}
+	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: mariadb.LSNSource{DB: j.db}, OnFileOp: onOp,
 		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: s.from})
 	if err == nil {
 		t.StopAt(s.upto)
@@ -139,7 +150,7 @@ func (j *job) selectPages(ctx context.Context) *selection {
 	case !ok:
 		s.why = "more pages changed since the base than the changed-page map holds: every page is read"
 	default:
-		s.pages = pages
+		s.pages, s.fileOps = pages, ops
 		s.why = fmt.Sprintf("the server's redo log still holds everything since the base (LSN %d to %d): only the pages it names are read", s.from, s.upto)
 	}
 	j.log.Info("incremental: changed pages by "+s.method(), "why", s.why, "from_lsn", s.from, "pages_from_redo", pagesIn(pages))
@@ -153,6 +164,11 @@ type deltaCopy struct {
 	w   *delta.Writer
 	out sink.File
 	sum *crcAppender
+	// whole: every page is kept (the file is not the base's: identity.go)
+	whole bool
+	// imports: pages at LSN 0 that are not all zeros are kept too (imported since a
+	// base without tablespace identities, identity.go)
+	imports bool
 	// next: the pages below it were considered already (a scan's next pass starts
 	// back at an aligned offset)
 	next uint32
@@ -190,7 +206,12 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	}
 	dc := &deltaCopy{ij: ij, in: in, out: out, sum: &crcAppender{f: out}}
 	dc.w = delta.NewWriter(dc.sum, ij.page)
-	if list, scan := j.sel.pagesOf(ij); scan {
+	dc.imports = j.cfg.Incremental.Spaces == nil && !ij.src.System
+	if why := j.replacedSince(ij); why != "" {
+		dc.whole = true
+		j.log.Info("incremental: tablespace copied whole", "file", f.Rel, "space_id", ij.header.SpaceID, "why", why)
+	}
+	if list, scan := j.sel.pagesOf(ij); scan || dc.whole {
 		err = j.deltaScan(ctx, dc)
 	} else {
 		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
@@ -205,9 +226,21 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Rel, err)
 	}
+	sp := ij.space()
+	sp.Whole = dc.whole
 	j.record(copiedFile{Rel: f.Rel + deltaExt, Size: dc.sum.n, CRC: dc.sum.crc, SpaceID: ij.header.SpaceID, Known: true,
-		Kind: manifest.KindDelta, Space: ij.space(), Remote: ij.remote()})
-	return j.writeMeta(f.Rel, ij)
+		Kind: manifest.KindDelta, Space: sp, Remote: ij.remote()})
+	return j.writeMeta(f.Rel, ij, dc.whole)
+}
+
+// replacedSince says why the tablespace ij is not the file the base holds ("" when
+// it is): the incremental then copies it whole (identity.go).
+func (j *job) replacedSince(ij *innoJob) string {
+	if ij.src.System {
+		return ""
+	}
+	b := j.cfg.Incremental
+	return replaced(b.Spaces, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
 }
 
 // deltaExt and metaExt name an incremental's files of a tablespace.
@@ -216,9 +249,10 @@ const (
 	metaExt  = ".meta"
 )
 
-// writeMeta stores <file>.meta.
-func (j *job) writeMeta(rel string, ij *innoJob) error {
-	m := delta.Meta{PageSize: j.info.PageSize, ZipSize: ij.header.Flags.ZipSize(), SpaceID: ij.header.SpaceID}
+// writeMeta stores <file>.meta; whole marks a delta holding every page of a file
+// that replaces the base's.
+func (j *job) writeMeta(rel string, ij *innoJob, whole bool) error {
+	m := delta.Meta{PageSize: j.info.PageSize, ZipSize: ij.header.Flags.ZipSize(), SpaceID: ij.header.SpaceID, Whole: whole}
 	mf, err := j.writeWhole(rel+metaExt, m.Bytes(), manifest.KindMeta)
 	if err != nil {
 		return err
@@ -229,8 +263,9 @@ func (j *job) writeMeta(rel string, ij *innoJob) error {
 
 // pagesOf returns the pages of the file to copy (file-relative, sorted), or scan=true
 // to read every page and keep those above from. A tablespace whose page 0 carries an
-// LSN above from that the redo does not name was written without redo (an imported
-// tablespace): it is scanned.
+// LSN above from that the redo does not name was written without redo: it is scanned.
+// (An imported tablespace is not found this way: IMPORT TABLESPACE leaves its pages at
+// LSN 0. It is copied whole by its identity, identity.go.)
 func (s *selection) pagesOf(ij *innoJob) (list []uint32, scan bool) {
 	if s.pages == nil {
 		return nil, true
@@ -384,7 +419,7 @@ func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64,
 			continue
 		}
 		dc.next = no + 1
-		if listed != nil && !listed[no] || innodb.PageLSN(page) <= j.sel.from {
+		if !dc.whole && (listed != nil && !listed[no] || !changedSince(page, j.sel.from, dc.imports)) {
 			continue
 		}
 		if err := j.validate(ctx, dc.in, dc.ij, page, off+int64(i)); err != nil {
@@ -395,6 +430,15 @@ func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64,
 		}
 	}
 	return nil
+}
+
+// changedSince says whether a page read by an incremental belongs in it: its LSN is
+// above from, or, if imports is set, it is an imported page (LSN 0 on a written page:
+// IMPORT TABLESPACE writes its pages without redo and with LSN 0, and a page InnoDB
+// never wrote is all zeros).
+func changedSince(page []byte, from uint64, imports bool) bool {
+	lsn := innodb.PageLSN(page)
+	return lsn > from || imports && lsn == 0 && !innodb.IsZero(page)
 }
 
 // crcAppender writes a sink.File sequentially, counting and checksumming.

@@ -49,7 +49,9 @@ type incFiles struct {
 //  1. Every X.delta (with its X.meta) is applied to the target file holding the meta's
 //     space id: X itself, another .ibd file renamed to X (a table renamed since the
 //     base), or a new file X (a table created or truncated since the base).
-//  2. Page 0 in a delta extends the file to the FSP_SIZE it records (never shrinks).
+//  2. Page 0 in a delta extends the file to the FSP_SIZE it records (never shrinks). A
+//     delta whose .meta says ferry_whole = 1 holds every page of a file that replaced
+//     the base's: the target file is emptied first.
 //  3. DDL markers: <t>.del removes <t>.ibd, <old>.ren renames <old>.ibd to the name it
 //     holds, <t>.new replaces <t>.ibd. They come after the deltas (mariadb-backup
 //     applies them first): an incremental stream cancels with <t>.del a delta it sent

@@ -306,3 +306,32 @@ func TestListPagesAndSkip(t *testing.T) {
 		t.Error("a page not skipped was not written")
 	}
 }
+
+// TestApplyDirWhole: a delta marked whole (ferry_whole = 1) replaces the target file of
+// its space id instead of writing over it: a shorter file imported in place of a longer
+// one under the same space id leaves none of the old pages behind; an unmarked delta
+// still writes over the file.
+func TestApplyDirWhole(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	put(t, target, "ibdata1", tablespace(0, 4, 1))
+	put(t, target, "db/u.ibd", tablespace(5, 8, 10))
+	put(t, target, "db/w.ibd", tablespace(6, 8, 10))
+	putDelta(t, inc, "ibdata1", 0, nil)
+	imported := tablespace(5, 3, 70)
+	pages := map[uint32][]byte{}
+	for i := range 3 {
+		pages[uint32(i)] = imported[i*testPS : (i+1)*testPS]
+	}
+	putDelta(t, inc, "db/u.ibd", 5, pages)
+	put(t, inc, "db/u.ibd.meta", Meta{PageSize: testPS, SpaceID: 5, Whole: true}.Bytes())
+	putDelta(t, inc, "db/w.ibd", 6, map[uint32][]byte{1: testPage(6, 1, 99)})
+	if _, err := ApplyDir(target, inc, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, target, "db/u.ibd"); !bytes.Equal(got, imported) {
+		t.Errorf("db/u.ibd: %d bytes, want the %d bytes of the whole delta and nothing of the old file", len(got), len(imported))
+	}
+	if got := get(t, target, "db/w.ibd"); len(got) != 8*testPS || !bytes.Equal(pageAt(t, target, "db/w.ibd", 1), testPage(6, 1, 99)) {
+		t.Errorf("db/w.ibd: %d bytes; an unmarked delta must write over the file", len(got))
+	}
+}

@@ -305,6 +305,14 @@ func (a *applier) writeDelta(j *job, create bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if j.meta.Whole && !create {
+		// The file replaced the base's since (imported, re-created under its space
+		// id): none of the base's pages stay, and it is no longer than the delta says.
+		a.log.Debug("tablespace replaced whole", "file", j.rel, "space_id", j.meta.SpaceID)
+		if err := out.Truncate(0); err != nil {
+			return 0, errors.Join(err, out.Close())
+		}
+	}
 	skip := func(no uint32) bool { return a.skip != nil && a.skip(keyOf(j.meta, j.rel, no)) }
 	n, skipped, err := writePages(NewReader(in, fi.Size(), j.meta.Physical()), out, j.meta, skip)
 	a.stats.Skipped += skipped

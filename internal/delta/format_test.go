@@ -215,6 +215,13 @@ func TestMeta(t *testing.T) {
 			t.Errorf("ParseMeta(%q) = %+v, %v", in, got, err)
 		}
 	}
+	w := Meta{PageSize: 16384, SpaceID: 6, Whole: true}
+	if got := string(w.Bytes()); got != string(m.Bytes())+"ferry_whole = 1\n" {
+		t.Errorf("whole: Bytes() = %q", got)
+	}
+	if got, err := ParseMeta(w.Bytes()); err != nil || got != w {
+		t.Errorf("whole: ParseMeta = %+v, %v", got, err)
+	}
 	z := Meta{PageSize: 8192, ZipSize: 8192, SpaceID: 1}
 	if got, err := ParseMeta(z.Bytes()); err != nil || got != z || got.Physical() != 8192 {
 		t.Errorf("compressed: %+v, %v", got, err)

@@ -35,6 +35,11 @@ type Meta struct {
 	PageSize int    // the tablespace's page size
 	ZipSize  int    // ROW_FORMAT=COMPRESSED page size, 0 if not compressed
 	SpaceID  uint32 // the tablespace id the delta belongs to
+	// Whole (ferry's "ferry_whole = 1", which mariadb-backup ignores) says the delta
+	// holds every page of a file that replaced the base's since (imported, or
+	// re-created under the same space id): applying it replaces the file instead of
+	// writing its pages over the base's.
+	Whole bool
 }
 
 // Physical returns the size of the pages stored in the delta: ZipSize if nonzero,
@@ -47,10 +52,17 @@ func (m Meta) Physical() int {
 }
 
 // Bytes returns the .meta file as mariabackup writes it (with its space after the
-// zip_size value).
+// zip_size value), and a last line "ferry_whole = 1" if Whole is set.
 func (m Meta) Bytes() []byte {
-	return fmt.Appendf(nil, "page_size = %d\nzip_size = %d \nspace_id = %d\n", m.PageSize, m.ZipSize, m.SpaceID)
+	b := fmt.Appendf(nil, "page_size = %d\nzip_size = %d \nspace_id = %d\n", m.PageSize, m.ZipSize, m.SpaceID)
+	if m.Whole {
+		b = append(b, wholeKey+" = 1\n"...)
+	}
+	return b
 }
+
+// wholeKey is the .meta key of Meta.Whole.
+const wholeKey = "ferry_whole"
 
 // ParseMeta decodes a .meta file: "key = value" lines with page_size, zip_size and
 // space_id, each exactly once. Unknown keys are ignored (later versions may add some).
@@ -78,7 +90,7 @@ func ParseMeta(b []byte) (Meta, error) {
 			return Meta{}, fmt.Errorf("%w: .meta has no %s", ErrCorrupt, k)
 		}
 	}
-	m := Meta{PageSize: int(vals["page_size"]), ZipSize: int(vals["zip_size"]), SpaceID: uint32(vals["space_id"])}
+	m := Meta{PageSize: int(vals["page_size"]), ZipSize: int(vals["zip_size"]), SpaceID: uint32(vals["space_id"]), Whole: vals[wholeKey] != 0}
 	if err := m.validate(); err != nil {
 		return Meta{}, fmt.Errorf("%w: .meta: %w", ErrCorrupt, err)
 	}
@@ -87,7 +99,7 @@ func ParseMeta(b []byte) (Meta, error) {
 
 func setMetaField(vals map[string]uint64, k, v string) error {
 	switch k {
-	case "page_size", "zip_size", "space_id":
+	case "page_size", "zip_size", "space_id", wholeKey:
 	default:
 		return nil
 	}

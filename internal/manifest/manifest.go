@@ -98,6 +98,26 @@ type Space struct {
 	Crypt     bool   `json:"crypt,omitempty"`      // page 0 carries encryption metadata
 	System    bool   `json:"system,omitempty"`     // part of the system tablespace (ibdata*)
 	FirstPage uint32 `json:"first_page,omitempty"` // page number of the file's first page (ibdata2...)
+	// Identity is the file the copy read (absent in manifests of ferry before it): an
+	// incremental compares it with its base's to find a tablespace imported, discarded
+	// and re-imported, truncated or re-created since, which it copies whole.
+	Identity *Identity `json:"identity,omitempty"`
+	// Whole is set on a delta that holds every page of its tablespace: the file was
+	// replaced since the base (its identity changed), and applying the delta replaces
+	// the base's file instead of patching it.
+	Whole bool `json:"whole,omitempty"`
+}
+
+// Identity tells one tablespace file from another that took its place under the same
+// name and space id (docs/incremental.md): the file's inode and birth time, and
+// page 0's FSP_SIZE and FIL_PAGE_LSN when the copy read it.
+type Identity struct {
+	Inode uint64 `json:"inode"`
+	// BirthNS is the file's creation time (statx btime, Unix nanoseconds); 0 where the
+	// filesystem does not keep one.
+	BirthNS int64  `json:"birth_ns,omitempty"`
+	Pages   uint32 `json:"pages"` // FSP_SIZE of page 0
+	LSN     uint64 `json:"lsn"`   // FIL_PAGE_LSN of page 0
 }
 
 // Blob is one independently encoded range of a file in a repository: RawSize bytes

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,16 +113,63 @@ func TestDeltaBlobInsideCluster(t *testing.T) {
 	ps := int64(len(data) / 4)
 	cluster := ps * ps / 4
 	noop := func(int64) {}
-	n, err := checkDelta(f, &manifest.Blob{RawOffset: cluster + 2*ps}, bytes.NewReader(data[2*ps:]), noop)
+	n, err := checkDelta(f, &manifest.Blob{RawOffset: cluster + 2*ps}, bytes.NewReader(data[2*ps:]), noop, nil)
 	if err != nil || n != 2 {
 		t.Fatalf("pages 2 and 3 inside a cluster: %d, %v", n, err)
 	}
 	bad := bytes.Clone(data[2*ps:])
 	bad[ps+100] ^= 1
-	if _, err := checkDelta(f, &manifest.Blob{RawOffset: cluster + 2*ps}, bytes.NewReader(bad), noop); !errors.Is(err, repo.ErrDamaged) {
+	if _, err := checkDelta(f, &manifest.Blob{RawOffset: cluster + 2*ps}, bytes.NewReader(bad), noop, nil); !errors.Is(err, repo.ErrDamaged) {
 		t.Fatalf("damaged page inside a cluster: %v", err)
 	}
-	if _, err := checkDelta(f, &manifest.Blob{RawOffset: cluster}, bytes.NewReader(data), noop); err == nil || !strings.Contains(err.Error(), "not \"xtra\"") {
+	if _, err := checkDelta(f, &manifest.Blob{RawOffset: cluster}, bytes.NewReader(data), noop, nil); err == nil || !strings.Contains(err.Error(), "not \"xtra\"") {
 		t.Fatalf("a page where a header belongs: %v", err)
+	}
+}
+
+// TestChainRebuildsTablespaces: verify rebuilds each tablespace from the chain. A
+// delta of a tablespace new to the chain that holds none of its pages (what an
+// incremental by page LSN made of an imported table) would restore an empty file and
+// fails, naming the table and the backup; so does a whole delta without page 0. A
+// whole delta of every page, and a delta of some pages of a tablespace the base holds,
+// pass.
+func TestChainRebuildsTablespaces(t *testing.T) {
+	data := pages(t, "fcrc32")
+	h, err := innodb.ParseSpaceHeader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := &manifest.Space{ID: h.SpaceID, Flags: uint32(h.Flags)}
+	whole := *space
+	whole.Whole = true
+	other := &manifest.Space{ID: h.SpaceID + 1, Flags: uint32(h.Flags)}
+	ps := len(data) / 4
+	inc := func(id string) *manifest.Manifest {
+		return &manifest.Manifest{ID: id, Type: manifest.TypeIncremental, EndLSN: 200,
+			Incremental: &manifest.Incremental{BaseID: "f", BaseToLSN: 100, FromLSN: 90, Method: "redo"}}
+	}
+	st, _ := storage.NewFS(t.TempDir())
+	r, _ := repo.Init(context.Background(), st, "test")
+	storeFile(t, r, &manifest.Manifest{ID: "f", Type: manifest.TypeFull, EndLSN: 100}, "db/t.ibd", manifest.KindInnoDB, space, data)
+	storeFile(t, r, inc("i-some"), "db/t.ibd.delta", manifest.KindDelta, space, delta(data, ps, []uint32{2}, []uint32{2}))
+	storeFile(t, r, inc("i-whole"), "db/t.ibd.delta", manifest.KindDelta, &whole, delta(data, ps, []uint32{0, 1, 2, 3}, []uint32{0, 1, 2, 3}))
+	storeFile(t, r, inc("i-lost"), "db/t_back.ibd.delta", manifest.KindDelta, other, delta(data, ps, nil, nil))
+	storeFile(t, r, inc("i-no-page0"), "db/t.ibd.delta", manifest.KindDelta, &whole, delta(data, ps, []uint32{1, 2}, []uint32{1, 2}))
+	cfg := Config{Repo: r, Log: slog.New(slog.DiscardHandler), Progress: io.Discard}
+	for _, id := range []string{"i-some", "i-whole"} {
+		cfg.BackupID = id
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	for id, want := range map[string]string{
+		"i-lost":     "backup i-lost failed verification: damaged: the chain would restore db/t_back.ibd (space id " + strconv.Itoa(int(other.ID)) + ") empty",
+		"i-no-page0": "the chain would restore db/t.ibd (space id " + strconv.Itoa(int(space.ID)) + ") without its page 0",
+	} {
+		cfg.BackupID = id
+		_, err := Run(context.Background(), cfg)
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, repo.ErrDamaged) {
+			t.Errorf("%s: %v, want %q", id, err, want)
+		}
 	}
 }

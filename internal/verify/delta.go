@@ -24,8 +24,9 @@ const (
 // checkDelta validates the pages of a blob of a delta: every header page is well
 // formed, and every page image passes the page check at the number its header lists.
 // A blob that starts inside a cluster does not hold that cluster's header: its pages
-// are checked at the number they carry (checksums, not position).
-func checkDelta(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) (int64, error) {
+// are checked at the number they carry (checksums, not position). note, if not nil,
+// is given each page's number relative to the file.
+func checkDelta(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64), note func(uint32)) (int64, error) {
 	c, ps, err := checker(f, b)
 	if err != nil {
 		return 0, err
@@ -61,6 +62,9 @@ func checkDelta(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(i
 		}
 		if cerr := c.Check(page, pageNo); cerr != nil {
 			return pages, fmt.Errorf("%w: %s: page %d (at byte %d) is not valid: %v", repo.ErrDamaged, f.Path, pageNo, off, cerr)
+		}
+		if note != nil {
+			note(pageNo - f.Space.FirstPage)
 		}
 		pages++
 	}

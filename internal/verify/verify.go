@@ -64,23 +64,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.Log.Info("verifying", "backup", rep.ID, "chain", rep.Chain, "from", cfg.Repo.Location(), "objects", rep.Objects, "stored_bytes", rep.StoredBytes)
 	prog := progress.New(progress.Options{Label: "verify", Total: rep.RawBytes, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
 	defer prog.Finish()
+	h := newHeld()
 	for _, m := range chain {
-		n, err := readAll(ctx, cfg, m, prog.Add)
+		n, err := readAll(ctx, cfg, m, prog.Add, h)
 		rep.Pages += n
 		if err != nil {
 			return nil, fmt.Errorf("backup %s failed verification: %w", m.ID, err)
 		}
 	}
+	if err := checkRebuilt(chain, h); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
 // readAll reads every object of backup m, referenced or not, every blob and patch,
-// checking every page it can; it returns the pages checked.
-func readAll(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64)) (int64, error) {
+// checking every page it can and noting in h the pages its deltas hold; it returns
+// the pages checked.
+func readAll(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64), h *held) (int64, error) {
 	var pages atomic.Int64
 	err := cfg.Repo.ReadBackup(ctx, m, repo.ReadOptions{Identities: cfg.Identities, Parallel: cfg.Parallel, Unreferenced: true, Round: repo.AllRounds},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
-			n, err := checkBlob(f, b, r, progress)
+			n, err := checkBlob(f, b, r, progress, h.note(m.ID, f))
 			pages.Add(n)
 			return err
 		})
@@ -107,14 +112,15 @@ func checkObjects(ctx context.Context, r *repo.Repo, m *manifest.Manifest) error
 }
 
 // checkBlob reads a blob's bytes and validates the pages of a tablespace or a delta
-// whose space the manifest describes (the copy read its page 0); it returns the pages
-// checked. Other files are checked by their checksums alone (ReadBackup).
-func checkBlob(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) (int64, error) {
+// whose space the manifest describes (the copy read its page 0), passing to note (if
+// not nil) the number of each page a delta holds; it returns the pages checked. Other
+// files are checked by their checksums alone (ReadBackup).
+func checkBlob(f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64), note func(uint32)) (int64, error) {
 	switch {
 	case f.Space != nil && f.Kind == manifest.KindInnoDB:
 		return checkPages(f, b, r, progress)
 	case f.Space != nil && f.Kind == manifest.KindDelta:
-		return checkDelta(f, b, r, progress)
+		return checkDelta(f, b, r, progress, note)
 	}
 	n, err := io.Copy(io.Discard, r)
 	progress(n)

@@ -1,0 +1,134 @@
+package backup
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"golang.org/x/sys/unix"
+)
+
+// TestReplaced: a tablespace is the base's file only if its space id, flags, inode and
+// birth time match and page 0 did not go back or shrink; a file new to the base, one
+// the base recorded no identity for, and (without a base manifest) one whose page 0
+// is at LSN 0 or whose space id the redo deletes or creates are copied whole.
+func TestReplaced(t *testing.T) {
+	id := func(inode uint64, birth int64, pages uint32, lsn uint64) *manifest.Identity {
+		return &manifest.Identity{Inode: inode, BirthNS: birth, Pages: pages, LSN: lsn}
+	}
+	sp := func(space, flags uint32, i *manifest.Identity) manifest.Space {
+		return manifest.Space{ID: space, Flags: flags, Identity: i}
+	}
+	base := map[uint32]manifest.Space{
+		5: sp(5, 0x15, id(100, 1_000, 8, 5000)),
+		6: sp(6, 0x15, nil),                  // an older ferry's base
+		7: sp(7, 0x15, id(200, 0, 8, 5000)),  // no birth time on that filesystem
+		8: sp(8, 0x15, id(300, 2_000, 8, 0)), // imported before the base, copied whole then
+	}
+	cases := []struct {
+		name   string
+		spaces map[uint32]manifest.Space
+		now    manifest.Space
+		ops    bool
+		want   string // a part of the reason; "" for the base's file
+	}{
+		{"same file, written since", base, sp(5, 0x15, id(100, 1_000, 12, 9000)), false, ""},
+		{"same file, untouched", base, sp(5, 0x15, id(100, 1_000, 8, 5000)), false, ""},
+		{"new space id", base, sp(9, 0x15, id(400, 3_000, 8, 0)), false, "not in the base"},
+		{"flags changed", base, sp(5, 0x21, id(100, 1_000, 8, 5000)), false, "flags"},
+		{"older ferry base", base, sp(6, 0x15, id(100, 1_000, 8, 5000)), false, "no identity"},
+		{"discarded and imported: other inode", base, sp(5, 0x15, id(101, 1_000, 8, 0)), false, "inode"},
+		{"inode reused, other birth", base, sp(5, 0x15, id(100, 4_000, 8, 9000)), false, "created at another time"},
+		{"page 0 LSN went back", base, sp(7, 0x15, id(200, 0, 8, 0)), false, "below the base"},
+		{"shrank", base, sp(7, 0x15, id(200, 0, 6, 9000)), false, "truncated"},
+		{"birth unknown now", base, sp(5, 0x15, id(100, 0, 8, 9000)), false, ""},
+		{"imported before the base, unchanged", base, sp(8, 0x15, id(300, 2_000, 8, 0)), false, ""},
+		{"no manifest: page 0 at LSN 0", nil, sp(5, 0x15, id(100, 1_000, 8, 0)), false, "LSN 0"},
+		{"no manifest: file ops in the redo", nil, sp(5, 0x15, id(100, 1_000, 8, 9000)), true, "redo"},
+		{"no manifest: written since", nil, sp(5, 0x15, id(100, 1_000, 8, 9000)), false, ""},
+		{"no manifest: untouched", nil, sp(5, 0x15, id(100, 1_000, 8, 3000)), false, ""},
+	}
+	for _, c := range cases {
+		got := replaced(c.spaces, c.now, c.ops)
+		if (got == "") != (c.want == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: replaced = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestBaseSpaces: the base's tablespaces by space id, from its copies and deltas, not
+// its system tablespace nor other files.
+func TestBaseSpaces(t *testing.T) {
+	m := &manifest.Manifest{Files: []manifest.File{
+		{Path: "ibdata1", Kind: manifest.KindInnoDB, Space: &manifest.Space{ID: 0, System: true}},
+		{Path: "db/a.ibd", Kind: manifest.KindInnoDB, Space: &manifest.Space{ID: 5}},
+		{Path: "db/b.ibd.delta", Kind: manifest.KindDelta, Space: &manifest.Space{ID: 6}},
+		{Path: "db/b.ibd.meta", Kind: manifest.KindMeta},
+	}}
+	got := baseSpaces(m)
+	if len(got) != 2 || got[5].ID != 5 || got[6].ID != 6 {
+		t.Errorf("baseSpaces = %+v", got)
+	}
+}
+
+// TestFileIdentity: the inode of a file, and a new file in its place is another
+// identity (inode or birth time).
+func TestFileIdentity(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.ibd")
+	ident := func() (uint64, int64) {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		ino, birth, err := fileIdentity(fd)
+		if err != nil || ino == 0 {
+			t.Fatalf("fileIdentity = %d, %d, %v", ino, birth, err)
+		}
+		return ino, birth
+	}
+	ino1, birth1 := ident()
+	// keep the first inode in use so the second file cannot reuse it
+	keep := p + ".old"
+	if err := os.Rename(p, keep); err != nil {
+		t.Fatal(err)
+	}
+	ino2, birth2 := ident()
+	if ino1 == ino2 && (birth1 == 0 || birth1 == birth2) {
+		t.Errorf("two files, one identity: inode %d, birth %d and %d", ino1, birth1, birth2)
+	}
+}
+
+// TestChangedSince: a page belongs in a delta when its LSN is above the base's, or,
+// where imports are looked for, when it is written (not all zeros) at LSN 0.
+func TestChangedSince(t *testing.T) {
+	page := func(lsn uint64, data byte) []byte {
+		p := make([]byte, 1024)
+		binary.BigEndian.PutUint64(p[16:], lsn)
+		p[100] = data
+		return p
+	}
+	cases := []struct {
+		name    string
+		page    []byte
+		imports bool
+		want    bool
+	}{
+		{"above the base", page(5000, 1), false, true},
+		{"at the base", page(4000, 1), true, false},
+		{"imported page", page(0, 1), true, true},
+		{"imported page, imports not looked for", page(0, 1), false, false},
+		{"never written", page(0, 0), true, false},
+	}
+	for _, c := range cases {
+		if got := changedSince(c.page, 4000, c.imports); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
