@@ -68,9 +68,10 @@ func All(ctx context.Context, cfg Config) (*Summary, error) {
 	prog := progress.New(progress.Options{Label: "verify", Total: total, Terminal: cfg.Terminal, Out: cfg.Progress, Log: cfg.Log})
 	defer prog.Finish()
 	own := make(map[string]error, len(ms))
+	h := newHeld() // the pages each delta holds, for the chains' rebuild checks
 	for _, m := range ms {
 		res := Result{ID: m.ID, Incremental: repo.IsIncremental(m)}
-		res.Report, res.Err = verifyOwn(ctx, cfg, m, prog.Add)
+		res.Report, res.Err = verifyOwn(ctx, cfg, m, prog.Add, h)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -89,12 +90,15 @@ func All(ctx context.Context, cfg Config) (*Summary, error) {
 				res.Err = fmt.Errorf("backup %s cannot be restored: %s of its chain failed verification", res.ID, c.ID)
 			}
 		}
+		if res.Err == nil {
+			res.Err = checkRebuilt(chain, h)
+		}
 	}
 	return s, nil
 }
 
 // verifyOwn verifies backup m's manifest, key and objects, not its chain.
-func verifyOwn(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64)) (Report, error) {
+func verifyOwn(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64), h *held) (Report, error) {
 	rep := Report{ID: m.ID, Files: len(m.Files), Objects: len(m.Objects), StoredBytes: m.StoredSize(), RawBytes: m.TotalSize()}
 	if err := repo.Validate(m); err != nil {
 		return rep, err
@@ -105,7 +109,7 @@ func verifyOwn(ctx context.Context, cfg Config, m *manifest.Manifest, progress f
 	if err := checkObjects(ctx, cfg.Repo, m); err != nil {
 		return rep, err
 	}
-	n, err := readAll(ctx, cfg, m, progress)
+	n, err := readAll(ctx, cfg, m, progress, h)
 	rep.Pages = n
 	if err != nil {
 		return rep, fmt.Errorf("backup %s failed verification: %w", m.ID, err)
