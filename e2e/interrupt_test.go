@@ -15,7 +15,7 @@ import (
 )
 
 // TestInterruptMatrix stops every backup end and every restore source with SIGINT,
-// SIGTERM and SIGKILL at a point of its progress (the second file or object written,
+// SIGTERM and SIGKILL at a point of its progress (the second file written, the first object,
 // or with part of a stream read), then checks that the source is intact (the server's
 // tables; the backup's files, or a repository's verify), that nothing is left but what
 // the last line names, and that the next run (--resume for a repository) completes and
@@ -125,7 +125,7 @@ func TestInterruptMatrix(t *testing.T) {
 		t.Run("restore from a repository/"+sig.String(), func(t *testing.T) {
 			datadir := fresh()
 			args := []string{"restore", "--repo", repo, "latest", "--datadir", datadir, "--parallel", "1"}
-			cmd, log := pausedFerry(t, "restore-object=2", args...)
+			cmd, log := pausedFerry(t, "restore-object=1", args...) // a small backup is one object
 			err, last := signalled(t, cmd, log, sig)
 			checkLast(sig, err, last)
 			if sig != syscall.SIGKILL && !strings.Contains(last, "--resume") {

@@ -90,13 +90,13 @@ func signalled(t testing.TB, cmd *exec.Cmd, logPath string, sig syscall.Signal) 
 	return err, lastLine(string(b))
 }
 
-// leftBeside lists what a restore into datadir left in its parent, but the datadir.
+// leftBeside lists what a restore into datadir left beside it (.DATADIR.ferry-*).
 func leftBeside(t testing.TB, datadir string) []string {
 	t.Helper()
 	ents, _ := os.ReadDir(filepath.Dir(datadir))
 	var out []string
 	for _, e := range ents {
-		if e.Name() != filepath.Base(datadir) {
+		if strings.HasPrefix(e.Name(), "."+filepath.Base(datadir)+".") {
 			out = append(out, e.Name())
 		}
 	}

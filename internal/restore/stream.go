@@ -40,8 +40,60 @@ func NewStreamSource(r io.Reader, name string, ids []age.Identity, maxMemory int
 		if env.Want != nil {
 			env.Log.Info("writing only the files the tables need; the others are decoded and checked")
 		}
-		return stream.Unpack(ctx, r, staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add, Keep: env.Want})
+		return stream.Unpack(ctx, cancelable(ctx, r), staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add, Keep: env.Want})
 	}}
+}
+
+// cancelable reads r in a goroutine of its own, so that a reader blocked on a pipe
+// whose writer stalls (stdin) does not keep an interrupted restore from ending: a read
+// returns the context's error as soon as it is done.
+func cancelable(ctx context.Context, r io.Reader) io.Reader {
+	return &ctxReader{ctx: ctx, r: r, res: make(chan readResult, 1)}
+}
+
+type readResult struct {
+	buf []byte
+	err error
+}
+
+// ctxReader is cancelable's reader. One read is in flight at a time, into a buffer of
+// its own, so that an abandoned read never writes into the caller's.
+type ctxReader struct {
+	ctx     context.Context
+	r       io.Reader
+	res     chan readResult
+	pending bool
+	buf     []byte // the in-flight read's, reused: a read starts only once the last was taken
+	left    []byte
+}
+
+// Read implements io.Reader.
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if len(c.left) > 0 {
+		n := copy(p, c.left)
+		c.left = c.left[n:]
+		return n, nil
+	}
+	if !c.pending {
+		c.pending = true
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
+		go func() {
+			n, err := c.r.Read(buf)
+			c.res <- readResult{buf[:n], err}
+		}()
+	}
+	select {
+	case <-c.ctx.Done():
+		return 0, context.Cause(c.ctx)
+	case rr := <-c.res:
+		c.pending = false
+		n := copy(p, rr.buf)
+		c.left = rr.buf[n:]
+		return n, rr.err
+	}
 }
 
 // Name implements Source.
