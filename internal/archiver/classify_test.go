@@ -1,0 +1,81 @@
+package archiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/backoff"
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-sql-driver/mysql"
+)
+
+func TestClassify(t *testing.T) {
+	const acct = "'repl'@'localhost'"
+	dumpDenied := fmt.Errorf("start the binlog dump at mysql-bin.000001:4: %w",
+		fmt.Errorf("register: %w", &gomysql.MyError{Code: 1045, State: "28000", Message: "Access denied for user 'repl'@'localhost' (using password: YES)"}))
+	for _, c := range []struct {
+		name      string
+		err       error
+		st        stage
+		permanent bool
+		want      string // in the message
+	}{
+		// What MariaDB 10.11 answers, as seen by e2e TestArchiverGrants.
+		{"dump without REPLICATION SLAVE", dumpDenied, stageDump, true, "GRANT REPLICATION SLAVE ON *.* TO 'repl'@'localhost'"},
+		{"dump 1227", &gomysql.MyError{Code: 1227, Message: "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s) for this operation"}, stageDump, true, "GRANT REPLICATION SLAVE"},
+		{"SHOW BINARY LOGS without BINLOG MONITOR", fmt.Errorf("SHOW BINARY LOGS: %w", &mysql.MySQLError{Number: 1227,
+			Message: "Access denied; you need (at least one of) the SUPER, BINLOG MONITOR privilege(s) for this operation"}), stageQuery, true, "GRANT BINLOG MONITOR ON *.* TO 'repl'@'localhost'"},
+		{"query 1045", &mysql.MySQLError{Number: 1045, Message: "Access denied for user"}, stageQuery, true, "check --user and the password"},
+		{"1142", &mysql.MySQLError{Number: 1142, Message: "SELECT command denied"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
+		{"1044", &mysql.MySQLError{Number: 1044, Message: "Access denied for user to database"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
+		// Transient: retried.
+		{"1236 purged", &gomysql.MyError{Code: 1236, Message: "Could not find first log file name in binary log index file"}, stageDump, false, ""},
+		{"server shutdown", &gomysql.MyError{Code: 1053, Message: "Server shutdown in progress"}, stageDump, false, ""},
+		{"gone away", &mysql.MySQLError{Number: 2006, Message: "MySQL server has gone away"}, stageQuery, false, ""},
+		{"EOF", fmt.Errorf("read: %w", io.EOF), stageDump, false, ""},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), stageDump, false, ""},
+		{"reset", syscall.ECONNRESET, stageDump, false, ""},
+		{"timeout", context.DeadlineExceeded, stageDump, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := classify(c.err, c.st, acct)
+			if backoff.IsPermanent(got) != c.permanent {
+				t.Fatalf("%v: permanent %v, want %v", got, backoff.IsPermanent(got), c.permanent)
+			}
+			if !c.permanent && got != c.err {
+				t.Fatalf("a transient error was changed: %v", got)
+			}
+			if !strings.Contains(got.Error(), c.want) || strings.Contains(got.Error(), "\n") {
+				t.Fatalf("%q: want one line containing %q", got, c.want)
+			}
+		})
+	}
+	if !isRepeatable(&gomysql.MyError{Code: 1236}) || isRepeatable(io.EOF) {
+		t.Fatal("isRepeatable")
+	}
+	// An error already permanent (another server behind the address) stays as it is.
+	other := fatalf("a different server is behind this address")
+	if got := classify(other, stageQuery, acct); got != other {
+		t.Fatalf("got %v", got)
+	}
+	if !errors.Is(classify(dumpDenied, stageDump, acct), backoff.ErrPermanent) {
+		t.Fatal("not ErrPermanent")
+	}
+}
+
+func TestPrivilegeIn(t *testing.T) {
+	for msg, want := range map[string]string{
+		"Access denied; you need (at least one of) the SUPER, BINLOG MONITOR privilege(s) for this operation": "BINLOG MONITOR",
+		"Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s) for this operation":     "REPLICATION SLAVE",
+		"something else": "DEFAULT",
+	} {
+		if got := privilegeIn(msg, "DEFAULT"); got != want {
+			t.Errorf("%q: %q, want %q", msg, got, want)
+		}
+	}
+}
