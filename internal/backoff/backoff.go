@@ -6,6 +6,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -159,8 +160,8 @@ type Attempt struct {
 
 // Retry runs op until it succeeds, returns a permanent error, retryable says its error
 // is not worth retrying, the policy is spent (the last error is returned), or ctx ends
-// (ctx's cause is returned). notify, if set, is told of each retry before its wait; a
-// nil retryable retries every error not marked permanent.
+// (ctx's cause is returned, with the last attempt's error). notify, if set, is told of
+// each retry before its wait; a nil retryable retries every error not marked permanent.
 func Retry(ctx context.Context, p Policy, op func(context.Context) error, retryable func(error) bool, notify func(Attempt)) error {
 	b := New(p)
 	for {
@@ -169,7 +170,7 @@ func Retry(ctx context.Context, p Policy, op func(context.Context) error, retrya
 			return err
 		}
 		if ctx.Err() != nil {
-			return context.Cause(ctx)
+			return ended(ctx, err)
 		}
 		d, ok := b.Next()
 		if !ok {
@@ -178,8 +179,17 @@ func Retry(ctx context.Context, p Policy, op func(context.Context) error, retrya
 		if notify != nil {
 			notify(Attempt{N: b.Attempt(), Wait: d, Err: err})
 		}
-		if serr := b.Sleep(ctx, d); serr != nil {
-			return serr
+		if b.Sleep(ctx, d) != nil {
+			return ended(ctx, err)
 		}
 	}
+}
+
+// ended is ctx's cause, saying what the last attempt met unless that was the cause.
+func ended(ctx context.Context, last error) error {
+	cause := context.Cause(ctx)
+	if errors.Is(last, cause) || errors.Is(last, context.Canceled) || errors.Is(last, context.DeadlineExceeded) {
+		return cause
+	}
+	return fmt.Errorf("%w (the last attempt: %v)", cause, last)
 }

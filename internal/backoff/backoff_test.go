@@ -135,3 +135,13 @@ func TestRealSleepCancelled(t *testing.T) {
 		t.Fatalf("err %v after %v", err, time.Since(start))
 	}
 }
+
+// A retry cut short by its context says what the last attempt met.
+func TestRetryEndedSaysLastError(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	clk := &Fake{OnSleep: func(time.Duration) { cancel(errors.New("no reconnection within 1m")) }}
+	err := Retry(ctx, Policy{Clock: clk}, func(context.Context) error { return errFlaky }, nil, nil)
+	if err == nil || err.Error() != "no reconnection within 1m (the last attempt: connection reset)" {
+		t.Fatalf("err %v", err)
+	}
+}
