@@ -75,37 +75,58 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 	if err := r.loadTip(ctx); err != nil {
 		return err
 	}
-	b := backoff.New(backoff.Policy{Initial: time.Second, Max: cfg.RetryMax})
-	var last string // the repeatable refusal of the previous sessions, repeats times
-	repeats := 0
+	rt := newRetrier(backoff.Policy{Initial: time.Second, Max: cfg.RetryMax})
 	for {
 		stored := r.stored
 		err := r.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if backoff.IsPermanent(err) {
+		wait, err := rt.next(err, r.stored > stored)
+		if err != nil {
 			return err
 		}
-		if r.stored > stored {
-			b.Reset()
-			last, repeats = "", 0
-		}
-		if isRepeatable(err) {
-			if firstLine(err) != last {
-				last, repeats = firstLine(err), 0
-			}
-			if repeats++; repeats >= maxRepeats {
-				return fmt.Errorf("the server refused the binlog dump %d times in a row: %s: see its error log; if its binlog was reset, archive it into another repository", repeats, last)
-			}
-		}
-		wait, _ := b.Next()
 		r.cfg.Stats.reconnect()
-		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "attempt", b.Attempt(), "in", wait.Round(time.Millisecond), "err", firstLine(err))
-		if b.Sleep(ctx, wait) != nil {
+		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "attempt", rt.b.Attempt(), "in", wait.Round(time.Millisecond), "err", firstLine(rt.err))
+		if rt.b.Sleep(ctx, wait) != nil {
 			return nil
 		}
 	}
+}
+
+// retrier decides, after each session, whether the archiver goes on and after what
+// wait.
+type retrier struct {
+	b       *backoff.Backoff
+	err     error  // why the last session ended
+	last    string // the repeatable refusal of the last sessions
+	repeats int    // how many sessions in a row ended with it
+}
+
+func newRetrier(p backoff.Policy) *retrier { return &retrier{b: backoff.New(p)} }
+
+// next takes the error a session ended with (stored: it stored something) and
+// returns the wait before the next session, or the error that stops the archiver: a
+// permanent one, or the same repeatable refusal maxRepeats times in a row.
+func (t *retrier) next(err error, stored bool) (time.Duration, error) {
+	t.err = err
+	if backoff.IsPermanent(err) {
+		return 0, err
+	}
+	if stored {
+		t.b.Reset()
+		t.last, t.repeats = "", 0
+	}
+	if isRepeatable(err) {
+		if firstLine(err) != t.last {
+			t.last, t.repeats = firstLine(err), 0
+		}
+		if t.repeats++; t.repeats >= maxRepeats {
+			return 0, fmt.Errorf("the server refused the binlog dump %d times in a row: %s: see its error log; if its binlog was reset, archive it into another repository", t.repeats, t.last)
+		}
+	}
+	wait, _ := t.b.Next()
+	return wait, nil
 }
 
 // defaults fills unset options; a negative one is an error.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -76,6 +77,45 @@ func TestPrivilegeIn(t *testing.T) {
 	} {
 		if got := privilegeIn(msg, "DEFAULT"); got != want {
 			t.Errorf("%q: %q, want %q", msg, got, want)
+		}
+	}
+}
+
+// After each session: a lost connection waits longer each time up to the cap and
+// starts over once something was stored; a permanent error stops at once; the same
+// 1236 stops after maxRepeats sessions in a row.
+func TestRetrier(t *testing.T) {
+	clk := &backoff.Fake{}
+	rt := newRetrier(backoff.Policy{Initial: time.Second, Max: 4 * time.Second, Jitter: -1, Clock: clk})
+	lost := fmt.Errorf("read: %w", io.EOF)
+	var waits []time.Duration
+	for range 5 {
+		w, err := rt.next(lost, false)
+		if err != nil {
+			t.Fatalf("a lost connection stopped the archiver: %v", err)
+		}
+		waits = append(waits, w)
+	}
+	if got := fmt.Sprint(waits); got != "[1s 2s 4s 4s 4s]" {
+		t.Fatalf("waits %s", got)
+	}
+	if w, _ := rt.next(lost, true); w != time.Second {
+		t.Fatalf("after storing, the wait is %v, want 1s again", w)
+	}
+	denied := classify(&gomysql.MyError{Code: 1045, Message: "Access denied"}, stageDump, "'a'@'h'")
+	if _, err := rt.next(denied, false); err != denied {
+		t.Fatalf("a missing grant: %v", err)
+	}
+	refused := fmt.Errorf("start the binlog dump: %w", &gomysql.MyError{Code: 1236, Message: "binlog truncated in the middle of event"})
+	rt.next(refused, false)
+	rt.next(lost, true) // progress in between starts the count again
+	for i := 1; i <= maxRepeats; i++ {
+		_, err := rt.next(refused, false)
+		if (err != nil) != (i == maxRepeats) {
+			t.Fatalf("1236 number %d: %v", i, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "5 times in a row") {
+			t.Fatalf("%v", err)
 		}
 	}
 }
