@@ -51,10 +51,11 @@ func serverError(err error) (code uint16, msg string, ok bool) {
 // A missing privilege is permanent wherever it shows. At the dump, MariaDB answers a
 // user without REPLICATION SLAVE with 1045 ("Access denied for user"), not 1227: the
 // password was accepted a moment before by the same server, so 1045 there is the grant.
-// 1236 (the server cannot send from the position asked) is retried: the next session
-// checks the archive against the server's binlogs again, recording a gap when a file was
-// purged and stopping when another server is behind the address; Run stops when the
-// same 1236 repeats.
+// 1236 (the server cannot send from the position asked) is retried, but for an event
+// larger than the server's max_allowed_packet: the next session checks the archive
+// against the server's binlogs again, recording a gap when a file was purged and
+// stopping when another server is behind the address; Run stops when the same 1236
+// repeats.
 func classify(err error, st stage, account string) error {
 	code, msg, ok := serverError(err)
 	if !ok || backoff.IsPermanent(err) {
@@ -67,6 +68,8 @@ func classify(err error, st stage, account string) error {
 		return missingGrant(privilegeIn(msg, "BINLOG MONITOR"), "reading the server's binlog list", account, msg)
 	case code == errAccessDenied || code == errAccessDeniedNoPass:
 		return backoff.Permanent(fmt.Errorf("the server refused %s (%s): check --user and the password", account, msg))
+	case code == errMasterFatalRead && strings.Contains(msg, "max_allowed_packet"):
+		return backoff.Permanent(fmt.Errorf("the server cannot send an event larger than its max_allowed_packet (%s): raise max_allowed_packet on the server", msg))
 	case code == errDBAccessDenied || code == errTableAccessDenied || code == errColumnAccessDenied:
 		return backoff.Permanent(fmt.Errorf("the server refused %s: %s: grant it REPLICATION SLAVE and BINLOG MONITOR (docs/binlog-archive.md)", account, msg))
 	}

@@ -34,6 +34,7 @@ func TestClassify(t *testing.T) {
 		{"query 1045", &mysql.MySQLError{Number: 1045, Message: "Access denied for user"}, stageQuery, true, "check --user and the password"},
 		{"1142", &mysql.MySQLError{Number: 1142, Message: "SELECT command denied"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
 		{"1044", &mysql.MySQLError{Number: 1044, Message: "Access denied for user to database"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
+		{"1236 event too big", &gomysql.MyError{Code: 1236, Message: "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"}, stageDump, true, "raise max_allowed_packet"},
 		// Transient: retried.
 		{"1236 purged", &gomysql.MyError{Code: 1236, Message: "Could not find first log file name in binary log index file"}, stageDump, false, ""},
 		{"server shutdown", &gomysql.MyError{Code: 1053, Message: "Server shutdown in progress"}, stageDump, false, ""},
