@@ -185,11 +185,12 @@ func Retry(ctx context.Context, p Policy, op func(context.Context) error, retrya
 	}
 }
 
-// ended is ctx's cause, saying what the last attempt met unless that was the cause.
+// ended is ctx's cause with what the last attempt met; the last attempt's error alone
+// when it already says the cause.
 func ended(ctx context.Context, last error) error {
 	cause := context.Cause(ctx)
-	if errors.Is(last, cause) || errors.Is(last, context.Canceled) || errors.Is(last, context.DeadlineExceeded) {
-		return cause
+	if errors.Is(last, cause) {
+		return last
 	}
 	return fmt.Errorf("%w (the last attempt: %v)", cause, last)
 }
