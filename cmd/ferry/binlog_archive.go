@@ -28,7 +28,8 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 		Example: `  ferry binlog-archive --repo s3://bucket/db1 --socket /run/mysqld/mysqld.sock --user repl
   Runs until stopped (SIGTERM stores what it received first); docs/binlog-archive.md has a
   systemd unit. It resumes where the archive ends, after its own restart or the server's. The
-  user needs REPLICATION SLAVE, BINLOG MONITOR and REPLICATION SLAVE ADMIN... see docs.
+  user needs GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*; without one it exits non-zero
+  naming it. A lost connection is retried for ever, each retry logged (docs/binlog-archive.md).
   ferry restore --repo REPO --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,7 +79,7 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
 	f.DurationVar(&cfg.MergeEvery, "merge-every", archiver.DefaultMergeEvery, "merge the small segments at least this often, and when their file ends")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", archiver.DefaultHeartbeat, "ask the server for a heartbeat this often on an idle binlog (a connection silent 4 times as long is made again)")
 	addMetricsListen(f, &metricsAddr)
-	f.DurationVar(&cfg.RetryMax, "retry-max", archiver.DefaultRetryMax, "longest wait between reconnection attempts")
+	f.DurationVar(&cfg.RetryMax, "retry-max", archiver.DefaultRetryMax, "longest wait between reconnection attempts (a lost connection is retried for ever; a missing grant is not)")
 	f.StringVar(&compress, "compress", "", "zstd, lz4 or none (default zstd)")
 	f.IntVar(&level, "compress-level", 0, "compression level (default the fastest)")
 	f.StringArrayVar(&encryptTo, "encrypt-to", nil, "encrypt the archived binlogs to this age public key (repeatable)")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
@@ -54,17 +55,18 @@ const (
 	DefaultRetryMax      = 30 * time.Second
 )
 
-// fatalError stops the archiver: reconnecting would not help.
-type fatalError struct{ error }
+// fatalf is an error that stops the archiver: reconnecting would not help.
+func fatalf(format string, args ...any) error { return backoff.Permanent(fmt.Errorf(format, args...)) }
 
-func (e fatalError) Unwrap() error { return e.error }
-
-func fatalf(format string, args ...any) error { return fatalError{fmt.Errorf(format, args...)} }
+// maxRepeats is how many times in a row the server may refuse the dump with the same
+// error before the archiver stops: a refusal that a new session's checks do not mend.
+const maxRepeats = 5
 
 // Run archives until ctx is cancelled (nil then) or something a reconnection cannot
-// mend happens: a different server behind the address, a server without a binlog.
-// Lost connections and server restarts are retried, waiting longer each time up to
-// RetryMax.
+// mend happens: a refused user or a missing grant, a different server behind the
+// address, a server without a binlog, a format ferry does not archive, or the server
+// refusing the dump the same way maxRepeats times. Lost connections and server
+// restarts are retried for ever, with backoff up to RetryMax, each retry logged.
 func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 	if err := cfg.defaults(); err != nil {
 		return err
@@ -73,29 +75,58 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 	if err := r.loadTip(ctx); err != nil {
 		return err
 	}
-	wait := time.Second
+	rt := newRetrier(backoff.Policy{Initial: time.Second, Max: cfg.RetryMax})
 	for {
 		stored := r.stored
 		err := r.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		var fe fatalError
-		if errors.As(err, &fe) {
+		wait, err := rt.next(err, r.stored > stored)
+		if err != nil {
 			return err
 		}
-		if r.stored > stored {
-			wait = time.Second
-		}
 		r.cfg.Stats.reconnect()
-		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "in", wait, "err", firstLine(err))
-		select {
-		case <-ctx.Done():
+		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "attempt", rt.b.Attempt(), "in", wait.Round(time.Millisecond), "err", firstLine(rt.err))
+		if rt.b.Sleep(ctx, wait) != nil {
 			return nil
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, cfg.RetryMax)
 	}
+}
+
+// retrier decides, after each session, whether the archiver goes on and after what
+// wait.
+type retrier struct {
+	b       *backoff.Backoff
+	err     error  // why the last session ended
+	last    string // the repeatable refusal of the last sessions
+	repeats int    // how many sessions in a row ended with it
+}
+
+func newRetrier(p backoff.Policy) *retrier { return &retrier{b: backoff.New(p)} }
+
+// next takes the error a session ended with (stored: it stored something) and
+// returns the wait before the next session, or the error that stops the archiver: a
+// permanent one, or the same repeatable refusal maxRepeats times in a row.
+func (t *retrier) next(err error, stored bool) (time.Duration, error) {
+	t.err = err
+	if backoff.IsPermanent(err) {
+		return 0, err
+	}
+	if stored {
+		t.b.Reset()
+		t.last, t.repeats = "", 0
+	}
+	if isRepeatable(err) {
+		if firstLine(err) != t.last {
+			t.last, t.repeats = firstLine(err), 0
+		}
+		if t.repeats++; t.repeats >= maxRepeats {
+			return 0, fmt.Errorf("the server refused the binlog dump %d times in a row: %s: see its error log; if its binlog was reset, archive it into another repository", t.repeats, t.last)
+		}
+	}
+	wait, _ := t.b.Next()
+	return wait, nil
 }
 
 // defaults fills unset options; a negative one is an error.
@@ -117,11 +148,12 @@ func (c *Config) defaults() error {
 
 // run is the archiver's state across sessions.
 type run struct {
-	a      *binlog.Archive
-	cfg    Config
-	log    *slog.Logger
-	tip    tip
-	stored int64 // bytes stored by this run
+	a       *binlog.Archive
+	cfg     Config
+	log     *slog.Logger
+	tip     tip
+	stored  int64  // bytes stored by this run
+	account string // the archiver's user as the server knows it, quoted for GRANT
 }
 
 // tip is where the archive ends.

@@ -2,14 +2,17 @@ package archiver
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -21,11 +24,12 @@ import (
 func (r *run) session(ctx context.Context) error {
 	db, err := mariadb.Open(ctx, r.cfg.Conn)
 	if errors.Is(err, mariadb.ErrAccessDenied) {
-		return fatalError{err}
+		return backoff.Permanent(err)
 	}
 	if err != nil {
 		return err
 	}
+	r.account = account(ctx, db, r.cfg.Conn.User)
 	logs, err := binaryLogs(ctx, db)
 	var start binlog.Position
 	if err == nil {
@@ -33,13 +37,13 @@ func (r *run) session(ctx context.Context) error {
 	}
 	db.Close()
 	if err != nil {
-		return err
+		return classify(err, stageQuery, r.account)
 	}
 	syncer := replication.NewBinlogSyncer(r.syncerConfig())
 	defer syncer.Close()
 	stream, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: uint32(start.Pos)})
 	if err != nil {
-		return fmt.Errorf("start the binlog dump at %s: %w", start, err)
+		return classify(fmt.Errorf("start the binlog dump at %s: %w", start, err), stageDump, r.account)
 	}
 	r.log.Info("binlog-archive: following the server's binlog", "from", start.String(), "server", r.cfg.Conn.Where())
 	r.cfg.Stats.connected(true)
@@ -52,7 +56,19 @@ func (r *run) session(ctx context.Context) error {
 	}
 	s.merge(context.WithoutCancel(ctx))
 	s.waitMerge()
-	return err
+	return classify(err, stageDump, r.account)
+}
+
+// account is the archiver's user as the server knows it, 'user'@'host', as a GRANT
+// names it; the bare user name if the server does not say.
+func account(ctx context.Context, db *sql.DB, user string) string {
+	var cu string
+	if err := db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&cu); err == nil {
+		if i := strings.LastIndexByte(cu, '@'); i >= 0 {
+			return fmt.Sprintf("'%s'@'%s'", cu[:i], cu[i+1:])
+		}
+	}
+	return fmt.Sprintf("'%s'", user)
 }
 
 // syncerConfig is the replication client's configuration: raw events (ferry stores

@@ -73,12 +73,8 @@ func binaryLogs(ctx context.Context, db *sql.DB) ([]serverLog, error) {
 		return nil, fatalf("the server writes no binary log (log_bin is OFF): start it with log_bin to archive its binlog")
 	}
 	rows, err := mariadb.QueryMaps(ctx, db, "SHOW BINARY LOGS")
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && me.Number == 1227 {
-		return nil, fatalf("SHOW BINARY LOGS: %s: grant the archiver's user REPLICATION SLAVE and BINLOG MONITOR", me.Message)
-	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("SHOW BINARY LOGS: %w", err) // a missing BINLOG MONITOR: classify says so
 	}
 	var logs []serverLog
 	for _, row := range rows {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -222,6 +223,15 @@ func selfSigned() (tls.Certificate, error) {
 
 // explainTLS turns a failed handshake into what to do about it.
 func explainTLS(err error, addr string) error {
+	if e := explainCert(err, addr); e != nil {
+		return backoff.Permanent(e) // no retry mends a certificate or a protocol
+	}
+	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+}
+
+// explainCert says what to fix when a handshake failed on a certificate or met
+// another protocol; nil for anything else (a dropped connection, say).
+func explainCert(err error, addr string) error {
 	msg := err.Error()
 	var unknown x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
@@ -239,7 +249,7 @@ func explainTLS(err error, addr string) error {
 	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "protocol version"):
 		return fmt.Errorf("%s does not speak ferry's TLS protocol: is it a ferry serve of a matching version?", addr)
 	}
-	return fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	return nil
 }
 
 // bufConn pairs a TLS connection with its buffered reader and writer.

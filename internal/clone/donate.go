@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/backoff"
 )
 
 // maxDialStreams bounds the connections a dialling donor opens, whatever the
@@ -42,6 +45,9 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 	if sc.Grace <= 0 {
 		sc.Grace = DefaultGrace
 	}
+	if sc.Log == nil {
+		sc.Log = slog.New(slog.DiscardHandler)
+	}
 	sc.Once = true
 	host, _, err := net.SplitHostPort(cfg.To)
 	if err != nil {
@@ -63,7 +69,7 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 		d.est = max(d.estimate(), 1)
 	}
 	probeErr := err
-	bc, err := dialFirst(ctx, dial)
+	bc, err := dialFirst(ctx, sc.Log, dial)
 	if err != nil {
 		return err
 	}
@@ -101,22 +107,20 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 }
 
 // dialFirst makes the first connection, retrying for a while: the recipient may be
-// busy turning strangers away (at most maxStrangers authenticate at once).
-func dialFirst(ctx context.Context, dial func(context.Context) (*bufConn, error)) (*bufConn, error) {
-	deadline := time.Now().Add(30 * time.Second)
-	wait := 250 * time.Millisecond
-	for {
-		bc, err := dial(ctx)
-		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
-			return bc, err
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
+// busy turning strangers away (at most maxStrangers authenticate at once), or not
+// listening yet. A permanent error (a certificate that does not fit, another protocol)
+// ends it at once.
+func dialFirst(ctx context.Context, log *slog.Logger, dial func(context.Context) (*bufConn, error)) (*bufConn, error) {
+	p := dialPolicy()
+	p.MaxElapsed = 30 * time.Second
+	var bc *bufConn
+	err := backoff.Retry(ctx, p, func(ctx context.Context) (err error) {
+		bc, err = dial(ctx)
+		return err
+	}, retryable, func(a backoff.Attempt) {
+		log.Warn("connecting to the recipient failed; retrying", "attempt", a.N, "in", a.Wait.Round(time.Millisecond), "err", a.Err)
+	})
+	return bc, err
 }
 
 // dialRecipient opens a TLS connection to a listening recipient and knocks: the side
@@ -163,7 +167,8 @@ func (d *donor) keepStreams(ctx context.Context, dial func(context.Context) (*bu
 		return
 	}
 	var pending atomic.Int32 // dialled, not yet counted by the session
-	wait := 250 * time.Millisecond
+	b := backoff.New(dialPolicy())
+	wait := dialPolicy().Initial
 	started := false // the first connection carries data: the recipient is there
 	for s.err() == nil {
 		p := int(pending.Load()) // before liveConns: a registration in between then counts twice, never not at all
@@ -172,20 +177,22 @@ func (d *donor) keepStreams(ctx context.Context, dial func(context.Context) (*bu
 		if started && live+p < want {
 			pending.Add(1)
 			bc, err := dial(ctx)
-			if err != nil {
-				pending.Add(-1)
-				s.log.Debug("dial another stream to the recipient", "err", err)
-				wait = min(2*wait, 5*time.Second)
-			} else {
-				wait = 250 * time.Millisecond
+			if err == nil {
+				b.Reset()
+				wait = dialPolicy().Initial
 				go d.joinDialled(bc, s, func() { pending.Add(-1) })
 				continue
 			}
+			pending.Add(-1)
+			if !retryable(err) {
+				s.log.Warn("dialling another stream to the recipient failed; going on with the streams there are", "err", err)
+				return
+			}
+			wait, _ = b.Next()
+			s.log.Warn("dialling another stream to the recipient failed; retrying", "attempt", b.Attempt(), "in", wait.Round(time.Millisecond), "err", err)
 		}
-		select {
-		case <-s.ctx.Done():
+		if b.Sleep(s.ctx, wait) != nil {
 			return
-		case <-time.After(wait):
 		}
 	}
 }

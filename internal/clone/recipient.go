@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -113,30 +114,25 @@ func (r *receiver) run(bc *bufConn, session string) {
 	}
 }
 
-// redial connects again to the running clone, with backoff.
+// redial connects again to the running clone, with backoff, for up to the grace
+// period; the donor's refusal or a permanent error ends it at once.
 func (r *receiver) redial(session string) (*bufConn, error) {
 	ctx, cancel := context.WithTimeoutCause(r.ctx, r.grace, fmt.Errorf("no reconnection within %v", r.grace))
 	defer cancel()
-	wait := 250 * time.Millisecond
-	for {
-		bc, _, err := r.conns.connect(ctx, session)
-		if err == nil {
-			return bc, nil
-		}
-		var rem remoteError
-		if errors.As(err, &rem) || ctx.Err() != nil {
-			if r.ctx.Err() != nil {
-				return nil, context.Cause(r.ctx)
-			}
-			return nil, fmt.Errorf("lost the connection to the donor and could not reconnect: %w", err)
-		}
-		r.log.Debug("reconnect failed; retrying", "err", err, "in", wait)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-		}
-		wait = min(2*wait, 5*time.Second)
+	var bc *bufConn
+	err := backoff.Retry(ctx, dialPolicy(), func(ctx context.Context) (err error) {
+		bc, _, err = r.conns.connect(ctx, session)
+		return err
+	}, retryable, func(a backoff.Attempt) {
+		r.log.Warn("reconnecting to the donor failed; retrying", "attempt", a.N, "in", a.Wait.Round(time.Millisecond), "err", a.Err)
+	})
+	if err == nil {
+		return bc, nil
 	}
+	if r.ctx.Err() != nil {
+		return nil, context.Cause(r.ctx)
+	}
+	return nil, fmt.Errorf("lost the connection to the donor and could not reconnect: %w", err)
 }
 
 // commitApplied tells whether the commit frame was applied; its acknowledgement may
@@ -520,7 +516,7 @@ func (d *dialer) dial(ctx context.Context, session string) (*bufConn, welcome, e
 	w, err = exchange(bc, h, d.key)
 	if errors.Is(err, errImpostor) {
 		c.Close()
-		return nil, w, fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr)
+		return nil, w, backoff.Permanent(fmt.Errorf("%s did not prove it knows the token: it is not the donor you meant (wrong address, or something in between)", d.addr))
 	}
 	if err != nil {
 		c.Close()
@@ -538,7 +534,7 @@ func (d *dialer) explain(err error) error {
 		return rem
 	}
 	if errors.Is(err, errProtocol) {
-		return fmt.Errorf("%s does not speak ferry's clone protocol: %w", d.addr, err)
+		return backoff.Permanent(fmt.Errorf("%s does not speak ferry's clone protocol: %w", d.addr, err))
 	}
 	return fmt.Errorf("the donor %s closed the connection during the handshake (%v): check --token-file and the certificates", d.addr, err)
 }

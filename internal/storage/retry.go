@@ -4,8 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/backoff"
 )
 
 // RetryOptions bound the retries of transient errors.
@@ -15,8 +16,7 @@ type RetryOptions struct {
 	Max        time.Duration // longest backoff; default 15 s
 	MaxElapsed time.Duration // give up after this long in one operation; default 3 min
 	Log        *slog.Logger  // each retry is logged at warn level
-	// Sleep waits d or until ctx ends; tests replace it. Default: a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
+	Clock      backoff.Clock // default the wall clock; tests pass a fake
 }
 
 func (o RetryOptions) withDefaults() RetryOptions {
@@ -35,21 +35,13 @@ func (o RetryOptions) withDefaults() RetryOptions {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if o.Sleep == nil {
-		o.Sleep = sleep
-	}
 	return o
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+// policy is the backoff of one operation: each wait is half of an exponentially
+// growing step plus a random part of the other half.
+func (o RetryOptions) policy() backoff.Policy {
+	return backoff.Policy{Initial: o.Base, Max: o.Max, Jitter: 0.5, Attempts: o.Attempts, MaxElapsed: o.MaxElapsed, Clock: o.Clock}
 }
 
 // Retrying is a Storage that repeats operations failing with a transient error
@@ -65,34 +57,17 @@ func WithRetry(s Storage, o RetryOptions) *Retrying {
 	return &Retrying{Storage: s, o: o.withDefaults()}
 }
 
-// backoff is the wait before retry number n (1 for the first retry): half of an
-// exponentially growing step, plus a random part of the other half.
-func (r *Retrying) backoff(n int) time.Duration {
-	d := r.o.Base << min(n-1, 20)
-	if d <= 0 || d > r.o.Max {
-		d = r.o.Max
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
 // do runs op until it succeeds, fails permanently, or the bounds are reached.
 func (r *Retrying) do(ctx context.Context, what, key string, op func() error) error {
-	start := time.Now()
-	for n := 1; ; n++ {
-		err := op()
-		if err == nil || !IsTransient(err) || ctx.Err() != nil {
-			return err
-		}
-		if n >= r.o.Attempts || time.Since(start) > r.o.MaxElapsed {
-			r.o.Log.Warn("storage: giving up", "op", what, "key", key, "attempts", n, "err", err)
-			return err
-		}
-		d := r.backoff(n)
-		r.o.Log.Warn("storage: retrying", "op", what, "key", key, "attempt", n, "wait", d.Round(time.Millisecond), "err", err)
-		if err := r.o.Sleep(ctx, d); err != nil {
-			return err
-		}
+	attempts := 0
+	err := backoff.Retry(ctx, r.o.policy(), func(context.Context) error { attempts++; return op() }, IsTransient,
+		func(a backoff.Attempt) {
+			r.o.Log.Warn("storage: retrying", "op", what, "key", key, "attempt", a.N, "wait", a.Wait.Round(time.Millisecond), "err", a.Err)
+		})
+	if IsTransient(err) && ctx.Err() == nil {
+		r.o.Log.Warn("storage: giving up", "op", what, "key", key, "attempts", attempts, "err", err)
 	}
+	return err
 }
 
 // Put implements Storage.

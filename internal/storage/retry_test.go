@@ -3,10 +3,13 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/backoff"
 )
 
 // flaky is a Storage whose operations fail with the scheduled errors first: a fake
@@ -52,26 +55,18 @@ func (f *flaky) List(_ context.Context, _ string, fn func(ObjectInfo) error) err
 	return nil
 }
 
-// noSleep records the backoffs instead of waiting.
-type noSleep struct{ waits []time.Duration }
-
-func (n *noSleep) sleep(_ context.Context, d time.Duration) error {
-	n.waits = append(n.waits, d)
-	return nil
-}
-
 func TestRetryTransientUntilSuccess(t *testing.T) {
 	f := &flaky{errs: []error{Transient(errors.New("503 SlowDown")), Transient(errors.New("reset")), Transient(errors.New("timeout"))}}
-	ns := &noSleep{}
-	r := WithRetry(f, RetryOptions{Sleep: ns.sleep, Base: 100 * time.Millisecond, Max: time.Second})
+	ns := &backoff.Fake{}
+	r := WithRetry(f, RetryOptions{Clock: ns, Base: 100 * time.Millisecond, Max: time.Second})
 	if err := r.Put(context.Background(), "k", nil, 0, 0); err != nil {
 		t.Fatalf("put: %v", err)
 	}
-	if f.calls != 4 || len(ns.waits) != 3 {
-		t.Fatalf("%d calls, %d waits; want 4 and 3", f.calls, len(ns.waits))
+	if f.calls != 4 || len(ns.Waits()) != 3 {
+		t.Fatalf("%d calls, %d waits; want 4 and 3", f.calls, len(ns.Waits()))
 	}
 	// Exponential with jitter: each wait lies in [step/2, step], steps 100, 200, 400 ms.
-	for i, w := range ns.waits {
+	for i, w := range ns.Waits() {
 		step := 100 * time.Millisecond << i
 		if w < step/2 || w > step {
 			t.Errorf("wait %d is %v, want within [%v, %v]", i, w, step/2, step)
@@ -82,7 +77,7 @@ func TestRetryTransientUntilSuccess(t *testing.T) {
 func TestRetryPermanentAtOnce(t *testing.T) {
 	perm := errors.New("access denied")
 	f := &flaky{errs: []error{perm}}
-	r := WithRetry(f, RetryOptions{Sleep: (&noSleep{}).sleep})
+	r := WithRetry(f, RetryOptions{Clock: &backoff.Fake{}})
 	if err := r.Put(context.Background(), "k", nil, 0, 0); !errors.Is(err, perm) || f.calls != 1 {
 		t.Fatalf("err %v after %d calls; want the permanent error after 1", err, f.calls)
 	}
@@ -94,13 +89,13 @@ func TestRetryBounded(t *testing.T) {
 		errs = append(errs, Transient(errors.New("503")))
 	}
 	f := &flaky{errs: errs}
-	ns := &noSleep{}
-	r := WithRetry(f, RetryOptions{Attempts: 5, Sleep: ns.sleep, Base: time.Second, Max: 4 * time.Second})
+	ns := &backoff.Fake{}
+	r := WithRetry(f, RetryOptions{Attempts: 5, Clock: ns, Base: time.Second, Max: 4 * time.Second})
 	err := r.Get(context.Background(), "k", 0, -1, func(io.Reader) error { return nil })
 	if !IsTransient(err) || f.calls != 5 {
 		t.Fatalf("err %v after %d calls; want a transient error after 5", err, f.calls)
 	}
-	for _, w := range ns.waits {
+	for _, w := range ns.Waits() {
 		if w > 4*time.Second {
 			t.Errorf("wait %v exceeds the 4 s cap", w)
 		}
@@ -110,7 +105,7 @@ func TestRetryBounded(t *testing.T) {
 func TestRetryStopsWhenCancelled(t *testing.T) {
 	f := &flaky{errs: []error{Transient(errors.New("503")), Transient(errors.New("503"))}}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := WithRetry(f, RetryOptions{Sleep: func(ctx context.Context, _ time.Duration) error { cancel(); return ctx.Err() }})
+	r := WithRetry(f, RetryOptions{Clock: &backoff.Fake{OnSleep: func(time.Duration) { cancel() }}})
 	if err := r.Put(ctx, "k", nil, 0, 0); !errors.Is(err, context.Canceled) || f.calls != 1 {
 		t.Fatalf("err %v after %d calls", err, f.calls)
 	}
@@ -119,10 +114,19 @@ func TestRetryStopsWhenCancelled(t *testing.T) {
 // A listing broken off by a transient error resumes without repeating keys.
 func TestRetryListResumes(t *testing.T) {
 	f := &flaky{keys: []string{"a", "b", "c", "d"}, cut: 2}
-	r := WithRetry(f, RetryOptions{Sleep: (&noSleep{}).sleep})
+	r := WithRetry(f, RetryOptions{Clock: &backoff.Fake{}})
 	var got []string
 	err := r.List(context.Background(), "", func(oi ObjectInfo) error { got = append(got, oi.Key); return nil })
 	if err != nil || strings.Join(got, ",") != "a,b,c,d" || f.calls != 2 {
 		t.Fatalf("got %v, err %v, %d calls", got, err, f.calls)
+	}
+}
+
+// A refused credential or a missing bucket is permanent to every retry loop, not only
+// to this one.
+func TestAccessErrorPermanent(t *testing.T) {
+	err := fmt.Errorf("open: %w", accessErr("bucket %q does not exist", "b"))
+	if !backoff.IsPermanent(err) || !errors.Is(err, ErrAccess) || IsTransient(err) {
+		t.Fatalf("%v: permanent %v, access %v", err, backoff.IsPermanent(err), errors.Is(err, ErrAccess))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"syscall"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/minio/minio-go/v7"
 )
 
@@ -18,11 +19,13 @@ import (
 var ErrAccess = errors.New("access refused")
 
 // accessError is a configuration error whose message says what to fix; it matches
-// ErrAccess without repeating it.
+// ErrAccess without repeating it, and backoff.ErrPermanent: no retry mends it.
 type accessError struct{ msg string }
 
-func (e *accessError) Error() string        { return e.msg }
-func (e *accessError) Is(target error) bool { return target == ErrAccess }
+func (e *accessError) Error() string { return e.msg }
+func (e *accessError) Is(target error) bool {
+	return target == ErrAccess || target == backoff.ErrPermanent
+}
 
 func accessErr(format string, args ...any) error {
 	return &accessError{fmt.Sprintf(format, args...)}
