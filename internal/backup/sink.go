@@ -90,9 +90,9 @@ func (j *job) lockSpoolRoom(p plan) (int64, error) {
 		room -= j.tail.spool.Held()
 	}
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
-	what := fmt.Sprintf("the %d non-InnoDB files copied under the backup locks, kept there until the locks are released so that commits never wait on %s", n, j.sink.Name())
+	what := fmt.Sprintf("the %d non-InnoDB files copied under the backup locks (kept there until the locks are released, so that commits never wait on %s)", n, j.sink.Name())
 	if need > room {
-		return 0, fmt.Errorf("%w: %s need %s, and the spool may hold %s more in %s: give --max-spool more, or --tmpdir a directory with more space", spool.ErrFull, what, diskspace.Human(need), diskspace.Human(max(room, 0)), dir)
+		return 0, fmt.Errorf("%s need %s in %s, and --max-spool leaves %s for them: give --max-spool more, or --tmpdir a directory with more space", what, diskspace.Human(need), dir, diskspace.Human(max(room, 0)))
 	}
 	if err := diskspace.Check(dir, need, what); err != nil {
 		return 0, err
