@@ -139,10 +139,46 @@ func (l *endAtRelease) Enter(ctx context.Context, s mariadb.Stage) (time.Duratio
 // the non-InnoDB files and Aria logs copied under BLOCK_DDL and BLOCK_COMMIT reach the
 // end only once the locks are released (a slow link made every commit wait on them),
 // and then whole. A spool bound that cannot hold them refuses the backup before the
-// first lock, naming --max-spool.
+// first lock, naming --max-spool; a file that outgrew the bound since goes straight to
+// the end, whole too.
 func TestLockCopiesGoToTheSpool(t *testing.T) {
-	datadir, out := t.TempDir(), t.TempDir()
 	files := map[string][]byte{"db/t.MYD": rnd(3 << 20), "db/t.frm": rnd(900), "mysql/general_log.CSV": rnd(70 << 10), "aria_log.00000001": rnd(5<<20 + 8192)}
+	t.Run("spooled", func(t *testing.T) {
+		s := newLockStages(t, files)
+		room, err := s.j.lockSpoolRoom(s.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.run(t, room)
+		if s.l.created != 0 || s.l.writes != 0 {
+			t.Fatalf("the end got %d files, %d bytes while the locks were held", s.l.created, s.l.writes)
+		}
+		s.j.spoolLimit = 1 << 20
+		if _, err := s.j.lockSpoolRoom(s.p); err == nil || !strings.Contains(err.Error(), "--max-spool") {
+			t.Fatalf("a spool bound too small for the copies under the locks: %v", err)
+		}
+	})
+	t.Run("outgrown", func(t *testing.T) {
+		s := newLockStages(t, files)
+		s.run(t, 1<<20) // room for the small files only
+		if s.l.created != 2 || s.l.writes != int64(len(files["db/t.MYD"])+len(files["aria_log.00000001"])) {
+			t.Fatalf("the end got %d files, %d bytes under the locks; want the two that do not fit the spool", s.l.created, s.l.writes)
+		}
+	})
+}
+
+// lockStages is a job over a datadir of non-InnoDB files, backing up into a directory
+// seen as an end that is not Direct.
+type lockStages struct {
+	j     *job
+	l     *endAtRelease
+	p     plan
+	out   string
+	files map[string][]byte
+}
+
+func newLockStages(t *testing.T, files map[string][]byte) *lockStages {
+	datadir, out := t.TempDir(), t.TempDir()
 	for rel, b := range files {
 		os.MkdirAll(filepath.Join(datadir, filepath.Dir(rel)), 0o750)
 		if err := os.WriteFile(filepath.Join(datadir, rel), b, 0o640); err != nil {
@@ -167,36 +203,32 @@ func TestLockCopiesGoToTheSpool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, err := j.lockSpoolRoom(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return &lockStages{j: j, l: l, p: p, out: out, files: files}
+}
+
+// run copies what BLOCK_DDL and BLOCK_COMMIT copy, with a lock spool of room bytes,
+// stores the spool, and checks that every file is stored whole.
+func (s *lockStages) run(t *testing.T, room int64) {
+	t.Helper()
+	j := s.j
 	j.startLockSpool(room)
-	if err := j.copyOthers(context.Background(), p.DDLStable); err != nil {
+	if err := j.copyOthers(context.Background(), s.p.DDLStable); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.copyAriaHeads(context.Background(), p.AriaLogs); err != nil {
+	if err := j.copyAriaHeads(context.Background(), s.p.AriaLogs); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.underBlockCommit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if l.created != 0 || l.writes != 0 {
-		t.Fatalf("the end got %d files, %d bytes while the locks were held", l.created, l.writes)
-	}
 	if err := j.storeLockSpool(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for rel, want := range files {
-		got, err := os.ReadFile(filepath.Join(out, "bk", rel))
+	for rel, want := range s.files {
+		got, err := os.ReadFile(filepath.Join(s.out, "bk", rel))
 		if err != nil || !bytes.Equal(got, want) || j.files[rel].Size != int64(len(want)) {
-			t.Fatalf("%s stored after the locks: %d bytes of %d, recorded %d (%v)", rel, len(got), len(want), j.files[rel].Size, err)
+			t.Fatalf("%s stored: %d bytes of %d, recorded %d (%v)", rel, len(got), len(want), j.files[rel].Size, err)
 		}
-	}
-
-	j.spoolLimit = 1 << 20
-	if _, err := j.lockSpoolRoom(p); err == nil || !strings.Contains(err.Error(), "--max-spool") {
-		t.Fatalf("a spool bound too small for the copies under the locks: %v", err)
 	}
 }
 
