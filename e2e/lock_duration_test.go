@@ -27,10 +27,12 @@ import (
 // BLOCK_COMMIT 1.65 s and BLOCK_DDL 2.8 s, S3 1.26 s and 7.9 s, the local directory
 // 0.08 s and 0.3 s: every commit on the server waited on the link. Now they wait in the
 // local lock spool. Each lock's duration on the slow ends, read from the metrics file
-// (BLOCK_COMMIT from the log too), must be within twice the local directory's plus
-// 150 ms: the slack absorbs the scheduling noise of a shared 2-core VM, where the
-// local ones take tens to hundreds of milliseconds, and is ten times smaller than what
-// the slow link cost. The stream and the S3 backup restore consistent: the workloads'
+// (BLOCK_COMMIT from the log too), must be within twice the local directory's plus a
+// slack: 150 ms for BLOCK_COMMIT, which absorbs the scheduling noise of a shared 2-core
+// VM where the local one takes tens of milliseconds, and is ten times smaller than what
+// the slow link cost; 500 ms for BLOCK_DDL, which also waits for the redo copy to reach
+// the current LSN and copies again the 8 to 11 tablespaces the DDL loop created, a
+// number that varies from run to run. The stream and the S3 backup restore consistent: the workloads'
 // invariants at their GTID (bank balances, the non-InnoDB tables' row checksums and
 // CHECK TABLE EXTENDED, the DDL tables), the big tables' row checksums and CHECK TABLE,
 // and the static tables' checksums equal the source's. A --max-spool too small for the
@@ -80,7 +82,7 @@ func TestLockNeverWaitsOnTheEnd(t *testing.T) {
 		if c.commit > 2*base+150*time.Millisecond {
 			t.Errorf("BLOCK_COMMIT was held %v on %s, %v on a local directory: commits waited on the end", c.commit, c.end, base)
 		}
-		if c.ddl > 2*baseDDL+150*time.Millisecond {
+		if c.ddl > 2*baseDDL+500*time.Millisecond {
 			t.Errorf("BLOCK_DDL was held %v on %s, %v on a local directory: DDL waited on the end", c.ddl, c.end, baseDDL)
 		}
 	}
