@@ -82,7 +82,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 			}
 			m := res.Manifest
 			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
-				"took", time.Since(start).Round(time.Millisecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
+				"took", time.Since(start).Round(time.Millisecond), "block_ddl", res.BlockDDL.Round(time.Microsecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
 				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", m.LastLSN-m.StartLSN)
 			jm.set("read_bytes", float64(m.TotalSize()))
@@ -91,6 +91,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 			jm.set("pages_recopied", float64(res.PagesRecopied))
 			jm.set("page_rereads", float64(res.PageRereads))
 			jm.set("lock_seconds", res.BlockCommit.Seconds())
+			jm.set("block_ddl_seconds", res.BlockDDL.Seconds())
+			jm.set("block_commit_seconds", res.BlockCommit.Seconds())
 			switch {
 			case fl.repo.url != "":
 				fmt.Fprintln(cmd.OutOrStdout(), m.ID)

@@ -57,7 +57,7 @@ func (j *job) startCopy(f srcFile) (*openCopy, error) {
 	if _, err := os.Stat(f.Abs); err != nil {
 		return nil, err
 	}
-	out, err := j.create(f.Rel, sink.FileOptions{})
+	out, err := j.create(f.Rel, sink.FileOptions{Size: f.Size})
 	if err != nil {
 		return nil, err
 	}

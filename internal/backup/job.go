@@ -61,6 +61,7 @@ type job struct {
 	files map[string]copiedFile // by backup-relative path
 	sent  map[string]bool       // every file started in the sink, by its stored name
 	aria  map[string]*openCopy  // Aria logs whose end is copied under BLOCK_COMMIT
+	held  *lockSpool            // what is copied under the backup locks, while they are held
 
 	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
 	// dropped meanwhile): the DDL reconciliation copies them whole.
@@ -84,8 +85,9 @@ type stageLock interface {
 
 // Result summarises a finished backup.
 type Result struct {
-	Manifest    *manifest.Manifest
-	Dir         string
+	Manifest *manifest.Manifest
+	Dir      string
+	// BlockCommit and BlockDDL are how long each lock was held.
 	BlockCommit time.Duration
 	BlockDDL    time.Duration
 	PageRereads int64
@@ -147,6 +149,11 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	}
 	var err error
 	if j.spoolLimit, err = j.spoolMax(); err != nil {
+		return nil, err
+	}
+	if p, err := j.scan(); err != nil {
+		return nil, err
+	} else if _, err := j.lockSpoolRoom(p); err != nil { // refused before the first byte, checked again before the locks
 		return nil, err
 	}
 	if j.cfg.BaseFor != nil {

@@ -17,6 +17,7 @@ func (j *job) stages(parent context.Context) (*Result, error) {
 	res, err := j.stagesIn(ctx, fail)
 	cause := context.Cause(ctx)
 	fail(nil)
+	j.releaseLockSpool()
 	j.releaseTail()
 	if err != nil && cause != nil && cause != context.Canceled {
 		return nil, cause
@@ -102,12 +103,16 @@ func (j *job) underLocks(ctx context.Context) (*Result, error) {
 			j.log.Info("--safe-slave-backup: the replica's SQL thread is stopped until BLOCK_COMMIT ends")
 		}
 	}
-	ddlWait, err := j.underBlockDDL(ctx)
+	ddl, err := j.underBlockDDL(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dir: j.sink.Name(), BlockDDL: ddlWait}
+	res := &Result{Dir: j.sink.Name(), BlockDDL: ddl}
 	if res.BlockCommit, err = j.underBlockCommit(ctx); err != nil {
+		return nil, err
+	}
+	// The locks are released: what was copied under them goes to the end now.
+	if err := j.storeLockSpool(ctx); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -131,9 +136,21 @@ func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
 }
 
 // underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
-// that ran during the copy, and copies the non-InnoDB files that are now stable.
+// that ran during the copy, and copies the non-InnoDB files that are now stable. It
+// returns how long BLOCK_DDL was held. On an end that is not Direct, everything
+// copied from here to the end of BLOCK_COMMIT goes into the lock spool, whose room is
+// checked before the first lock is taken.
 func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	j.prog.Stage("backup: BLOCK_DDL")
+	p, err := j.scan()
+	if err != nil {
+		return 0, err
+	}
+	room, err := j.lockSpoolRoom(p)
+	if err != nil {
+		return 0, err
+	}
+	j.startLockSpool(room)
 	if _, err := j.lock.Enter(ctx, mariadb.StageFlush); err != nil {
 		return 0, err
 	}
@@ -142,8 +159,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	t0 := time.Now()
-	p, err := j.scan()
-	if err != nil {
+	if p, err = j.scan(); err != nil {
 		return 0, err
 	}
 	if err := j.reconcileDDL(ctx, p.InnoDB); err != nil {
@@ -155,9 +171,10 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err := j.copyAriaHeads(ctx, p.AriaLogs); err != nil {
 		return 0, err
 	}
-	j.log.Info("copied under BLOCK_DDL", "wait", wait.Round(time.Millisecond), "held", time.Since(t0).Round(time.Millisecond))
-	j.lockTime("block_ddl", time.Since(t0))
-	return wait, nil
+	held := time.Since(t0)
+	j.lockTime("block_ddl", held)
+	j.log.Info("BLOCK_DDL released", "held", held.Round(time.Microsecond), "wait", wait.Round(time.Millisecond), "spooled", j.heldBytes())
+	return held, nil
 }
 
 // underBlockCommit copies what can change until commits stop, reads the end LSN and the
@@ -187,7 +204,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	}
 	held := time.Since(t0)
 	j.lockTime("block_commit", held)
-	j.log.Info("BLOCK_COMMIT released", "held", held.Round(time.Microsecond), "end_lsn", j.m.EndLSN,
+	j.log.Info("BLOCK_COMMIT released", "held", held.Round(time.Microsecond), "spooled", j.heldBytes(), "end_lsn", j.m.EndLSN,
 		"binlog", fmt.Sprintf("%s:%d", j.m.Coordinates.BinlogFile, j.m.Coordinates.BinlogPos), "gtid", j.m.Coordinates.GTIDBinlogPos)
 	return held, nil
 }

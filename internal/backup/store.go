@@ -6,9 +6,14 @@ import (
 	"github.com/ferry-backup/ferry/internal/sink"
 )
 
-// create starts a file of the backup in the sink and remembers it was sent.
+// create starts a file of the backup in the sink (in the lock spool while the backup
+// locks are held) and remembers it was sent.
 func (j *job) create(rel string, o sink.FileOptions) (sink.File, error) {
-	f, err := j.sink.Create(rel, o)
+	f, held := j.createHeld(rel, o)
+	var err error
+	if !held {
+		f, err = j.sink.Create(rel, o)
+	}
 	if err == nil {
 		j.mu.Lock()
 		j.sent[rel] = true
@@ -26,7 +31,7 @@ func (j *job) wasSent(rel string) bool {
 
 // writeWhole stores a small file in one piece and returns its manifest entry.
 func (j *job) writeWhole(rel string, data []byte, kind string) (manifest.File, error) {
-	f, err := j.create(rel, sink.FileOptions{Meta: true})
+	f, err := j.create(rel, sink.FileOptions{Meta: true, Size: int64(len(data))})
 	if err != nil {
 		return manifest.File{}, err
 	}

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
-	"golang.org/x/sys/unix"
 )
 
 // tailer is one redo copy running in the background: the redo tailer reads the
@@ -224,11 +224,11 @@ func (j *job) spoolMax() (int64, error) {
 		return j.cfg.Spool.Max, nil
 	}
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
+	free, err := diskspace.Free(dir)
+	if err != nil {
 		return 0, fmt.Errorf("redo spool directory %s (--tmpdir): %w", dir, err)
 	}
-	return int64(st.Bavail) * st.Bsize / 10 * 9, nil
+	return free / 10 * 9, nil
 }
 
 // releaseTail stops whatever of the redo copies still runs (after a failure) and frees

@@ -28,13 +28,15 @@ type Job struct {
 
 // Help texts of the values the verbs report; a value without one gets a generic text.
 var valueHelp = map[string]string{
-	"read_bytes":      "Bytes of the server's files the last run copied.",
-	"stored_bytes":    "Bytes the last run stored at its end (after compression and encryption).",
-	"restored_bytes":  "Bytes the last run wrote into the datadir.",
-	"redo_kept_bytes": "Bytes of redo log the last run kept for recovery.",
-	"pages_recopied":  "Pages the last run's three-stage copy copied again.",
-	"page_rereads":    "Torn pages the last run read again.",
-	"lock_seconds":    "Seconds the last run held BLOCK_COMMIT.",
+	"read_bytes":           "Bytes of the server's files the last run copied.",
+	"stored_bytes":         "Bytes the last run stored at its end (after compression and encryption).",
+	"restored_bytes":       "Bytes the last run wrote into the datadir.",
+	"redo_kept_bytes":      "Bytes of redo log the last run kept for recovery.",
+	"pages_recopied":       "Pages the last run's three-stage copy copied again.",
+	"page_rereads":         "Torn pages the last run read again.",
+	"lock_seconds":         "Seconds the last run held BLOCK_COMMIT (the same as block_commit_seconds).",
+	"block_ddl_seconds":    "Seconds the last run held BACKUP STAGE BLOCK_DDL (DDL waits).",
+	"block_commit_seconds": "Seconds the last run held BACKUP STAGE BLOCK_COMMIT (commits wait).",
 }
 
 var validSuffix = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)

@@ -33,7 +33,7 @@ func TestDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
 		t.Fatalf("no incomplete marker after Open: %v", err)
 	}
-	if c := d.Caps(); !c.Rewrite || c.Remote || c.Storage.Format != "dir" {
+	if c := d.Caps(); !c.Rewrite || !c.Direct || c.Remote || c.Storage.Format != "dir" {
 		t.Errorf("Caps = %+v", c)
 	}
 	f, err := d.Create("db/t.ibd", FileOptions{})

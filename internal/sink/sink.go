@@ -65,6 +65,13 @@ type Caps struct {
 	// Remote: the end writes nothing to the server's disks, so larger reads cost the
 	// server less (the copy's reads are the only I/O it adds there).
 	Remote bool
+	// Direct: a write is stored on local disk as it is made, at disk speed (a
+	// directory). The engine then writes into the end even while it holds the server's
+	// backup locks. Any other end (a pipe, uploads, a network peer) may make a write
+	// wait behind earlier ones for as long as its link takes: what is copied under the
+	// locks is spooled on local disk and stored once they are released, so that
+	// commits never wait on the link.
+	Direct bool
 	// Memory is what the end's own pipeline may hold (compression, encryption,
 	// uploads), counted in the job's memory budget.
 	Memory int64
@@ -76,6 +83,9 @@ type Caps struct {
 type FileOptions struct {
 	Sparse bool // holes where pages are zero (page_compressed tablespaces)
 	Meta   bool // a small metadata file: stored whole, never compressed
+	// Size is the bytes the file is expected to hold (its source's size when the copy
+	// starts), a hint; 0 when unknown.
+	Size int64
 }
 
 // File is one file being written into a Sink. WriteAt may not keep p. Without

@@ -1,7 +1,9 @@
-// Package spool is an in-order byte queue whose writer never waits for its reader:
-// bytes are kept in memory up to a bound, then in a temporary file, up to a total
-// bound. The redo copy writes into one at local disk speed while the backup's end
-// (a slow link, a far S3 bucket) drains it as fast as it can.
+// Package spool keeps on local disk what a backup must not wait on its end for. Spool
+// is an in-order byte queue whose writer never waits for its reader: bytes are kept in
+// memory up to a bound, then in a temporary file, up to a total bound. The redo copy
+// writes into one at local disk speed while the backup's end (a slow link, a far S3
+// bucket) drains it as fast as it can. Files keeps whole files for later: what a
+// backup copies under the server's locks.
 package spool
 
 import (
@@ -76,13 +78,9 @@ func (s *Spool) Write(p []byte) (int, error) {
 // once bytes are in the file, later bytes follow them there until it is drained.
 func (s *Spool) toFile(p []byte) error {
 	if s.file == nil {
-		f, err := os.CreateTemp(s.opts.Dir, "ferry-spool-*")
+		f, err := tempFile(s.opts.Dir)
 		if err != nil {
-			return fmt.Errorf("create the spool file: %w", err)
-		}
-		if err := os.Remove(f.Name()); err != nil {
-			f.Close()
-			return fmt.Errorf("unlink the spool file: %w", err)
+			return err
 		}
 		s.file = f
 	}
@@ -93,12 +91,7 @@ func (s *Spool) toFile(p []byte) error {
 	return nil
 }
 
-func (s *Spool) dirName() string {
-	if s.opts.Dir == "" {
-		return os.TempDir()
-	}
-	return s.opts.Dir
-}
+func (s *Spool) dirName() string { return dirName(s.opts.Dir) }
 
 // Close ends the writer's side: Drain returns once the rest is drained.
 func (s *Spool) Close() error {
