@@ -43,6 +43,11 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	if err != nil {
 		return c, err
 	}
+	// From here on the copy holds transactions of the binlog: a resumed restore does
+	// not take it for the recovered backup.
+	if err := addPhase(staging, phaseReplaying); err != nil {
+		return c, err
+	}
 	t0 := time.Now()
 	cfg.Log.Info("point-in-time: applying the archived binlog with the server's parallel replication applier",
 		"from", p.From.String(), "until", p.Until.String(), "transactions", p.Groups, "bytes", p.Bytes, "threads", threads(cfg.Replay))

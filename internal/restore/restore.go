@@ -107,7 +107,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	switch {
 	case err == nil:
 		return res, nil
-	case keep && cfg.Replay == nil:
+	case keep:
 		return nil, fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
 	}
 	os.RemoveAll(staging)
