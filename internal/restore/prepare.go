@@ -110,6 +110,9 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
 	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
+		if ctx.Err() != nil {
+			os.Remove(errLog) // interrupted, not failed: the log tells nothing
+		}
 		return err
 	}
 	os.Remove(filepath.Join(abs, "ibtmp1"))

@@ -54,10 +54,12 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: staging, RunDir: run, Args: args, ErrLog: errLogBeside(staging)}
 	srv, err := mariadb.StartPrivate(ctx, pc)
 	if err != nil {
+		removeIfInterrupted(ctx, pc.ErrLog)
 		return c, fmt.Errorf("replay: %w", err)
 	}
 	if err := applyUntil(ctx, srv, p, cfg); err != nil {
 		srv.Shutdown(context.WithoutCancel(ctx))
+		removeIfInterrupted(ctx, pc.ErrLog)
 		return c, err
 	}
 	if err := srv.Shutdown(ctx); err != nil {
@@ -72,6 +74,14 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	c.GTIDBinlogPos = binlogPos(p.State)
 	c.GTIDCurrentPos = c.GTIDBinlogPos
 	return c, nil
+}
+
+// removeIfInterrupted removes the server's error log of a run that was interrupted
+// (not failed): it tells nothing, and a resumed run starts the server again.
+func removeIfInterrupted(ctx context.Context, errLog string) {
+	if ctx.Err() != nil {
+		os.Remove(errLog)
+	}
 }
 
 func threads(r *Replay) int {
