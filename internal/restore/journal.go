@@ -185,8 +185,11 @@ const (
 	// was applied.
 	phaseApplying = "applying "
 	phaseApplied  = "applied "
-	// phaseReplaying: the binlog replay started on the copy (point in time).
-	phaseReplaying = "replaying"
+	// phaseReplaying FROM UNTIL: the binlog replay started on the copy (point in
+	// time); phaseReplayStopped: it was stopped cleanly, and goes on from there
+	// (replay_resume.go).
+	phaseReplaying     = "replaying"
+	phaseReplayStopped = "replay-stopped"
 )
 
 // filledPhase is the phase that records m's files all written and verified: it names
@@ -275,15 +278,18 @@ func resetPhases(dir string) error {
 }
 
 // startOverAfterReplay forgets the phases of the journal in dir if a binlog replay had
-// started on the copy: a replay cannot tell which transactions it applied, so the copy
-// is checked against the backup's objects again (those the recovery and the replay
-// changed are downloaded again) and recovered and replayed from the start. It returns
-// the phases left.
+// started on the copy and was not stopped cleanly (see replay_resume.go): such a
+// replay cannot tell which transactions it applied, so the copy is checked against the
+// backup's objects again (those the recovery and the replay changed are downloaded
+// again) and recovered and replayed from the start. It returns the phases left.
 func startOverAfterReplay(dir string, log *slog.Logger) ([]string, error) {
 	phases := readPhases(dir)
-	if !hasPhase(phases, phaseReplaying) {
+	if !slices.ContainsFunc(phases, func(p string) bool { return strings.HasPrefix(p, phaseReplaying) }) {
 		return phases, nil
 	}
-	log.Warn("resume: the binlog replay had started on the copy and is not resumed where it stopped: the copy is checked against the backup again (what recovery and replay changed is downloaded again), then recovered and replayed from the start", "staging", dir)
+	if _, ok := resumedReplay(dir); ok {
+		return phases, nil
+	}
+	log.Warn("resume: the binlog replay had started on the copy and did not stop cleanly, so it is not continued: the copy is checked against the backup again (what recovery and replay changed is downloaded again), then recovered and replayed from the start", "staging", dir)
 	return nil, resetPhases(dir)
 }
