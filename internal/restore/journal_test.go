@@ -92,3 +92,29 @@ func TestChainResumeAt(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayStoppedCleanlyIsKept(t *testing.T) {
+	dir := t.TempDir()
+	j, err := openJournal(dir, "B1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	for _, p := range []string{phaseFilled + "x", phaseReplaying + " f:1 f:9", phaseReplayStopped} {
+		addPhase(dir, p)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if left, err := startOverAfterReplay(dir, log); err != nil || len(left) != 3 {
+		t.Fatalf("a replay stopped cleanly was started over: %q %v", left, err)
+	}
+	if phase, ok := resumedReplay(dir); !ok || phase != phaseReplaying+" f:1 f:9" {
+		t.Fatalf("resumedReplay = %q %v", phase, ok)
+	}
+	addPhase(dir, phaseReplaying+" f:1 f:9") // resumed, then killed
+	if _, ok := resumedReplay(dir); ok {
+		t.Fatal("a replay resumed and cut short again is taken for stopped cleanly")
+	}
+	if left, _ := startOverAfterReplay(dir, log); left != nil {
+		t.Fatalf("phases left %q, want none", left)
+	}
+}
