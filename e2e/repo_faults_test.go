@@ -216,7 +216,7 @@ func TestRepoRestoreResumes(t *testing.T) {
 	total := len(objectFiles(t, r, "db", id))
 	datadir := filepath.Join(shortTemp(t), "restored")
 	staging := filepath.Join(filepath.Dir(datadir), ".restored.ferry-restore-"+id)
-	journal := filepath.Join(staging, "ferry-restore.journal")
+	journal := filepath.Join(staging, ".ferry-restore.journal")
 
 	r.proxy.Set(testdb.Faults{Delay: 300 * time.Millisecond, Only: "/objects/"})
 	cmd := startFerry(t, r.env, "restore", "--repo", r.url, id, "--datadir", datadir, "--parallel", "2")

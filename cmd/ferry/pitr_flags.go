@@ -56,8 +56,6 @@ func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args
 	switch {
 	case sf.repo.url == "":
 		return nil, none, errors.New("--to-gtid and --to-time restore from --repo, whose binlog archive ferry binlog-archive keeps")
-	case sf.resume:
-		return nil, none, errors.New("--resume does not apply to --to-gtid/--to-time: run the restore again")
 	case cfg.Datadir == "":
 		return nil, none, errors.New("--datadir is required")
 	}

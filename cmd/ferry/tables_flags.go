@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/restore"
@@ -66,7 +65,9 @@ func (tf *tableFlags) start(ctx context.Context, cfg *restore.Config, g *globals
 		db.Close()
 		return nil, err
 	}
-	cfg.Datadir = filepath.Join(filepath.Dir(filepath.Clean(job.Datadir())), "ferry-table-restore-"+time.Now().UTC().Format("20060102T150405"))
+	// A fixed name: a repository restore's staging directory is named after it, and
+	// --resume finds it again (the copy is never swapped in; nothing is made there).
+	cfg.Datadir = filepath.Join(filepath.Dir(filepath.Clean(job.Datadir())), "ferry-table-restore")
 	cfg.Export, cfg.Want = job.Export, job.Wants
 	return job, nil
 }

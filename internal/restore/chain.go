@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -18,9 +19,27 @@ import (
 // against the link before it, and its deltas are written into the staging copy; then
 // a single recovery with the newest incremental's redo makes the whole copy consistent.
 // Each link is any Source: directories, streams, repository backups.
+//
+// A chain whose full backup keeps its staging directory on failure (a repository
+// backup) is resumed: the links' scratch directories are kept with it, and the journal
+// records each link applied, so that a resumed run neither downloads nor applies again
+// what an earlier run did (see resumeAt).
 type ChainSource struct {
 	Links     []Source
-	inspected []*Backup // what Inspect read of each link
+	inspected []*Backup // the links as Inspect found them (nil if a link is a stream)
+	resumable bool      // the staging directory is kept on failure
+}
+
+// scratchPrefix starts the name of the directory, inside the staging directory, into
+// which a link that cannot be read where it is (a stream, a repository backup) is
+// filled. The "." keeps it out of the deltas' reach (delta.ApplyDir leaves such names
+// alone); it is kept with the staging directory for --resume and removed once every
+// link is applied.
+const scratchPrefix = ".ferry-incremental-"
+
+// scratchDir is the scratch directory of link index inside staging.
+func scratchDir(staging string, index int) string {
+	return filepath.Join(staging, fmt.Sprintf("%s%d", scratchPrefix, index))
 }
 
 // Name implements Source.
@@ -34,14 +53,15 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 	if len(c.Links) < 2 {
 		return nil, errors.New("internal error: a chain needs a full backup and at least one incremental")
 	}
-	var prev, b *Backup
 	c.inspected = nil
+	var prev, b *Backup
 	for i, l := range c.Links {
 		var err error
 		if b, err = l.Inspect(ctx); err != nil {
 			return nil, err
 		}
 		if b == nil {
+			c.inspected = nil
 			return nil, nil // a stream: checked as it is read
 		}
 		if err := checkLink(i, prev, b); err != nil {
@@ -54,19 +74,73 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 	return b, nil
 }
 
-// Staging implements Source: the full backup's, removed if the restore fails: the
-// deltas applied to it would not match what a resumed download checks.
+// Staging implements Source: the full backup's, kept on failure if the full backup's
+// is (a repository backup: the journal in it records how far the chain got).
 func (c *ChainSource) Staging(datadir string) (string, bool, error) {
-	dir, _, err := c.Links[0].Staging(datadir)
-	return dir, false, err
+	dir, keep, err := c.Links[0].Staging(datadir)
+	c.resumable = keep && len(c.inspected) == len(c.Links)
+	return dir, c.resumable, err
 }
 
 // Fill implements Source: the full backup, then every incremental made readable and
-// checked against the one before, then each applied in order.
+// checked against the one before, then each applied in order. A resumed chain starts
+// after the last link an earlier run applied.
 func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
 	// A chain is restored whole: a link's delta of a tablespace the base left out
 	// would be applied onto nothing and make a file of only the changed pages.
 	env.Want = nil
+	applied, err := c.resumeAt(staging, env)
+	if err != nil {
+		return nil, err
+	}
+	var base *Backup
+	if applied == 0 {
+		if base, err = c.fillBase(ctx, staging, env); err != nil {
+			return nil, err
+		}
+	} else {
+		base = c.inspected[0]
+		env.Log.Info("resume: the chain's full backup and its first incrementals are already applied in the copy: nothing of them is downloaded or applied again",
+			"applied", applied, "of", len(c.Links)-1, "staging", staging)
+	}
+	links, err := c.fillLinks(ctx, base, staging, env, applied)
+	if err != nil {
+		return nil, err
+	}
+	prev := base
+	for i, l := range links {
+		if i < applied {
+			prev = l.b
+			continue
+		}
+		if i == applied || l.recoverFirst {
+			l.segment = laterPages(links[i:], env)
+		}
+		if err := c.applyRecorded(ctx, l, prev, staging, env); err != nil {
+			return nil, err
+		}
+		if i+1 < len(links) && !links[i+1].recoverFirst {
+			links[i+1].segment = l.segment
+		}
+		prev = l.b
+	}
+	if err := removeScratch(staging); err != nil {
+		return nil, err
+	}
+	if applied == len(links) {
+		// Every link was applied by an earlier run: the copy holds the newest's
+		// metadata.
+		if prev, err = Open(staging); err != nil {
+			return nil, err
+		}
+		prev.Source = c.Links[len(c.Links)-1].Name()
+	}
+	prev.Chain = len(c.Links)
+	return prev, nil
+}
+
+// fillBase fills staging with the full backup.
+func (c *ChainSource) fillBase(ctx context.Context, staging string, env Env) (*Backup, error) {
 	base, err := c.Links[0].Fill(ctx, staging, env)
 	if err != nil {
 		return nil, err
@@ -77,37 +151,91 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 	if err := applyDDLMarkers(staging); err != nil { // a stream's .del/.new, before any delta
 		return nil, err
 	}
-	links, err := c.fillLinks(ctx, base, staging, env)
-	defer func() {
-		for _, l := range links {
-			os.RemoveAll(l.scratch)
-		}
-	}()
+	return base, nil
+}
+
+// resumeAt reads how many links (after the full backup) an earlier run applied into
+// staging, as its journal records. A link whose apply was cut short, or a journal of
+// another chain on the same full backup, makes the restore start over from what still
+// verifies against the full backup's objects (the links' scratch directories are kept:
+// they are not downloaded again), as the log says.
+func (c *ChainSource) resumeAt(staging string, env Env) (int, error) {
+	if !c.resumable {
+		return 0, nil
+	}
+	phases, err := startOverAfterReplay(staging, env.Log)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	prev := base
-	for i, l := range links {
-		if i == 0 || l.recoverFirst {
-			l.segment = laterPages(links[i:], env)
+	applied, applying := 0, ""
+	for _, p := range phases {
+		if id, ok := strings.CutPrefix(p, phaseApplying); ok {
+			applying = id
+			continue
 		}
-		if err := c.applyLink(ctx, l, prev, staging, env); err != nil {
-			return nil, err
+		id, ok := strings.CutPrefix(p, phaseApplied)
+		if !ok {
+			continue
 		}
-		if i+1 < len(links) && !links[i+1].recoverFirst {
-			links[i+1].segment = l.segment
+		if applied+1 >= len(c.inspected) || id != linkID(c.inspected[applied+1]) || id != applying {
+			env.Log.Warn("resume: the copy holds incrementals of another chain: it is checked against the full backup again (what they changed is downloaded again)", "staging", staging)
+			return 0, resetPhases(staging)
 		}
-		prev = l.b
+		applied++
+		applying = ""
 	}
-	prev.Chain = len(c.Links)
-	return prev, nil
+	if applying != "" {
+		env.Log.Warn("resume: an incremental was being applied when the restore stopped, and applying it is not resumed halfway: the copy is checked against the full backup again (what the deltas changed is downloaded again) and the incrementals applied again from their kept copies",
+			"incremental", applying, "staging", staging)
+		return 0, resetPhases(staging)
+	}
+	return applied, nil
+}
+
+// applyRecorded applies a link and records it in the journal (when resumable): before
+// ("applying"), so that a run cut short in the middle is seen, and after ("applied").
+func (c *ChainSource) applyRecorded(ctx context.Context, l *link, prev *Backup, staging string, env Env) error {
+	if c.resumable {
+		if err := addPhase(staging, phaseApplying+linkID(l.b)); err != nil {
+			return err
+		}
+	}
+	if err := c.applyLink(ctx, l, prev, staging, env); err != nil {
+		return err
+	}
+	if c.resumable {
+		return addPhase(staging, phaseApplied+linkID(l.b))
+	}
+	return nil
+}
+
+// linkID names a link in the journal: its backup id.
+func linkID(b *Backup) string {
+	if b.Manifest != nil {
+		return b.Manifest.ID
+	}
+	return b.Origin()
+}
+
+// removeScratch removes the links' scratch directories from staging.
+func removeScratch(staging string) error {
+	dirs, err := filepath.Glob(filepath.Join(staging, scratchPrefix+"*"))
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("remove the incremental's scratch directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // link is an incremental of the chain, readable in dir.
 type link struct {
 	b            *Backup
 	index        int    // in the chain, from 1
-	dir, scratch string // where its files are; the scratch directory to remove ("" if none)
+	dir, scratch string // where its files are; its scratch directory ("" if none)
 	// recoverFirst: the link does not hold every page its base copied while it
 	// changed (a mariadb-backup incremental, or one taken with --incremental-lsn): the
 	// chain so far is recovered before it is applied, as mariadb-backup --prepare does
@@ -117,14 +245,22 @@ type link struct {
 }
 
 // fillLinks makes every incremental readable (in place, or filled into a scratch
-// directory beside staging) and checks each against the link before it.
-func (c *ChainSource) fillLinks(ctx context.Context, base *Backup, staging string, env Env) ([]*link, error) {
+// directory inside staging) and checks each against the link before it. The first
+// applied links, already in the copy, are only named (their backup as inspected).
+func (c *ChainSource) fillLinks(ctx context.Context, base *Backup, staging string, env Env, applied int) ([]*link, error) {
 	var links []*link
 	prev, prevDir := base, staging
 	for i, src := range c.Links[1:] {
-		l := &link{index: i + 1, scratch: fmt.Sprintf("%s.incremental-%d", staging, i+1)}
+		l := &link{index: i + 1, scratch: scratchDir(staging, i+1)}
+		if i < applied {
+			l.b, l.dir = c.inspected[i+1], staging
+			links = append(links, l)
+			prev, prevDir = l.b, staging
+			continue
+		}
+		keep := c.resumable && checkJournal(l.scratch, linkID(c.inspected[i+1])) == nil
 		var err error
-		if l.b, l.dir, err = fillLink(ctx, src, l.scratch, env); err != nil {
+		if l.b, l.dir, err = fillLink(ctx, src, l.scratch, keep, env); err != nil {
 			return links, err
 		}
 		if l.dir != l.scratch {
@@ -223,8 +359,9 @@ type localSource interface {
 }
 
 // fillLink makes a link's files readable in a directory: where they are, or filled
-// into scratch (a stream, a repository backup). It returns that directory.
-func fillLink(ctx context.Context, l Source, scratch string, env Env) (*Backup, string, error) {
+// into scratch (a stream, a repository backup), continuing what scratch holds if keep
+// is set. It returns that directory.
+func fillLink(ctx context.Context, l Source, scratch string, keep bool, env Env) (*Backup, string, error) {
 	if ls, ok := l.(localSource); ok {
 		b, err := ls.Verify(ctx, env)
 		if err != nil {
@@ -232,11 +369,13 @@ func fillLink(ctx context.Context, l Source, scratch string, env Env) (*Backup, 
 		}
 		return b, b.Dir, nil
 	}
-	if err := os.RemoveAll(scratch); err != nil {
-		return nil, "", err
-	}
-	if err := os.Mkdir(scratch, 0o750); err != nil {
-		return nil, "", fmt.Errorf("create %s: %w", scratch, err)
+	if !keep {
+		if err := os.RemoveAll(scratch); err != nil {
+			return nil, "", err
+		}
+		if err := os.Mkdir(scratch, 0o750); err != nil {
+			return nil, "", fmt.Errorf("create %s: %w", scratch, err)
+		}
 	}
 	b, err := l.Fill(ctx, scratch, env)
 	return b, scratch, err

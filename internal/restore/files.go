@@ -22,6 +22,9 @@ import (
 func applyDDLMarkers(dir string) error {
 	marks := map[string][]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), scratchPrefix) {
+			return filepath.SkipDir // an incremental not applied yet (ChainSource)
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}

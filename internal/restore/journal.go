@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -20,8 +22,14 @@ import (
 
 // journalName is the file in a repository restore's staging directory that lists the
 // objects already written there; a resumed restore re-reads their ranges from the
-// staging copy and skips those that still match their checksums.
-const journalName = "ferry-restore.journal"
+// staging copy and skips those that still match their checksums. It also records the
+// phases the restore finished (phase lines), for a resumed run to skip them. Its name
+// starts with ".": applying an incremental leaves such files of the copy alone.
+const journalName = ".ferry-restore.journal"
+
+// phasePrefix starts a journal line that records a phase, not an object (objects are
+// named objects/...).
+const phasePrefix = "@"
 
 const journalHeader = "ferry restore journal of backup "
 
@@ -30,6 +38,7 @@ type journal struct {
 	mu           sync.Mutex
 	f            *os.File
 	done         map[string]bool // objects listed
+	phases       []string        // phases recorded, in order
 	skippedBytes int64           // raw bytes of the objects verified and skipped
 }
 
@@ -49,7 +58,10 @@ func openJournal(dir, id string) (*journal, error) {
 			return nil, fmt.Errorf("%s belongs to another restore (%q): remove the directory or restore that backup", dir, lines[0])
 		}
 		for _, l := range lines[1:] {
-			if l != "" {
+			switch {
+			case strings.HasPrefix(l, phasePrefix):
+				j.phases = append(j.phases, strings.TrimPrefix(l, phasePrefix))
+			case l != "":
 				j.done[l] = true
 			}
 		}
@@ -160,4 +172,124 @@ func blobsMatch(dir string, blobs []blobOf) bool {
 		}
 	}
 	return true
+}
+
+// Phases of a restore from a repository, recorded in the journal once finished, so
+// that a resumed run does not repeat them (the copy no longer matches the objects'
+// checksums once a delta, a recovery or a replay changed it).
+const (
+	// phaseFilled: every object is written and verified and the manifest written
+	// (followed by a checksum of the files' names, see filledPhase).
+	phaseFilled = "filled "
+	// phaseApplying ID / phaseApplied ID: an incremental of a chain is being applied,
+	// was applied.
+	phaseApplying = "applying "
+	phaseApplied  = "applied "
+	// phaseReplaying FROM UNTIL: the binlog replay started on the copy (point in
+	// time); phaseReplayStopped: it was stopped cleanly, and goes on from there
+	// (replay_resume.go).
+	phaseReplaying     = "replaying"
+	phaseReplayStopped = "replay-stopped"
+)
+
+// filledPhase is the phase that records m's files all written and verified: it names
+// them (by a checksum of their paths), so that a table restore resumed for other
+// tables does not take the copy for complete.
+func filledPhase(m *manifest.Manifest) string {
+	h := crc32.New(checksum.Table)
+	for _, f := range m.Files {
+		io.WriteString(h, f.Path+"\n")
+	}
+	return phaseFilled + checksum.Hex(h.Sum32())
+}
+
+// readPhases returns the phases recorded in the journal in dir (none if it has no
+// journal).
+func readPhases(dir string) []string {
+	b, err := os.ReadFile(filepath.Join(dir, journalName))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, phasePrefix); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// hasPhase tells whether phase is among phases.
+func hasPhase(phases []string, phase string) bool {
+	return slices.Contains(phases, phase)
+}
+
+// addPhase records in the journal in dir that phase is finished (or started): the
+// files are synced first, then the line, so that a recorded phase is on disk with
+// what it made. A directory without a journal (a restore that is not resumed) records
+// nothing.
+func addPhase(dir, phase string) error {
+	f, err := os.OpenFile(filepath.Join(dir, journalName), os.O_WRONLY|os.O_APPEND, 0o640)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	defer f.Close()
+	if err := filecopy.SyncFS(dir); err != nil {
+		return err
+	}
+	if _, err := f.WriteString(phasePrefix + phase + "\n"); err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	return nil
+}
+
+// resetPhases forgets the phases recorded in the journal in dir and keeps its objects
+// (which a resumed run checks against their checksums anyway): the restore starts
+// over from what still verifies.
+func resetPhases(dir string) error {
+	path := filepath.Join(dir, journalName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" && !strings.HasPrefix(l, phasePrefix) {
+			keep = append(keep, l)
+		}
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(keep, "\n")+"\n"), 0o640); err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("restore journal: %w", err)
+	}
+	return nil
+}
+
+// startOverAfterReplay forgets the phases of the journal in dir if a binlog replay had
+// started on the copy and was not stopped cleanly (see replay_resume.go): such a
+// replay cannot tell which transactions it applied, so the copy is checked against the
+// backup's objects again (those the recovery and the replay changed are downloaded
+// again) and recovered and replayed from the start. It returns the phases left.
+func startOverAfterReplay(dir string, log *slog.Logger) ([]string, error) {
+	phases := readPhases(dir)
+	if !slices.ContainsFunc(phases, func(p string) bool { return strings.HasPrefix(p, phaseReplaying) }) {
+		return phases, nil
+	}
+	if _, ok := resumedReplay(dir); ok {
+		return phases, nil
+	}
+	log.Warn("resume: the binlog replay had started on the copy and did not stop cleanly, so it is not continued: the copy is checked against the backup again (what recovery and replay changed is downloaded again), then recovered and replayed from the start", "staging", dir)
+	return nil, resetPhases(dir)
 }

@@ -115,6 +115,9 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return fmt.Errorf("prepare: %w", err)
 	}
 	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
+		if ctx.Err() != nil {
+			os.Remove(errLog) // interrupted, not failed: the log tells nothing
+		}
 		return err
 	}
 	os.Remove(filepath.Join(abs, "ibtmp1"))

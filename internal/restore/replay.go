@@ -39,26 +39,54 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 		return c, fmt.Errorf("replay: %w", err)
 	}
 	defer os.RemoveAll(run)
-	args, err := replayArgs(b, staging, cfg)
+	phase, resumed := resumedReplay(staging)
+	if resumed && phase != replayPhase(p) {
+		return c, fmt.Errorf("the copy in %s was partly replayed for another point in time (%s): resume it with the --to-gtid or --to-time it was started with, or remove it to start over", staging, strings.TrimPrefix(phase, phaseReplaying+" "))
+	}
+	if p, err = relayIn(staging, p, resumed); err != nil {
+		return c, err
+	}
+	args, err := replayArgs(b, staging, p, cfg)
 	if err != nil {
 		return c, err
 	}
 	t0 := time.Now()
 	cfg.Log.Info("point-in-time: applying the archived binlog with the server's parallel replication applier",
 		"from", p.From.String(), "until", p.Until.String(), "transactions", p.Groups, "bytes", p.Bytes, "threads", threads(cfg.Replay))
+	if resumed {
+		cfg.Log.Info("resume: the replay was stopped cleanly by the interruption: it goes on where it stopped")
+	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: staging, RunDir: run, Args: args, ErrLog: errLogBeside(staging)}
 	srv, err := mariadb.StartPrivate(ctx, pc)
 	if err != nil {
+		removeIfInterrupted(ctx, pc.ErrLog)
 		return c, fmt.Errorf("replay: %w", err)
 	}
-	if err := applyUntil(ctx, srv, p, cfg); err != nil {
+	// From here on the copy holds transactions of the binlog: a resumed restore does
+	// not take it for the recovered backup. (A server stopped before this point
+	// applied none: the copy is still the recovered backup.)
+	if err := addPhase(staging, replayPhase(p)); err != nil {
 		srv.Shutdown(context.WithoutCancel(ctx))
+		return c, err
+	}
+	if err := applyUntil(ctx, srv, p, resumed, cfg); err != nil {
+		if ctx.Err() == nil {
+			srv.Shutdown(context.WithoutCancel(ctx))
+			return c, err
+		}
+		os.Remove(pc.ErrLog) // interrupted, not failed
+		if serr := stopReplay(ctx, srv, staging); serr != nil {
+			cfg.Log.Warn("the interrupted replay did not stop cleanly: a resumed restore starts it over", "err", serr)
+		}
 		return c, err
 	}
 	if err := srv.Shutdown(ctx); err != nil {
 		return c, fmt.Errorf("replay: %w", err)
 	}
 	os.Remove(pc.ErrLog)
+	if err := os.RemoveAll(filepath.Join(staging, relayDirName)); err != nil {
+		return c, fmt.Errorf("replay: %w", err)
+	}
 	took := time.Since(t0)
 	cfg.Log.Info("point-in-time: applied", "last_gtid", p.Last.GTID.String(), "last_commit", p.Last.Time.Format(time.DateTime)+" UTC",
 		"took", took.Round(time.Millisecond), "transactions_per_s", int(float64(p.Groups)/took.Seconds()))
@@ -67,6 +95,14 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	c.GTIDBinlogPos = binlogPos(p.State)
 	c.GTIDCurrentPos = c.GTIDBinlogPos
 	return c, nil
+}
+
+// removeIfInterrupted removes the server's error log of a run that was interrupted
+// (not failed): it tells nothing, and a resumed run starts the server again.
+func removeIfInterrupted(ctx context.Context, errLog string) {
+	if ctx.Err() != nil {
+		os.Remove(errLog)
+	}
 }
 
 func threads(r *Replay) int {
@@ -80,7 +116,7 @@ func threads(r *Replay) int {
 // that only applies (its relay log is the plan's), with a server_id of none of the
 // events' servers (a replica skips its own), and no fsync per commit (the server is
 // shut down cleanly before the copy is used; a failure discards the copy).
-func replayArgs(b *Backup, staging string, cfg Config) ([]string, error) {
+func replayArgs(b *Backup, staging string, p *binlog.Plan, cfg Config) ([]string, error) {
 	opts, err := b.Options(cfg.Keys)
 	if err != nil {
 		return nil, err
@@ -93,7 +129,6 @@ func replayArgs(b *Backup, staging string, cfg Config) ([]string, error) {
 	if mem == "" {
 		mem = "256M"
 	}
-	p := cfg.Replay.Plan
 	id := uint32(4000000000)
 	for p.ServerIDs[id] {
 		id++
@@ -108,19 +143,24 @@ func replayArgs(b *Backup, staging string, cfg Config) ([]string, error) {
 		"--relay-log-info-file="+filepath.Join(filepath.Dir(p.RelayIndex), "relay-log.info")), nil
 }
 
-// applyUntil points the replica at the relay logs, runs its applier up to the plan's
-// end and checks it stopped exactly there.
-func applyUntil(ctx context.Context, srv *mariadb.Private, p *binlog.Plan, cfg Config) error {
+// applyUntil points the replica at the relay logs (unless resumed: it is where an
+// interrupted run stopped), runs its applier up to the plan's end and checks it
+// stopped exactly there.
+func applyUntil(ctx context.Context, srv *mariadb.Private, p *binlog.Plan, resumed bool, cfg Config) error {
 	db := srv.DB()
 	stmts := []string{
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='ferry-binlog-archive', MASTER_USE_GTID=no, RELAY_LOG_FILE='%s', RELAY_LOG_POS=%d", filepath.Base(p.RelayFiles[0]), p.RelayPos),
 		fmt.Sprintf("START SLAVE SQL_THREAD UNTIL MASTER_LOG_FILE='%s', MASTER_LOG_POS=%d", p.Until.File, p.Until.Pos),
+	}
+	if resumed {
+		stmts = stmts[1:]
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("replay: %s: %w", q, err)
 		}
 	}
+	cfg.Log.Info("point-in-time: the applier runs", "until", p.Until.String())
 	last := time.Now()
 	for {
 		st, err := mariadb.SlaveStatus(ctx, db)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"filippo.io/age"
@@ -105,6 +106,9 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 			return nil, err
 		}
 	}
+	if _, err := startOverAfterReplay(staging, env.Log); err != nil {
+		return nil, err
+	}
 	m := wanted(s.m, env)
 	parallel := cmp.Or(s.Parallel, 8)
 	j, err := openJournal(staging, m.ID)
@@ -112,6 +116,9 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 		return nil, err
 	}
 	defer j.close()
+	if hasPhase(j.phases, filledPhase(m)) {
+		return s.filled(staging, env)
+	}
 	skip, err := j.verified(ctx, m, parallel)
 	if err != nil {
 		return nil, err
@@ -138,12 +145,28 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	if err := manifest.Write(staging, m); err != nil {
 		return nil, err
 	}
+	if err := addPhase(staging, filledPhase(m)); err != nil {
+		return nil, err
+	}
 	b, err := Open(staging)
 	if err != nil {
 		return nil, err
 	}
 	b.Source = s.Name()
 	env.Log.Info("backup downloaded and verified", "files", len(m.Files), "bytes", m.TotalSize())
+	return b, nil
+}
+
+// filled is the backup a resumed restore had already downloaded and verified into
+// staging: nothing is downloaded again (a recovery that had started on it changed
+// it, and recovery starts over on what it left: crash recovery is restartable).
+func (s *RepoSource) filled(staging string, env Env) (*Backup, error) {
+	b, err := Open(staging)
+	if err != nil {
+		return nil, err
+	}
+	b.Source = s.Name()
+	env.Log.Info("resume: the backup was already downloaded and verified: nothing is downloaded again", "backup", s.m.ID, "staging", staging)
 	return b, nil
 }
 
@@ -210,8 +233,14 @@ func layOut(dir string, m *manifest.Manifest) error {
 // removeStrays deletes the files under dir that want does not name.
 func removeStrays(dir string, want map[string]bool) error {
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), scratchPrefix) {
+			return filepath.SkipDir // a chain's incremental, kept for --resume
+		}
+		if d.IsDir() {
+			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
 		if want[filepath.ToSlash(rel)] || rel == manifest.FileName {

@@ -128,7 +128,7 @@ func settle(cfg Config, staging string, keep bool, err error) error {
 	if c, ok := cfg.Source.(consuming); ok {
 		return c.Settle(staging, err)
 	}
-	if keep && cfg.Replay == nil {
+	if keep {
 		return fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {

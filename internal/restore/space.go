@@ -122,6 +122,9 @@ func (s *RepoSource) resumeDir(datadir string) string {
 func (c *ChainSource) size(want func(string) bool) int64 {
 	var n int64
 	for i, b := range c.inspected {
+		if b == nil {
+			continue
+		}
 		if d, ok := c.Links[i].(*DirSource); ok {
 			if i == 0 {
 				m, _ := d.allocated(nil)
