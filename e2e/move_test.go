@@ -56,7 +56,8 @@ func sameFiles(t testing.TB, dir string, want map[string]uint32) {
 }
 
 // pausedFerry starts ferry with the fault point pause (NAME=N, internal/faultpoint)
-// and waits until it stops there; it returns the process and its log.
+// and waits until it stops there; it returns the process and its log. With args
+// "--sh", LINE, it runs the shell line (which must exec ferry) instead.
 func pausedFerry(t testing.TB, pause string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "ferry.log")
@@ -65,6 +66,9 @@ func pausedFerry(t testing.TB, pause string, args ...string) (*exec.Cmd, string)
 		t.Fatal(err)
 	}
 	cmd := exec.Command(ferryBin, args...)
+	if len(args) == 2 && args[0] == "--sh" {
+		cmd = exec.Command("sh", "-c", args[1])
+	}
 	cmd.Env = append(os.Environ(), "FERRY_TEST_PAUSE="+pause)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {

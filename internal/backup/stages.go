@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 )
@@ -186,6 +187,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	t0 := time.Now()
+	faultpoint.At(ctx, "block-commit", 1)
 	p, err := j.scan()
 	if err != nil {
 		return 0, err

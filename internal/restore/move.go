@@ -181,7 +181,7 @@ func (s *DirSource) Settle(staging string, err error) error {
 		if rerr := os.RemoveAll(staging); rerr != nil {
 			return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
 		}
-		return err
+		return fmt.Errorf("%w; the partial copy was removed, and the backup and the datadir are as they were: run the restore again", err)
 	}
 	if st, jerr := readMoveJournal(staging); jerr == nil && st.recovering {
 		return fmt.Errorf("%w; the backup's files are in %s, where recovery had begun on them (%s no longer holds them): fix the cause and run the same command with --resume to finish the restore", err, staging, s.Dir)

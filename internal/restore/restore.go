@@ -134,7 +134,7 @@ func settle(cfg Config, staging string, keep bool, err error) error {
 	if rerr := os.RemoveAll(staging); rerr != nil {
 		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
 	}
-	return err
+	return fmt.Errorf("%w; the partial copy was removed and the datadir left as it was: run the restore again", err)
 }
 
 // checkBefore checks what the backup needs of this host before any data moves: free
