@@ -59,6 +59,9 @@ func newRestoreCmd(g *globals) *cobra.Command {
 					return pf.source(cmd, g, &sf, args, &cfg)
 				}
 			}
+			if tf.set() && sf.move {
+				return errors.New("--move does not apply to --tables: the copy the tables are exported from is removed afterwards, and the backup would go with it; restore the tables without --move")
+			}
 			if tf.set() {
 				job, err := tf.start(cmd.Context(), &cfg, g)
 				if err != nil {

@@ -80,6 +80,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
 	}
+	if d, ok := cfg.Source.(*DirSource); ok && d.Move && (cfg.Export != nil || cfg.Want != nil) {
+		return nil, errors.New("a table restore cannot move the backup's files: its copy is removed once the tables are imported, and the backup would go with it; copy them instead")
+	}
 	if err := checkDatadir(datadir, cfg.Replace || cfg.InPlace != nil); err != nil {
 		return nil, err
 	}
