@@ -128,6 +128,11 @@ func TestMoveKeepsTheBackup(t *testing.T) {
 	datadir := filepath.Join(out, "data")
 	move := []string{"restore", "--target-dir", full, "--datadir", datadir, "--move", "--parallel", "1"}
 
+	// A table restore removes its copy once the tables are in: never from a --move.
+	wantFail(t, nil, "--move does not apply to --tables", "restore", "--target-dir", full, "--move",
+		"--tables", "bank.ledger", "--into-server", "--socket", src.Socket, "--user", "root")
+	sameFiles(t, full, sums)
+
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd, log := pausedFerry(t, "restore-file=3", move...)
 		err, last := signalled(t, cmd, log, sig)
