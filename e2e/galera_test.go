@@ -45,6 +45,7 @@ func TestGaleraSST(t *testing.T) {
 	small := shortTemp(t)
 	mountTmpfs(t, small, "64m") // n4's 32 MiB gcache fits, a copy of n1 does not
 	g := testdb.NewGalera(t, testdb.GaleraOptions{Nodes: 4, Ferry: ferryBin, Dirs: map[int]string{3: small}})
+	mountTmpfs(t, g.Nodes[1].Datadir, "1g") // n2's datadir is a mount point, as on most hosts
 	n1 := g.Bootstrap(t)
 	bank := testdb.NewBank(t, n1.DB(t), testdb.BankOptions{Accounts: 100, NoGTID: true})
 	n1.Exec(t, "CREATE DATABASE filler")
@@ -57,6 +58,7 @@ func TestGaleraSST(t *testing.T) {
 		run  func(t *testing.T)
 	}{
 		{"n2 joins by SST under load", func(t *testing.T) { joinBySST(t, g, load) }},
+		{"n2's datadir is still its mount point", func(t *testing.T) { stillMounted(t, g.Nodes[1]) }},
 		{"n2 rejoins by IST", func(t *testing.T) { rejoinByIST(t, g) }},
 		{"n3 seeded from a backup joins by IST", func(t *testing.T) { seedFromBackup(t, g) }},
 		{"n3 crashed, recovered, rejoins by IST", func(t *testing.T) { recoverCrashed(t, g) }},
@@ -118,6 +120,28 @@ func joinBySST(t *testing.T, g *testdb.Galera, load *commitLog) {
 		t.Errorf("the donor committed nothing in %d whole seconds of the SST (at %v)", len(zero), zero)
 	}
 	t.Logf("n2 joined by SST in %v; the donor's commits per second meanwhile: at least %d", took.Round(time.Millisecond), min)
+}
+
+// stillMounted checks that an SST into a datadir that is a mount point kept the mount
+// and left nothing the server takes for a database (#mysql50#...).
+func stillMounted(t *testing.T, n *testdb.Server) {
+	if !isMountPoint(t, n.Datadir) {
+		t.Fatalf("%s is no longer a mount point", n.Datadir)
+	}
+	var names []string
+	rows, err := n.DB(t).Query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE '#mysql50#%'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		names = append(names, s)
+	}
+	if len(names) > 0 {
+		t.Errorf("the joiner's server sees %v", names)
+	}
 }
 
 // rejoinByIST stops n2 cleanly for a few seconds of load and starts it again.
