@@ -157,7 +157,7 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	}
 	defer j.close()
 	if hasPhase(j.phases, filledPhase(m)) {
-		return s.filled(staging, env)
+		return s.filled(staging, len(j.done), env)
 	}
 	skip, err := j.verified(ctx, m, parallel)
 	if err != nil {
@@ -200,13 +200,14 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 // filled is the backup a resumed restore had already downloaded and verified into
 // staging: nothing is downloaded again (a recovery that had started on it changed
 // it, and recovery starts over on what it left: crash recovery is restartable).
-func (s *RepoSource) filled(staging string, env Env) (*Backup, error) {
+func (s *RepoSource) filled(staging string, verified int, env Env) (*Backup, error) {
 	b, err := Open(staging)
 	if err != nil {
 		return nil, err
 	}
 	b.Source = s.Name()
-	env.Log.Info("resume: the backup was already downloaded and verified: nothing is downloaded again", "backup", s.m.ID, "staging", staging)
+	env.Log.Info("resume: the backup was already downloaded and verified: nothing is downloaded again", "backup", s.m.ID, "staging", staging,
+		"already_verified", verified)
 	return b, nil
 }
 
