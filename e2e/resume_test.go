@@ -248,11 +248,13 @@ func TestTableRestoreResumes(t *testing.T) {
 }
 
 // TestPointInTimeRestoreResumes: a point-in-time restore from an S3 repository and its
-// binlog archive is interrupted with SIGINT while it downloads, then (resumed) once
-// the binlog replay runs. The resumed runs download no object verified before, the
-// last none at all: the replay goes on where it stopped, and the result holds the
-// bank's invariants exactly at the target GTID (a transaction applied twice or skipped
-// breaks them: a transfer's ledger rows and balances change together).
+// binlog archive is interrupted with SIGINT while it downloads; resumed, killed with
+// SIGKILL while the binlog replay runs (the server on the copy dies with ferry);
+// resumed, the replay starts over and is interrupted with SIGINT; resumed, it goes on
+// where it stopped. The first resumed run downloads no object verified before, the
+// last none at all; the result holds the bank's invariants exactly at the target GTID
+// (a transaction applied twice or skipped breaks them: a transfer's ledger rows and
+// balances change together).
 func TestPointInTimeRestoreResumes(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-pitr", "db")
@@ -282,37 +284,64 @@ func TestPointInTimeRestoreResumes(t *testing.T) {
 
 	r.proxy.Set(testdb.Faults{})
 	r.proxy.ResetGETs()
+	// 2. Resumed: the download goes on; SIGKILL once the replay runs. The server ferry
+	// ran on the copy dies with it; the replay cannot be continued.
 	cmd = startFerry(t, r.env, append(args, "--resume")...)
-	logPath := cmd.Stderr.(*os.File).Name()
-	waitFor(t, 2*time.Minute, "the replay", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "point-in-time: the applier runs")
-	})
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	waitForLog(t, cmd, "point-in-time: the applier runs")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
 	refetched(t, r, verified)
-	if err != nil {
-		checkStagingKept(t, cmd, err, staging, func(string) bool { return true })
-		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "point-in-time: applied") {
-			t.Log("the replay had finished when SIGINT came: the interruption did not cut it")
-		}
-		r.proxy.ResetGETs()
-		out := r.run(t, append(args, "--resume")...)
-		if !strings.Contains(out.stderr, "goes on where it stopped") {
-			t.Errorf("the run resumed after the replay was cut does not continue it:\n%s", tail(out.stderr, 20))
-		}
-		if n := refetched(t, r, nil); n > 0 {
-			t.Errorf("the run resumed during the replay downloaded %d objects", n)
-		}
-		checkPITR(t, load, datadir, target, out.stdout)
-	} else {
-		t.Log("the replay finished before SIGINT reached it: the second interruption was not tested")
-		b, _ := os.ReadFile(logPath)
-		checkPITR(t, load, datadir, target, string(b))
+	waitFor(t, 10*time.Second, "the replay's server to die with ferry", func() bool { return !serverOn(staging) })
+
+	// 3. Resumed: the replay starts over; SIGINT once it runs stops it cleanly.
+	r.proxy.ResetGETs()
+	cmd = startFerry(t, r.env, append(args, "--resume")...)
+	log := waitForLog(t, cmd, "point-in-time: the applier runs")
+	if !strings.Contains(log, "did not stop cleanly") {
+		t.Errorf("the run resumed after the replay was killed does not say it starts over:\n%s", tail(log, 10))
 	}
+	interrupt(t, cmd, staging)
+	if b, _ := os.ReadFile(cmd.Stderr.(*os.File).Name()); strings.Contains(string(b), "point-in-time: applied") {
+		t.Log("the replay had finished when SIGINT came: the interruption did not cut it")
+	}
+
+	// 4. Resumed: the replay goes on where it stopped, nothing downloaded.
+	r.proxy.ResetGETs()
+	out := r.run(t, append(args, "--resume")...)
+	if !strings.Contains(out.stderr, "goes on where it stopped") {
+		t.Errorf("the run resumed after the replay was stopped does not continue it:\n%s", tail(out.stderr, 20))
+	}
+	if n := refetched(t, r, nil); n > 0 {
+		t.Errorf("the run resumed during the replay downloaded %d objects", n)
+	}
+	checkPITR(t, load, datadir, target, out.stdout)
 	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 		t.Errorf("beside the datadir after the restore: %d entries, want the datadir alone", len(ents))
 	}
+}
+
+// waitForLog waits until the log of ferry cmd holds want, and returns the log.
+func waitForLog(t testing.TB, cmd *exec.Cmd, want string) string {
+	t.Helper()
+	var log string
+	waitFor(t, 2*time.Minute, want, func() bool {
+		b, _ := os.ReadFile(cmd.Stderr.(*os.File).Name())
+		log = string(b)
+		return strings.Contains(log, want)
+	})
+	return log
+}
+
+// serverOn tells whether a mariadbd runs on datadir (its command line names it).
+func serverOn(datadir string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "--datadir="+datadir+"\x00") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPITR checks a point-in-time restore printed the target GTID and its datadir

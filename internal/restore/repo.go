@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/safepath"
@@ -131,6 +132,9 @@ func checkResumable(dir, id string) error {
 	}
 	if err := checkJournal(dir, id); err != nil {
 		return err
+	}
+	if mariadb.DatadirInUse(dir) {
+		return fmt.Errorf("a mariadbd still runs on %s (left by a restore killed during its recovery or replay): stop it, then run this again with --resume", dir)
 	}
 	if err := safepath.CheckTree(dir); err != nil {
 		return fmt.Errorf("cannot resume the restore in %s: %w", dir, err)
