@@ -11,17 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // TestChainRestoreResumes: a restore of a chain (a full backup and two incrementals
 // taken under the bank workload, from an S3 repository) is interrupted with SIGINT
-// while the second incremental downloads, then again during crash recovery. Each
-// interrupted run leaves only the staging directory its last line names (the
-// incrementals' scratch directories are inside it) and says to run again with
-// --resume; the resumed runs download no object that was verified before (the proxy
-// counts the GETs), the last one none at all; the restored copy holds the bank's
-// invariants at the chain's GTID and the source's checksums, and nothing else is left.
+// while the second incremental downloads; resumed, killed (SIGKILL) as it applies the
+// second incremental; resumed, it starts the chain over from what verifies (the
+// incrementals are not downloaded again) and is interrupted with SIGINT during crash
+// recovery; resumed, it completes. Each SIGINT leaves only the staging directory its
+// last line names (the incrementals' scratch directories are inside it) and says to
+// run again with --resume; the first resumed run downloads no object verified before
+// (the proxy counts the GETs), the last one none at all; the restored copy holds the
+// bank's invariants at the chain's GTID and the source's checksums, and nothing else is
+// left.
 func TestChainRestoreResumes(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-chain", "db")
@@ -61,25 +65,37 @@ func TestChainRestoreResumes(t *testing.T) {
 	}
 	wantFail(t, r.env, "--resume", args...)
 
-	// 2. Resumed, and interrupted again once crash recovery runs.
+	// 2. Resumed, and killed (SIGKILL) as it applies the second incremental.
 	r.proxy.Set(testdb.Faults{})
 	r.proxy.ResetGETs()
-	cmd = startFerry(t, r.env, append(args, "--resume")...)
-	logPath := cmd.Stderr.(*os.File).Name()
-	waitFor(t, 2*time.Minute, "crash recovery", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "running crash recovery")
-	})
-	interrupt(t, cmd, staging)
-	log, _ := os.ReadFile(logPath)
-	if !strings.Contains(string(log), "resume: the backup was already downloaded and verified") {
-		t.Errorf("the resumed run did not take the full backup as verified:\n%s", tail(string(log), 30))
+	cmd = startFerry(t, append(r.env, faultpoint.Env+"=chain-apply=2"), append(args, "--resume")...)
+	log := waitForLog(t, cmd, "test pause at chain-apply=2")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !strings.Contains(log, "resume: the backup was already downloaded and verified") {
+		t.Errorf("the resumed run did not take the full backup as verified:\n%s", tail(log, 30))
 	}
 	if fetched := refetched(t, r, verified); fetched > total-len(verified) {
 		t.Errorf("the resumed run fetched %d objects; %d of %d were verified before", fetched, len(verified), total)
 	}
 
-	// 3. Resumed after recovery had started: nothing is downloaded, recovery runs again.
+	// 3. Resumed after an apply was cut: the chain starts over from what still verifies
+	// against the full backup (the incrementals are not downloaded again); SIGINT once
+	// crash recovery runs.
+	r.proxy.ResetGETs()
+	cmd = startFerry(t, r.env, append(args, "--resume")...)
+	log = waitForLog(t, cmd, "running crash recovery")
+	interrupt(t, cmd, staging)
+	if !strings.Contains(log, "an incremental was being applied when the restore stopped") {
+		t.Errorf("the run resumed after an apply was cut does not say it starts the chain over:\n%s", tail(log, 30))
+	}
+	for path := range r.proxy.GETs() {
+		if strings.Contains(path, "/"+ids[1]+"/objects/") || strings.Contains(path, "/"+ids[2]+"/objects/") {
+			t.Errorf("the incrementals were kept, but %s was downloaded again", path)
+		}
+	}
+
+	// 4. Resumed after recovery had started: nothing is downloaded, recovery runs again.
 	r.proxy.ResetGETs()
 	out := r.run(t, append(args, "--resume")...)
 	if n := refetched(t, r, nil); n > 0 {
