@@ -181,7 +181,7 @@ func TestHostileBackupsAreRefused(t *testing.T) {
 			staging := filepath.Join(tmp, ".resumed.ferry-restore-"+id)
 			os.MkdirAll(staging, 0o750)
 			wantFail(t, nil, "holds no ferry restore journal", "restore", "--repo", repoDir, id, "--datadir", datadir, "--resume")
-			os.WriteFile(filepath.Join(staging, "ferry-restore.journal"), []byte("ferry restore journal of backup "+id+"\n"), 0o640)
+			os.WriteFile(filepath.Join(staging, ".ferry-restore.journal"), []byte("ferry restore journal of backup "+id+"\n"), 0o640)
 			os.Symlink(outside, filepath.Join(staging, "mysql"))
 			wantFail(t, nil, "symbolic link", "restore", "--repo", repoDir, id, "--datadir", datadir, "--resume")
 			untouched(t)

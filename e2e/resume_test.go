@@ -11,17 +11,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // TestChainRestoreResumes: a restore of a chain (a full backup and two incrementals
 // taken under the bank workload, from an S3 repository) is interrupted with SIGINT
-// while the second incremental downloads, then again during crash recovery. Each
-// interrupted run leaves only the staging directory its last line names (the
-// incrementals' scratch directories are inside it) and says to run again with
-// --resume; the resumed runs download no object that was verified before (the proxy
-// counts the GETs), the last one none at all; the restored copy holds the bank's
-// invariants at the chain's GTID and the source's checksums, and nothing else is left.
+// while the second incremental downloads; resumed, killed (SIGKILL) as it applies the
+// second incremental; resumed, it starts the chain over from what verifies (the
+// incrementals are not downloaded again) and is interrupted with SIGINT during crash
+// recovery; resumed, it completes. Each SIGINT leaves only the staging directory its
+// last line names (the incrementals' scratch directories are inside it) and says to
+// run again with --resume; the first resumed run downloads no object verified before
+// (the proxy counts the GETs), the last one none at all; the restored copy holds the
+// bank's invariants at the chain's GTID and the source's checksums, and nothing else is
+// left.
 func TestChainRestoreResumes(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-chain", "db")
@@ -61,25 +65,37 @@ func TestChainRestoreResumes(t *testing.T) {
 	}
 	wantFail(t, r.env, "--resume", args...)
 
-	// 2. Resumed, and interrupted again once crash recovery runs.
+	// 2. Resumed, and killed (SIGKILL) as it applies the second incremental.
 	r.proxy.Set(testdb.Faults{})
 	r.proxy.ResetGETs()
-	cmd = startFerry(t, r.env, append(args, "--resume")...)
-	logPath := cmd.Stderr.(*os.File).Name()
-	waitFor(t, 2*time.Minute, "crash recovery", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "running crash recovery")
-	})
-	interrupt(t, cmd, staging)
-	log, _ := os.ReadFile(logPath)
-	if !strings.Contains(string(log), "resume: the backup was already downloaded and verified") {
-		t.Errorf("the resumed run did not take the full backup as verified:\n%s", tail(string(log), 30))
+	cmd = startFerry(t, append(r.env, faultpoint.Env+"=chain-apply=2"), append(args, "--resume")...)
+	log := waitForLog(t, cmd, "test pause at chain-apply=2")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if !strings.Contains(log, "resume: the backup was already downloaded and verified") {
+		t.Errorf("the resumed run did not take the full backup as verified:\n%s", tail(log, 30))
 	}
 	if fetched := refetched(t, r, verified); fetched > total-len(verified) {
 		t.Errorf("the resumed run fetched %d objects; %d of %d were verified before", fetched, len(verified), total)
 	}
 
-	// 3. Resumed after recovery had started: nothing is downloaded, recovery runs again.
+	// 3. Resumed after an apply was cut: the chain starts over from what still verifies
+	// against the full backup (the incrementals are not downloaded again); SIGINT once
+	// crash recovery runs.
+	r.proxy.ResetGETs()
+	cmd = startFerry(t, r.env, append(args, "--resume")...)
+	log = waitForLog(t, cmd, "running crash recovery")
+	interrupt(t, cmd, staging)
+	if !strings.Contains(log, "an incremental was being applied when the restore stopped") {
+		t.Errorf("the run resumed after an apply was cut does not say it starts the chain over:\n%s", tail(log, 30))
+	}
+	for path := range r.proxy.GETs() {
+		if strings.Contains(path, "/"+ids[1]+"/objects/") || strings.Contains(path, "/"+ids[2]+"/objects/") {
+			t.Errorf("the incrementals were kept, but %s was downloaded again", path)
+		}
+	}
+
+	// 4. Resumed after recovery had started: nothing is downloaded, recovery runs again.
 	r.proxy.ResetGETs()
 	out := r.run(t, append(args, "--resume")...)
 	if n := refetched(t, r, nil); n > 0 {
@@ -248,11 +264,13 @@ func TestTableRestoreResumes(t *testing.T) {
 }
 
 // TestPointInTimeRestoreResumes: a point-in-time restore from an S3 repository and its
-// binlog archive is interrupted with SIGINT while it downloads, then (resumed) once
-// the binlog replay runs. The resumed runs download no object verified before, the
-// last none at all: the replay goes on where it stopped, and the result holds the
-// bank's invariants exactly at the target GTID (a transaction applied twice or skipped
-// breaks them: a transfer's ledger rows and balances change together).
+// binlog archive is interrupted with SIGINT while it downloads; resumed, killed with
+// SIGKILL while the binlog replay runs (the server on the copy dies with ferry);
+// resumed, the replay starts over and is interrupted with SIGINT; resumed, it goes on
+// where it stopped. The first resumed run downloads no object verified before, the
+// last none at all; the result holds the bank's invariants exactly at the target GTID
+// (a transaction applied twice or skipped breaks them: a transfer's ledger rows and
+// balances change together).
 func TestPointInTimeRestoreResumes(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-pitr", "db")
@@ -282,37 +300,64 @@ func TestPointInTimeRestoreResumes(t *testing.T) {
 
 	r.proxy.Set(testdb.Faults{})
 	r.proxy.ResetGETs()
+	// 2. Resumed: the download goes on; SIGKILL once the replay runs. The server ferry
+	// ran on the copy dies with it; the replay cannot be continued.
 	cmd = startFerry(t, r.env, append(args, "--resume")...)
-	logPath := cmd.Stderr.(*os.File).Name()
-	waitFor(t, 2*time.Minute, "the replay", func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "point-in-time: the applier runs")
-	})
-	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	waitForLog(t, cmd, "point-in-time: the applier runs")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
 	refetched(t, r, verified)
-	if err != nil {
-		checkStagingKept(t, cmd, err, staging, func(string) bool { return true })
-		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "point-in-time: applied") {
-			t.Log("the replay had finished when SIGINT came: the interruption did not cut it")
-		}
-		r.proxy.ResetGETs()
-		out := r.run(t, append(args, "--resume")...)
-		if !strings.Contains(out.stderr, "goes on where it stopped") {
-			t.Errorf("the run resumed after the replay was cut does not continue it:\n%s", tail(out.stderr, 20))
-		}
-		if n := refetched(t, r, nil); n > 0 {
-			t.Errorf("the run resumed during the replay downloaded %d objects", n)
-		}
-		checkPITR(t, load, datadir, target, out.stdout)
-	} else {
-		t.Log("the replay finished before SIGINT reached it: the second interruption was not tested")
-		b, _ := os.ReadFile(logPath)
-		checkPITR(t, load, datadir, target, string(b))
+	waitFor(t, 10*time.Second, "the replay's server to die with ferry", func() bool { return !serverOn(staging) })
+
+	// 3. Resumed: the replay starts over; SIGINT once it runs stops it cleanly.
+	r.proxy.ResetGETs()
+	cmd = startFerry(t, r.env, append(args, "--resume")...)
+	log := waitForLog(t, cmd, "point-in-time: the applier runs")
+	if !strings.Contains(log, "did not stop cleanly") {
+		t.Errorf("the run resumed after the replay was killed does not say it starts over:\n%s", tail(log, 10))
 	}
+	interrupt(t, cmd, staging)
+	if b, _ := os.ReadFile(cmd.Stderr.(*os.File).Name()); strings.Contains(string(b), "point-in-time: applied") {
+		t.Log("the replay had finished when SIGINT came: the interruption did not cut it")
+	}
+
+	// 4. Resumed: the replay goes on where it stopped, nothing downloaded.
+	r.proxy.ResetGETs()
+	out := r.run(t, append(args, "--resume")...)
+	if !strings.Contains(out.stderr, "goes on where it stopped") {
+		t.Errorf("the run resumed after the replay was stopped does not continue it:\n%s", tail(out.stderr, 20))
+	}
+	if n := refetched(t, r, nil); n > 0 {
+		t.Errorf("the run resumed during the replay downloaded %d objects", n)
+	}
+	checkPITR(t, load, datadir, target, out.stdout)
 	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 		t.Errorf("beside the datadir after the restore: %d entries, want the datadir alone", len(ents))
 	}
+}
+
+// waitForLog waits until the log of ferry cmd holds want, and returns the log.
+func waitForLog(t testing.TB, cmd *exec.Cmd, want string) string {
+	t.Helper()
+	var log string
+	waitFor(t, 2*time.Minute, want, func() bool {
+		b, _ := os.ReadFile(cmd.Stderr.(*os.File).Name())
+		log = string(b)
+		return strings.Contains(log, want)
+	})
+	return log
+}
+
+// serverOn tells whether a mariadbd runs on datadir (its command line names it).
+func serverOn(datadir string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "--datadir="+datadir+"\x00") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPITR checks a point-in-time restore printed the target GTID and its datadir

@@ -83,8 +83,10 @@ func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args
 	if err := os.MkdirAll(filepath.Dir(datadir), 0o755); err != nil {
 		return nil, none, err
 	}
-	relay, err := os.MkdirTemp(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-relay-")
-	if err != nil {
+	// One name per datadir: what a killed restore left there is removed by the next
+	// (the replay moves the relay logs into its staging directory before it starts).
+	relay := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-relay")
+	if err := os.RemoveAll(relay); err != nil {
 		return nil, none, fmt.Errorf("relay log directory: %w", err)
 	}
 	done := func() { os.RemoveAll(relay) }

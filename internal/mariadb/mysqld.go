@@ -92,7 +92,10 @@ func StartPrivate(ctx context.Context, cfg PrivateConfig) (*Private, error) {
 		args = append(args, "--user=root")
 	}
 	p.cmd = exec.Command(cfg.Binary, args...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group (a terminal's Ctrl-C goes to ferry, which shuts it down
+	// cleanly), and killed with ferry: a ferry killed with SIGKILL leaves no server
+	// running on the copy.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cfg.Binary, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/delta"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
@@ -200,6 +201,7 @@ func (c *ChainSource) applyRecorded(ctx context.Context, l *link, prev *Backup, 
 			return err
 		}
 	}
+	faultpoint.At(ctx, "chain-apply", l.index)
 	if err := c.applyLink(ctx, l, prev, staging, env); err != nil {
 		return err
 	}

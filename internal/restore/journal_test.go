@@ -2,7 +2,9 @@ package restore
 
 import (
 	"log/slog"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -117,4 +119,29 @@ func TestReplayStoppedCleanlyIsKept(t *testing.T) {
 	if left, _ := startOverAfterReplay(dir, log); left != nil {
 		t.Fatalf("phases left %q, want none", left)
 	}
+}
+
+func TestStagingLockedWhileARestoreRuns(t *testing.T) {
+	datadir := filepath.Join(t.TempDir(), "data")
+	dir, lock, err := repoStaging(datadir, "B1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := repoStaging(datadir, "B1", true); err == nil || !strings.Contains(err.Error(), "another ferry restore is running in "+dir) {
+		t.Fatalf("a second restore into a staging directory in use: %v", err)
+	}
+	lock.Close() // the first restore ended
+	if _, _, err := repoStaging(datadir, "B1", false); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("a new restore over an interrupted one: %v", err)
+	}
+	j, err := openJournal(dir, "B1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	_, lock, err = repoStaging(datadir, "B1", true)
+	if err != nil {
+		t.Fatalf("--resume of an interrupted restore: %v", err)
+	}
+	lock.Close()
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"golang.org/x/sys/unix"
 )
 
 // RepoSource is a backup in a repository. It is downloaded straight into a staging
@@ -34,6 +36,7 @@ type RepoSource struct {
 	// on the network, not the cores).
 	Parallel int
 	m        *manifest.Manifest // loaded by Inspect
+	lock     *os.File           // holds the staging directory's lock (lockStaging)
 }
 
 // Name implements Source.
@@ -54,32 +57,70 @@ func (s *RepoSource) Inspect(ctx context.Context) (*Backup, error) {
 	return &Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: s.Name()}, nil
 }
 
-// Staging implements Source: the backup's own staging directory, kept on failure.
+// Staging implements Source: the backup's own staging directory, kept on failure, and
+// locked while this process runs.
 func (s *RepoSource) Staging(datadir string) (string, bool, error) {
 	if s.m == nil {
 		return "", false, errors.New("internal error: repository source used before Inspect")
 	}
-	dir, err := repoStaging(datadir, s.m.ID, s.Resume)
+	dir, lock, err := repoStaging(datadir, s.m.ID, s.Resume)
+	s.lock = lock
 	return dir, true, err
 }
 
-// repoStaging returns the staging directory of backup id beside datadir: new, or with
-// resume the one an interrupted restore left.
-func repoStaging(datadir, id string, resume bool) (string, error) {
+// repoStaging returns the staging directory of backup id beside datadir, and its lock:
+// new, or with resume the one an interrupted restore left.
+func repoStaging(datadir, id string, resume bool) (string, *os.File, error) {
 	dir := placeFor(datadir).path("restore-" + id)
 	_, err := os.Lstat(dir)
 	switch {
-	case err == nil && !resume:
-		return "", fmt.Errorf("an interrupted restore of backup %s is in %s: run again with --resume to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir)
 	case err == nil:
-		return dir, checkResumable(dir, id)
+		lock, err := lockStaging(dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if !resume {
+			lock.Close()
+			return "", nil, fmt.Errorf("an interrupted restore of backup %s is in %s: run again with --resume to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir)
+		}
+		if err := checkResumable(dir, id); err != nil {
+			lock.Close()
+			return "", nil, err
+		}
+		return dir, lock, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", err
+		return "", nil, err
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", fmt.Errorf("create staging directory %s: %w", dir, filecopy.WrapWriteErr(err))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", nil, fmt.Errorf("create %s: %w", filepath.Dir(dir), filecopy.WrapWriteErr(err))
 	}
-	return dir, os.Chmod(dir, 0o750)
+	// Mkdir, not MkdirAll: of two restores started at once, one creates it.
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		return "", nil, fmt.Errorf("create staging directory %s: %w", dir, filecopy.WrapWriteErr(err))
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		return "", nil, err
+	}
+	lock, err := lockStaging(dir)
+	return dir, lock, err
+}
+
+// lockStaging takes an exclusive lock on the staging directory dir until the file
+// returned is closed or this process ends (however it ends), so that a second restore
+// (a --resume started while the first still runs) never writes there too.
+func lockStaging(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("staging directory: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another ferry restore is running in %s: wait for it to end, or stop it and run this again with --resume", dir)
+		}
+		return nil, fmt.Errorf("lock the staging directory %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // checkResumable accepts for --resume only a real directory (no link) that holds ferry's
@@ -91,6 +132,9 @@ func checkResumable(dir, id string) error {
 	}
 	if err := checkJournal(dir, id); err != nil {
 		return err
+	}
+	if mariadb.DatadirInUse(dir) {
+		return fmt.Errorf("a mariadbd still runs on %s (left by a restore killed during its recovery or replay): stop it, then run this again with --resume", dir)
 	}
 	if err := safepath.CheckTree(dir); err != nil {
 		return fmt.Errorf("cannot resume the restore in %s: %w", dir, err)
@@ -117,7 +161,7 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 	}
 	defer j.close()
 	if hasPhase(j.phases, filledPhase(m)) {
-		return s.filled(staging, env)
+		return s.filled(staging, len(j.done), env)
 	}
 	skip, err := j.verified(ctx, m, parallel)
 	if err != nil {
@@ -160,13 +204,14 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 // filled is the backup a resumed restore had already downloaded and verified into
 // staging: nothing is downloaded again (a recovery that had started on it changed
 // it, and recovery starts over on what it left: crash recovery is restartable).
-func (s *RepoSource) filled(staging string, env Env) (*Backup, error) {
+func (s *RepoSource) filled(staging string, verified int, env Env) (*Backup, error) {
 	b, err := Open(staging)
 	if err != nil {
 		return nil, err
 	}
 	b.Source = s.Name()
-	env.Log.Info("resume: the backup was already downloaded and verified: nothing is downloaded again", "backup", s.m.ID, "staging", staging)
+	env.Log.Info("resume: the backup was already downloaded and verified: nothing is downloaded again", "backup", s.m.ID, "staging", staging,
+		"already_verified", verified)
 	return b, nil
 }
 
