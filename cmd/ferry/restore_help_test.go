@@ -8,11 +8,13 @@ import (
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
-// restore's help shows --to-time with an offset and with a zone name, each a time that
-// means the same instant whatever the host's zone.
+// restore's help shows --to-time with an offset and with a zone name; every --to-time
+// in the help (restore's and binlog-archive's) means the same instant whatever the
+// host's zone.
 func TestRestoreHelpToTime(t *testing.T) {
 	ex := newRestoreCmd(&globals{}).Example
-	got := regexp.MustCompile(`--to-time '([^']*)'`).FindAllStringSubmatch(ex, -1)
+	all := ex + newBinlogArchiveCmd(&globals{}).Example
+	got := regexp.MustCompile(`--to-time '([^']*)'`).FindAllStringSubmatch(all, -1)
 	var offset, name bool
 	for _, m := range got {
 		utc, err1 := timefmt.Parse(m[1], time.UTC)
