@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // TestArchiverGrants: the binlog archiver run by a user without REPLICATION SLAVE, or
 // without BINLOG MONITOR, exits non-zero within seconds with one line naming the
 // missing grant and the GRANT statement that adds it, instead of reconnecting for
-// ever; a refused password stops it the same way. With the two documented grants it
+// ever; a refused password, and an account whose host does not match the address the
+// archiver connects from, stop it the same way. With the two documented grants it
 // follows the binlog and stops cleanly on SIGTERM.
 func TestArchiverGrants(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
@@ -46,14 +48,25 @@ func TestArchiverGrants(t *testing.T) {
 		return []string{"binlog-archive", "--repo", filepath.Join(tmp, repo), "--socket", src.Socket, "--user", name,
 			"--password-file", pw, "--retry-max", "1s", "--log-level", "debug"}
 	}
-	for _, c := range []struct{ name, user, want string }{
-		{"no REPLICATION SLAVE", "norepl", "GRANT REPLICATION SLAVE ON *.* TO"},
-		{"no BINLOG MONITOR", "nomon", "GRANT BINLOG MONITOR ON *.* TO"},
-		{"bad password", "nosuch", "access denied"},
+	// An account for another host only: over TCP from 127.0.0.1, which no account
+	// names once root's is gone (the harness uses the socket), the server answers 1130
+	// (host not allowed) at connect.
+	src.Exec(t, "DROP USER IF EXISTS root@'127.0.0.1', root@'::1'")
+	src.Exec(t, "CREATE USER elsewhere@'10.0.0.1' IDENTIFIED BY 'archpw'")
+	src.Exec(t, "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO elsewhere@'10.0.0.1'")
+	tcp := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(src.Port)}
+	for _, c := range []struct {
+		name, user, want string
+		extra            []string
+	}{
+		{"no REPLICATION SLAVE", "norepl", "GRANT REPLICATION SLAVE ON *.* TO", nil},
+		{"no BINLOG MONITOR", "nomon", "GRANT BINLOG MONITOR ON *.* TO", nil},
+		{"bad password", "nosuch", "access denied", nil},
+		{"host not allowed", "elsewhere", "is not allowed to connect", tcp},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			res := ferryWithin(t, 20*time.Second, args(c.user, "repo-"+c.user)...)
+			res := ferryWithin(t, 20*time.Second, append(args(c.user, "repo-"+c.user), c.extra...)...)
 			took := time.Since(start)
 			if res.err == nil {
 				t.Fatalf("the archiver exited 0:\n%s", tail(res.stderr, 20))

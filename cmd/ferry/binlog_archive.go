@@ -30,7 +30,7 @@ func newBinlogArchiveCmd(g *globals) *cobra.Command {
   systemd unit. It resumes where the archive ends, after its own restart or the server's. The
   user needs GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.*; without one it exits non-zero
   naming it. A lost connection is retried for ever, each retry logged (docs/binlog-archive.md).
-  ferry restore --repo REPO --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new`,
+  ferry restore --repo REPO --to-time '2026-11-24 13:04:59 +01:00' --datadir /var/lib/mysql-new`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

@@ -34,7 +34,8 @@ func newRestoreCmd(g *globals) *cobra.Command {
   mariadb-backup --backup --stream=xbstream | ferry restore --from - --datadir /var/lib/mysql-new
   ferry restore --target-dir /b/full --incremental-dir /b/inc1 --incremental-dir /b/inc2 --datadir /var/lib/mysql-new
   ferry restore --from full.xbs --from inc1.xbs --datadir /var/lib/mysql-new     # a chain of streams, oldest first
-  ferry restore --repo s3://bucket/prod-db1 --to-time '2026-11-24 13:04:59' --datadir /var/lib/mysql-new
+  ferry restore --repo s3://bucket/prod-db1 --to-time '2026-11-24 13:04:59 +01:00' --datadir /var/lib/mysql-new
+  ferry restore --repo s3://bucket/prod-db1 --to-time '2026-11-24 13:04:59 Europe/Berlin' --datadir /var/lib/mysql-new
   ferry restore --repo s3://bucket/prod-db1 --to-gtid 0-1-12345 --datadir /var/lib/mysql-new
   ferry restore --repo s3://bucket/prod-db1 latest --tables shop.orders --into-server --rename-to orders_restored
   ferry restore --target-dir /backups/full-1 --tables 'shop.orders,shop.items' --into-server --replace-tables

@@ -63,7 +63,8 @@ func fatalf(format string, args ...any) error { return backoff.Permanent(fmt.Err
 const maxRepeats = 5
 
 // Run archives until ctx is cancelled (nil then) or something a reconnection cannot
-// mend happens: a refused user or a missing grant, a different server behind the
+// mend happens: an account the server refuses at connect (its password, its host,
+// its lock or its authentication), a missing grant, a different server behind the
 // address, a server without a binlog, a format ferry does not archive, or the server
 // refusing the dump the same way maxRepeats times. Lost connections and server
 // restarts are retried for ever, with backoff up to RetryMax, each retry logged.

@@ -6,16 +6,18 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 )
 
-// stage is where in a session an error came from: the SQL connection that lists the
-// server's binlogs, or the replication connection that dumps them.
+// stage is where in a session an error came from: connecting, the SQL connection
+// that lists the server's binlogs, or the replication connection that dumps them.
 type stage int
 
 const (
-	stageQuery stage = iota
+	stageConnect stage = iota
+	stageQuery
 	stageDump
 )
 
@@ -55,8 +57,17 @@ func serverError(err error) (code uint16, msg string, ok bool) {
 // larger than the server's max_allowed_packet: the next session checks the archive
 // against the server's binlogs again, recording a gap when a file was purged and
 // stopping when another server is behind the address; Run stops when the same 1236
-// repeats.
+// repeats. At connect, the refusals no retry mends are those mariadb.Open marks
+// (mariadb.ErrRefused: the account, its host, its password or its authentication);
+// its one line already says what to do. A server that is down, starting or out of
+// connections is retried.
 func classify(err error, st stage, account string) error {
+	if st == stageConnect {
+		if errors.Is(err, mariadb.ErrRefused) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
 	code, msg, ok := serverError(err)
 	if !ok || backoff.IsPermanent(err) {
 		return err

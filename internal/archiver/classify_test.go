@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 )
@@ -19,6 +20,7 @@ func TestClassify(t *testing.T) {
 	const acct = "'repl'@'localhost'"
 	dumpDenied := fmt.Errorf("start the binlog dump at mysql-bin.000001:4: %w",
 		fmt.Errorf("register: %w", &gomysql.MyError{Code: 1045, State: "28000", Message: "Access denied for user 'repl'@'localhost' (using password: YES)"}))
+	hostRefused := fmt.Errorf("server at 127.0.0.1:3306: Host '127.0.0.1' is not allowed to connect to this MariaDB server: %w", mariadb.ErrRefused)
 	for _, c := range []struct {
 		name      string
 		err       error
@@ -35,6 +37,11 @@ func TestClassify(t *testing.T) {
 		{"1142", &mysql.MySQLError{Number: 1142, Message: "SELECT command denied"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
 		{"1044", &mysql.MySQLError{Number: 1044, Message: "Access denied for user to database"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
 		{"1236 event too big", &gomysql.MyError{Code: 1236, Message: "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"}, stageDump, true, "raise max_allowed_packet"},
+		// At connect, what mariadb.Open marks refused (the account, its host, its
+		// password, its authentication) stops; the server being down or busy does not.
+		{"connect: host not allowed", hostRefused, stageConnect, true, "is not allowed to connect"},
+		{"connect: too many connections", &mysql.MySQLError{Number: 1040, Message: "Too many connections"}, stageConnect, false, ""},
+		{"connect: server down", fmt.Errorf("cannot connect: %w", syscall.ECONNREFUSED), stageConnect, false, ""},
 		// Transient: retried.
 		{"1236 purged", &gomysql.MyError{Code: 1236, Message: "Could not find first log file name in binary log index file"}, stageDump, false, ""},
 		{"server shutdown", &gomysql.MyError{Code: 1053, Message: "Server shutdown in progress"}, stageDump, false, ""},

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -23,11 +22,8 @@ import (
 // until the connection fails or ctx is cancelled; what it received is stored first.
 func (r *run) session(ctx context.Context) error {
 	db, err := mariadb.Open(ctx, r.cfg.Conn)
-	if errors.Is(err, mariadb.ErrAccessDenied) {
-		return backoff.Permanent(err)
-	}
 	if err != nil {
-		return err
+		return classify(err, stageConnect, "")
 	}
 	r.account = account(ctx, db, r.cfg.Conn.User)
 	logs, err := binaryLogs(ctx, db)

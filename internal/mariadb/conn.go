@@ -125,21 +125,71 @@ func Open(ctx context.Context, c ConnConfig) (*sql.DB, error) {
 	return db, nil
 }
 
-// ErrAccessDenied means the server refused the user or its password.
-var ErrAccessDenied = errors.New("access denied")
+// ErrRefused marks a connection the server refused for a reason no retry mends: the
+// account (its password, its host, its lock, its authentication plugin) or the
+// database. Every other connection error may pass: the server was down, busy or out
+// of connections.
+var ErrRefused = errors.New("the server refused the connection")
 
+// connError is a connection error's one-line message; it wraps the driver's error
+// (a *mysql.MySQLError when the server answered) and ErrRefused when no retry mends it.
+type connError struct {
+	msg  string
+	errs []error
+}
+
+func (e *connError) Error() string   { return e.msg }
+func (e *connError) Unwrap() []error { return e.errs }
+
+// plugins is what to do about an account whose authentication ferry cannot use.
+const plugins = "identify the account with mysql_native_password or ed25519 (ALTER USER ... IDENTIFIED VIA ...)"
+
+// connectError turns a failed connection into one line saying what to fix, keeping
+// the driver's error inside it.
 func connectError(c ConnConfig, err error) error {
+	refused := func(format string, args ...any) error {
+		return &connError{fmt.Sprintf(format, args...), []error{ErrRefused, err}}
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
-		case 1045, 1698:
-			return fmt.Errorf("%w for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", ErrAccessDenied, c.User, c.Where())
-		case 1044, 1049:
-			return fmt.Errorf("server at %s refused the connection: %s", c.Where(), me.Message)
+		case 1045, 1698: // ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+			return refused("access denied for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", c.User, c.Where())
+		case 1130: // ER_HOST_NOT_PRIVILEGED
+			return refused("server at %s: %s: no account is for the address ferry connects from: create user %q for it (CREATE USER and GRANT), or connect through the socket", c.Where(), me.Message, c.User)
+		case 1129: // ER_HOST_IS_BLOCKED: the message says to flush hosts
+			return refused("server at %s: %s", c.Where(), me.Message)
+		case 4151: // ER_ACCOUNT_HAS_BEEN_LOCKED
+			return refused("server at %s: %s: unlock user %q (ALTER USER ... ACCOUNT UNLOCK) or connect as another user", c.Where(), me.Message, c.User)
+		case 1820, 1862: // ER_MUST_CHANGE_PASSWORD(_LOGIN)
+			return refused("server at %s: %s: set a new password for user %q (ALTER USER ... IDENTIFIED BY)", c.Where(), me.Message, c.User)
+		case 1251, 1275: // ER_NOT_SUPPORTED_AUTH_MODE, ER_SERVER_IS_IN_SECURE_AUTH_MODE
+			return refused("server at %s: user %q: %s: %s", c.Where(), c.User, me.Message, plugins)
+		case 1044, 1049: // ER_DBACCESS_DENIED_ERROR, ER_BAD_DB_ERROR
+			return refused("server at %s refused the connection: %s", c.Where(), me.Message)
 		}
-		return fmt.Errorf("server at %s: %s", c.Where(), me.Message)
+		return &connError{fmt.Sprintf("server at %s: %s", c.Where(), me.Message), []error{err}}
 	}
-	return fmt.Errorf("cannot connect to the server at %s (%v): is it running? check --socket or --host/--port", c.Where(), rootCause(err))
+	for _, pe := range []error{mysql.ErrUnknownPlugin, mysql.ErrNativePassword, mysql.ErrOldPassword, mysql.ErrCleartextPassword} {
+		if errors.Is(err, pe) {
+			return refused("server at %s: user %q: ferry cannot answer the account's authentication (%s): %s", c.Where(), c.User, authWhat(pe), plugins)
+		}
+	}
+	return &connError{fmt.Sprintf("cannot connect to the server at %s (%v): is it running? check --socket or --host/--port", c.Where(), rootCause(err)), []error{err}}
+}
+
+// authWhat names the authentication the driver's error is about, without its advice
+// on a DSN ferry's user does not write.
+func authWhat(err error) string {
+	switch err {
+	case mysql.ErrNativePassword:
+		return "mysql_native_password, which the server did not allow"
+	case mysql.ErrOldPassword:
+		return "an old-format password (mysql_old_password)"
+	case mysql.ErrCleartextPassword:
+		return "a password sent in clear text (mysql_clear_password)"
+	}
+	return "an authentication plugin the client does not support"
 }
 
 func rootCause(err error) error {

@@ -1,15 +1,14 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/procs"
 	"github.com/ferry-backup/ferry/internal/storage"
 	"golang.org/x/sync/errgroup"
 )
@@ -114,22 +113,9 @@ func (r *Repo) entry(ctx context.Context, id string) (Entry, error) {
 func stillRunning(mk Marker, lastWrite time.Time) bool {
 	host, _ := os.Hostname()
 	if mk.Host == host {
-		return processIsFerry(mk.PID)
+		return procs.IsFerry(mk.PID)
 	}
 	return time.Since(lastWrite) < StaleAfter
-}
-
-// processIsFerry reports whether pid is a live ferry process.
-func processIsFerry(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	argv0, _, _ := bytes.Cut(b, []byte{0})
-	return bytes.Contains(argv0, []byte("ferry"))
 }
 
 // Describe is one line about an entry, for logs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
 // Replay applies archived binlog events to the prepared copy before it is swapped in:
@@ -87,14 +89,20 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	if err := os.RemoveAll(filepath.Join(staging, relayDirName)); err != nil {
 		return c, fmt.Errorf("replay: %w", err)
 	}
-	took := time.Since(t0)
-	cfg.Log.Info("point-in-time: applied", "last_gtid", p.Last.GTID.String(), "last_commit", p.Last.Time.Format(time.DateTime)+" UTC",
-		"took", took.Round(time.Millisecond), "transactions_per_s", int(float64(p.Groups)/took.Seconds()))
+	logApplied(cfg.Log, p, time.Since(t0))
 	c.BinlogFile, c.BinlogPos = p.Until.File, uint64(p.Until.Pos)
 	c.GTIDBinlogState = p.State.String()
 	c.GTIDBinlogPos = binlogPos(p.State)
 	c.GTIDCurrentPos = c.GTIDBinlogPos
 	return c, nil
+}
+
+// logApplied says what the replay applied: its last transaction, and when that
+// committed as ferry prints times (the host's zone, with the offset), so that the
+// time pasted into --to-time means that instant.
+func logApplied(log *slog.Logger, p *binlog.Plan, took time.Duration) {
+	log.Info("point-in-time: applied", "last_gtid", p.Last.GTID.String(), "last_commit", timefmt.Format(p.Last.Time),
+		"took", took.Round(time.Millisecond), "transactions_per_s", int(float64(p.Groups)/took.Seconds()))
 }
 
 // removeIfInterrupted removes the server's error log of a run that was interrupted
