@@ -137,16 +137,27 @@ func TestKilledBackupIsRefused(t *testing.T) {
 	}
 }
 
-// TestDiskFull fills a small tmpfs target; the backup must fail with a clear message and
-// leave the directory marked incomplete.
+// TestDiskFull: a full backup onto a tmpfs too small for the server's files is refused
+// before anything is written (one line: needed, free, where); an incremental, whose size
+// is known only as it is copied, fills the disk and fails with a clear message, its
+// directory marked incomplete.
 func TestDiskFull(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	mnt := shortTemp(t)
-	mountTmpfs(t, mnt, "8m")
+	mountTmpfs(t, mnt, "4m")
 	dir := filepath.Join(mnt, "bk")
-	wantFail(t, nil, "is full", backupArgs(src, dir)...)
-	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err != nil {
+	wantFail(t, nil, "not enough free disk space", backupArgs(src, dir)...)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused backup created %s (%v)", dir, err)
+	}
+	base := filepath.Join(shortTemp(t), "base")
+	mustFerry(t, backupArgs(src, base)...)
+	src.Exec(t, "UPDATE shop.orders SET qty = qty + 1")
+	src.Exec(t, "UPDATE shop.archive SET note = CONCAT(note, 'x')")
+	inc := filepath.Join(mnt, "inc")
+	wantFail(t, nil, "is full", backupArgs(src, inc, "--incremental-basedir", base)...)
+	if _, err := os.Stat(filepath.Join(inc, manifest.IncompleteMarker)); err != nil {
 		t.Errorf("partial backup on a full disk is not marked incomplete")
 	}
 }
