@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -111,4 +112,51 @@ func TestRestoreChecksSpaceFirst(t *testing.T) {
 	if ents, _ := os.ReadDir(small); len(ents) > 0 {
 		t.Errorf("a refused restore wrote %v", ents)
 	}
+}
+
+// TestNoSpaceEveryEnd: on a tmpfs too small for the backup, a repository restore (its
+// size known) is refused before writing; a stream restore (its size unknown) stops with
+// one line and leaves nothing; a backup into a directory repository there stops with
+// one line, and the repository still verifies once it has room.
+func TestNoSpaceEveryEnd(t *testing.T) {
+	tmp := shortTemp(t)
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	src.Exec(t, "CREATE DATABASE shop")
+	src.Exec(t, "CREATE TABLE shop.t (id INT PRIMARY KEY, v CHAR(200)) ENGINE=InnoDB")
+	src.Exec(t, "INSERT INTO shop.t SELECT seq, MD5(seq) FROM shop.seq_1_to_20000")
+	stream := filepath.Join(tmp, "full.xbs")
+	streamToFile(t, []string{"backup", "--socket", src.Socket, "--user", "root", "--stream", "--compress", "none"}, stream)
+	repo := filepath.Join(tmp, "repo")
+	dirRepoBackup(t, src, repo)
+	small := filepath.Join(tmp, "small")
+	os.Mkdir(small, 0o755)
+	mountTmpfs(t, small, "24M")
+	datadir := filepath.Join(small, "data")
+
+	wantFail(t, nil, "not enough free disk space", "restore", "--repo", repo, "latest", "--datadir", datadir)
+	if ents, _ := os.ReadDir(small); len(ents) > 0 {
+		t.Errorf("a refused repository restore wrote %v", ents)
+	}
+	r := wantFail(t, nil, "", "restore", "--from", stream, "--datadir", datadir)
+	if last := lastLine(r.stderr); !strings.Contains(last, "full") && !strings.Contains(last, "space") {
+		t.Errorf("a stream restore on a full disk says %q", last)
+	}
+	if ents, _ := os.ReadDir(small); len(ents) > 0 {
+		t.Errorf("a stream restore on a full disk left %v", ents)
+	}
+
+	smallRepo := filepath.Join(small, "repo")
+	os.Mkdir(smallRepo, 0o755)
+	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", smallRepo)
+	src.Exec(t, "CREATE TABLE shop.big (id INT PRIMARY KEY, v CHAR(250)) ENGINE=InnoDB")
+	src.Exec(t, "INSERT INTO shop.big SELECT seq, SHA2(seq, 256) FROM shop.seq_1_to_60000")
+	r = wantFail(t, nil, "", "backup", "--socket", src.Socket, "--user", "root", "--repo", smallRepo, "--compress", "none")
+	if last := lastLine(r.stderr); !strings.Contains(last, "full") && !strings.Contains(last, "space") {
+		t.Errorf("a backup into a full repository says %q", last)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=256m", small).CombinedOutput(); err != nil {
+		t.Fatalf("grow the tmpfs: %v %s", err, out)
+	}
+	mustFerry(t, "verify", "--repo", smallRepo)
+	mustFerry(t, "backup", "--socket", src.Socket, "--user", "root", "--repo", smallRepo)
 }
