@@ -205,7 +205,7 @@ func TestFailedPrepareKeepsItsLog(t *testing.T) {
 	datadir := filepath.Join(tmp, "data")
 	r := wantFail(t, nil, "full log: ", "restore", "--target-dir", dir, "--datadir", datadir)
 	last := lastLine(r.stderr)
-	logPath := strings.TrimSuffix(last[strings.LastIndex(last, "full log: ")+len("full log: "):], ")")
+	logPath, _, _ := strings.Cut(last[strings.LastIndex(last, "full log: ")+len("full log: "):], ")")
 	if b, err := os.ReadFile(logPath); err != nil || !bytes.Contains(b, []byte("[ERROR]")) {
 		t.Fatalf("the error log the message names (%s) is not there with the errors: %v", logPath, err)
 	}
