@@ -45,7 +45,8 @@ func baseSpaces(m *manifest.Manifest) map[uint32]manifest.Space {
 // deletes or creates a file of its space id.
 //
 // With the base's manifest (spaces not nil) the file is replaced when its space id is
-// not in the base (created, imported or re-created since), its flags differ, the base
+// not in the base (created, imported or re-created since), the redo since the base
+// deletes or creates a file of its space id, its flags differ, the base
 // recorded no identity for it (a base taken by an older ferry: nothing to compare),
 // its inode or birth time differ (the file was deleted and another put in its place:
 // DISCARD and IMPORT TABLESPACE keep the space id but not the file), page 0's LSN went
@@ -67,6 +68,8 @@ func replaced(spaces map[uint32]manifest.Space, now manifest.Space, fileOps bool
 	switch {
 	case !ok:
 		return fmt.Sprintf("space id %d is not in the base: created, imported or re-created since", now.ID)
+	case fileOps: // whatever the file's identity says (an inode is soon reused)
+		return fmt.Sprintf("the redo since the base deletes or creates space id %d", now.ID)
 	case old.Flags != now.Flags:
 		return fmt.Sprintf("its flags changed from %#x to %#x since the base", old.Flags, now.Flags)
 	case old.Identity == nil:

@@ -46,6 +46,7 @@ func TestReplaced(t *testing.T) {
 		{"shrank", base, sp(7, 0x15, id(200, 0, 6, 9000)), false, "truncated"},
 		{"birth unknown now", base, sp(5, 0x15, id(100, 0, 8, 9000)), false, ""},
 		{"imported before the base, unchanged", base, sp(8, 0x15, id(300, 2_000, 8, 0)), false, ""},
+		{"same inode and birth, file ops in the redo", base, sp(5, 0x15, id(100, 1_000, 12, 9000)), true, "redo"},
 		{"no manifest: page 0 at LSN 0", nil, sp(5, 0x15, id(100, 1_000, 8, 0)), false, "LSN 0"},
 		{"no manifest: file ops in the redo", nil, sp(5, 0x15, id(100, 1_000, 8, 9000)), true, "redo"},
 		{"no manifest: written since", nil, sp(5, 0x15, id(100, 1_000, 8, 9000)), false, ""},

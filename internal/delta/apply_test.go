@@ -335,3 +335,34 @@ func TestApplyDirWhole(t *testing.T) {
 		t.Errorf("db/w.ibd: %d bytes; an unmarked delta must write over the file", len(got))
 	}
 }
+
+// TestApplyDirWholeRefused: a delta marked whole that does not start with page 0, or
+// one of the system tablespace, is refused before the target file is touched.
+func TestApplyDirWholeRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		space uint32
+		rel   string
+		pages map[uint32][]byte
+	}{
+		"no page 0":         {5, "db/u.ibd", map[uint32][]byte{1: testPage(5, 1, 70)}},
+		"system tablespace": {0, "ibdata1", map[uint32][]byte{0: testPage(0, 0, 70)}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			target, inc := t.TempDir(), t.TempDir()
+			put(t, target, "ibdata1", tablespace(0, 4, 1))
+			put(t, target, "db/u.ibd", tablespace(5, 8, 10))
+			before := get(t, target, c.rel)
+			if c.rel != "ibdata1" {
+				putDelta(t, inc, "ibdata1", 0, nil)
+			}
+			putDelta(t, inc, c.rel, c.space, c.pages)
+			put(t, inc, c.rel+".meta", Meta{PageSize: testPS, SpaceID: c.space, Whole: true}.Bytes())
+			if _, err := ApplyDir(target, inc, nil); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("applied: %v", err)
+			}
+			if !bytes.Equal(get(t, target, c.rel), before) {
+				t.Error("the refused delta changed the file")
+			}
+		})
+	}
+}

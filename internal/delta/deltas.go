@@ -301,6 +301,11 @@ func (a *applier) writeDelta(j *job, create bool) (int, error) {
 		a.touched(p)
 		a.log.Debug("tablespace created", "file", j.rel, "space_id", j.meta.SpaceID)
 	}
+	if j.meta.Whole {
+		if err := checkWhole(j, in, fi.Size()); err != nil {
+			return 0, err
+		}
+	}
 	out, err := os.OpenFile(p, flags, 0o640)
 	if err != nil {
 		return 0, err
@@ -392,6 +397,20 @@ func extend(out *os.File, page0 []byte, m Meta) error {
 	}
 	if fi.Size() < want {
 		return out.Truncate(want)
+	}
+	return nil
+}
+
+// checkWhole refuses a delta marked whole that could not replace a file: one of the
+// system tablespace (never replaced), or one that does not start with page 0 (it would
+// empty the file and leave it without its header).
+func checkWhole(j *job, in io.ReaderAt, size int64) error {
+	if j.meta.SpaceID == 0 {
+		return fmt.Errorf("%s: %w: a delta of the system tablespace marked whole", j.delta, ErrCorrupt)
+	}
+	no, _, err := NewReader(in, size, j.meta.Physical()).Next()
+	if err != nil || no != 0 {
+		return fmt.Errorf("%s: %w: a delta marked whole that does not start with page 0", j.delta, ErrCorrupt)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/xbstream"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
 // applyDDLMarkers applies the DDL markers of mariadb-backup's layout (also in ferry's
@@ -111,7 +112,8 @@ func renameTarget(dir, marker string) (string, error) {
 // as with mariadb-backup --copy-back, so the datadir tells what point it holds.
 func skipFile(rel string) bool {
 	switch rel {
-	case manifest.FileName, manifest.IncompleteMarker, "backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_binlog_info", movedMarker:
+	case manifest.FileName, manifest.IncompleteMarker, "backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_binlog_info", movedMarker,
+		xtrabackup.SlaveInfoFile, xtrabackup.GaleraInfoFile: // read where they are, never needed in a datadir
 		return true
 	}
 	return strings.HasSuffix(rel, ".qp") || strings.HasSuffix(rel, ".tmp")

@@ -26,8 +26,14 @@ type InPlace struct {
 func swapContents(staging, datadir, aside string, local func(string) bool) (string, error) {
 	var undo []func() error
 	rollback := func(err error) (string, error) {
+		var failed []error
 		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
+			if uerr := undo[i](); uerr != nil {
+				failed = append(failed, uerr)
+			}
+		}
+		if len(failed) > 0 { // the datadir is half swapped: say where everything is
+			return aside, swappedError{fmt.Errorf("%w; putting the datadir back failed too (%w): its old files are in %s and the datadir, the restored ones in %s and the datadir", err, errors.Join(failed...), aside, staging)}
 		}
 		os.Remove(aside)
 		return "", err
@@ -74,13 +80,23 @@ func swapContents(staging, datadir, aside string, local func(string) bool) (stri
 		aside = ""
 	}
 	if err := manifest.SyncDir(datadir); err != nil {
-		return aside, err
+		return aside, swappedError{err}
 	}
 	if aside != "" {
-		return aside, manifest.SyncDir(filepath.Dir(aside))
+		if err := manifest.SyncDir(filepath.Dir(aside)); err != nil {
+			return aside, swappedError{err}
+		}
 	}
-	return "", nil
+	return aside, nil
 }
+
+// swappedError is an error met once the restored copy is in the datadir (or the
+// datadir half swapped): a failed restore then neither removes nor moves back
+// anything, and the message says where the files are.
+type swappedError struct{ error }
+
+// Unwrap returns the error met.
+func (e swappedError) Unwrap() error { return e.error }
 
 // PutBack undoes a restore into datadir whose old contents were kept in aside ("" if
 // the datadir had none): the restored contents move into a new directory beside the

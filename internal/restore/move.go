@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
 // A directory restored with --move gives its files to the restore: each is checked and
@@ -27,30 +28,38 @@ import (
 const (
 	// movedMarker, in the backup directory, holds the staging directory's path.
 	movedMarker = "ferry-moved-to"
-	// moveJournal, in the staging directory: moveHeader and the backup's directory,
-	// then recoveringLine once the copy is about to change.
-	moveJournal    = "ferry-move.journal"
-	moveHeader     = "ferry restore --move of "
-	recoveringLine = "recovering"
+	// The journal of a move sits beside its staging directory (STAGING.journal, never
+	// inside: nothing of it may reach the datadir): moveHeader and the backup's
+	// directory, then one line per phase begun.
+	journalExt = ".journal"
+	moveHeader = "ferry restore --move of "
+	// phaseRecovering: the copy is about to change (recovery, a replay); the files
+	// cannot go back any more.
+	phaseRecovering = "recovering"
+	// phaseSwapping: the copy is being moved into the datadir; phaseUnswapped: that
+	// swap was undone, the copy is whole in staging again.
+	phaseSwapping  = "swapping"
+	phaseUnswapped = "swap undone"
 )
 
 // consuming is a Source whose files move into staging: a failed restore must put them
 // back or keep them for --resume, never remove them.
 type consuming interface {
-	// Changing records that the staging copy is about to differ from the backup's
-	// files (recovery, a binlog replay): from then on the files cannot go back.
-	Changing(staging string) error
+	// Phase records that a phase begins on the staging copy: phaseRecovering (the
+	// copy is about to differ from the backup's files: they cannot go back), then
+	// phaseSwapping (the copy moves into the datadir).
+	Phase(staging, phase string) error
 	// Settle ends a failed restore without losing a file and returns err extended
 	// with where the data is and what to do.
 	Settle(staging string, err error) error
 	// Finished is called once the restore put the copy in datadir.
-	Finished(datadir string) error
+	Finished(staging, datadir string) error
 }
 
-// changing tells a consuming source that staging is about to change.
-func changing(src Source, staging string) error {
+// phase tells a consuming source that a phase begins on staging.
+func phase(src Source, staging, name string) error {
 	if c, ok := src.(consuming); ok {
-		return c.Changing(staging)
+		return c.Phase(staging, name)
 	}
 	return nil
 }
@@ -59,25 +68,33 @@ func changing(src Source, staging string) error {
 type moveState struct {
 	from       string // the backup directory
 	recovering bool
+	swapping   bool
 }
 
 // readMoveJournal reads the journal of the --move staging directory dir.
 func readMoveJournal(dir string) (moveState, error) {
-	b, err := os.ReadFile(filepath.Join(dir, moveJournal))
+	b, err := os.ReadFile(dir + journalExt)
 	if err != nil {
 		return moveState{}, err
 	}
 	if len(b) > 64<<10 {
-		return moveState{}, fmt.Errorf("%s is not a ferry journal (too long)", filepath.Join(dir, moveJournal))
+		return moveState{}, fmt.Errorf("%s is not a ferry journal (too long)", dir+journalExt)
 	}
 	lines := strings.Split(string(b), "\n")
 	from, ok := strings.CutPrefix(lines[0], moveHeader)
 	if !ok {
-		return moveState{}, fmt.Errorf("%s is not a ferry restore --move journal: remove the directory", dir)
+		return moveState{}, fmt.Errorf("%s is not a ferry restore --move journal", dir+journalExt)
 	}
 	st := moveState{from: from}
-	for _, l := range lines[1:] {
-		st.recovering = st.recovering || l == recoveringLine
+	for _, l := range lines[1:] { // the last phase begun counts (a swap undone goes back)
+		switch l {
+		case phaseRecovering:
+			st.recovering, st.swapping = true, false
+		case phaseSwapping:
+			st.swapping = true
+		case phaseUnswapped:
+			st.swapping = false
+		}
 	}
 	return st, nil
 }
@@ -92,22 +109,25 @@ func (s *DirSource) moveStaging(datadir string) (string, bool, error) {
 	dir := placeFor(datadir).path("move-" + s.moveID(from))
 	st, err := readMoveJournal(dir)
 	switch {
+	case err == nil && st.swapping:
+		return "", false, fmt.Errorf("a restore --move of %s was stopped while it moved its copy into %s: the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir, then remove it and %s", s.Dir, datadir, dir, dir, dir+journalExt)
 	case err == nil && !s.Resume:
 		return "", false, fmt.Errorf("an interrupted restore --move of %s is in %s (the backup's files moved so far are there): run the same command with --resume to finish it", s.Dir, dir)
 	case err == nil && st.from != from:
 		return "", false, fmt.Errorf("%s holds a restore --move of %s, not of %s: finish that one first", dir, st.from, s.Dir)
 	case err == nil:
+		s.recovering = st.recovering
 		return dir, true, nil
 	case !errors.Is(err, os.ErrNotExist):
 		return "", false, err
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return "", false, fmt.Errorf("%s exists and is not ferry's: remove it", dir)
+		return "", false, fmt.Errorf("%s exists without the journal of a ferry restore --move: it is not ferry's, or a restore --move was stopped at its very end (then it is the restored datadir's last files: move them into %s)", dir, datadir)
 	}
 	if dir, err = makeStaging(datadir, dir); err != nil {
 		return "", false, err
 	}
-	if err := writeSynced(filepath.Join(dir, moveJournal), moveHeader+from+"\n"); err != nil {
+	if err := writeSynced(dir+journalExt, moveHeader+from+"\n"); err != nil {
 		os.RemoveAll(dir)
 		return "", false, err
 	}
@@ -144,30 +164,29 @@ func checkMoved(dir string) error {
 const consumedPrefix = "consumed by a restore into "
 
 // Finished implements consuming: a moved backup's marker now says where its files
-// went for good.
-func (s *DirSource) Finished(datadir string) error {
+// went for good, and the journal goes.
+func (s *DirSource) Finished(staging, datadir string) error {
 	if !s.Move {
 		return nil
 	}
 	p := filepath.Join(s.Dir, movedMarker)
-	if err := os.Remove(p); err != nil {
+	if err := xtrabackup.WriteFileSync(p, []byte(consumedPrefix+datadir+"\n")); err != nil {
 		return err
 	}
-	return writeSynced(p, consumedPrefix+datadir+"\n")
+	return os.Remove(staging + journalExt)
 }
 
-// Changing implements consuming: it records in the journal that the files cannot go
-// back any more.
-func (s *DirSource) Changing(staging string) error {
+// Phase implements consuming: it records the phase in the journal.
+func (s *DirSource) Phase(staging, phase string) error {
 	if !s.Move {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(staging, moveJournal), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(staging+journalExt, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("restore --move journal: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.WriteString(recoveringLine + "\n"); err != nil {
+	if _, err := f.WriteString(phase + "\n"); err != nil {
 		return fmt.Errorf("restore --move journal: %w", filecopy.WrapWriteErr(err))
 	}
 	return f.Sync()
@@ -183,7 +202,13 @@ func (s *DirSource) Settle(staging string, err error) error {
 		}
 		return fmt.Errorf("%w; the partial copy was removed, and the backup and the datadir are as they were: run the restore again", err)
 	}
-	if st, jerr := readMoveJournal(staging); jerr == nil && st.recovering {
+	st, jerr := readMoveJournal(staging)
+	switch {
+	case jerr != nil: // never move back what cannot be told apart
+		return fmt.Errorf("%w; the backup's files moved so far are in %s (its journal is unreadable: %v): move them back into %s by hand", err, staging, jerr, s.Dir)
+	case st.swapping:
+		return fmt.Errorf("%w; the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir", err, staging, staging)
+	case st.recovering:
 		return fmt.Errorf("%w; the backup's files are in %s, where recovery had begun on them (%s no longer holds them): fix the cause and run the same command with --resume to finish the restore", err, staging, s.Dir)
 	}
 	if merr := s.moveBack(staging); merr != nil {
@@ -207,9 +232,6 @@ func (s *DirSource) moveBack(staging string) error {
 			}
 			return nil
 		}
-		if rel == moveJournal {
-			return nil
-		}
 		to, err := safepath.MkdirParents(s.Dir, filepath.ToSlash(rel), 0o750)
 		if err != nil {
 			return err
@@ -229,30 +251,18 @@ func (s *DirSource) moveBack(staging string) error {
 	if err := manifest.SyncDir(s.Dir); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(staging, moveJournal)); err != nil {
-		return err
-	}
 	if err := os.Remove(staging); err != nil {
 		return err
 	}
-	return os.Remove(filepath.Join(s.Dir, movedMarker))
+	if err := os.Remove(filepath.Join(s.Dir, movedMarker)); err != nil {
+		return err
+	}
+	return os.Remove(staging + journalExt)
 }
 
-// writeSynced creates path with text and makes it durable (file and directory).
+// writeSynced writes path with text and makes it durable (file and directory).
 func writeSynced(path, text string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-	if err != nil {
-		return filecopy.WrapWriteErr(err)
-	}
-	_, err = f.WriteString(text)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := xtrabackup.WriteFileSync(path, []byte(text)); err != nil {
 		return filecopy.WrapWriteErr(err)
 	}
 	return manifest.SyncDir(filepath.Dir(path))

@@ -112,11 +112,14 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res, err := restoreIn(ctx, cfg, staging, bin, pre != nil, owner, datadir)
+	if errors.As(err, new(swappedError)) { // the copy is in place: nothing to settle
+		return nil, err
+	}
 	if err != nil {
 		return nil, settle(cfg, staging, keep, err)
 	}
 	if c, ok := cfg.Source.(consuming); ok {
-		if err := c.Finished(datadir); err != nil {
+		if err := c.Finished(staging, datadir); err != nil {
 			cfg.Log.Warn("the restore is complete, but its backup's marker was not updated", "err", err)
 		}
 	}
@@ -209,7 +212,7 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 	}
 	if !b.Prepared || cfg.Replay != nil || cfg.Export != nil {
 		// From here the staging copy differs from the backup's files.
-		if err := changing(cfg.Source, staging); err != nil {
+		if err := phase(cfg.Source, staging, phaseRecovering); err != nil {
 			return nil, err
 		}
 	}
@@ -282,16 +285,26 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 	if cfg.InPlace != nil {
 		local = cfg.InPlace.Local
 	}
-	aside, err := swapIn(staging, datadir, cfg.Replace || cfg.InPlace != nil, local)
-	if err != nil && aside != "" {
-		return nil, fmt.Errorf("%w (the copy is in place; the old datadir's files are in %s)", err, aside)
-	}
-	if err != nil {
+	if err := phase(cfg.Source, staging, phaseSwapping); err != nil {
 		unplace(moved)
 		return nil, err
 	}
-	if err := owner.chown(datadir); err != nil { // an existing datadir keeps its directory
+	aside, err := swapIn(staging, datadir, cfg.Replace || cfg.InPlace != nil, local)
+	if errors.As(err, new(swappedError)) {
+		if aside != "" {
+			err = fmt.Errorf("%w (the restored copy is in %s; the old datadir's files are in %s)", err, datadir, aside)
+		}
 		return nil, err
+	}
+	if err != nil { // nothing moved: the copy is whole in staging again
+		unplace(moved)
+		if perr := phase(cfg.Source, staging, phaseUnswapped); perr != nil {
+			return nil, errors.Join(err, perr)
+		}
+		return nil, err
+	}
+	if err := owner.chown(datadir); err != nil { // an existing datadir keeps its directory
+		cfg.Log.Warn("the restored datadir's own directory keeps its owner", "datadir", datadir, "err", err)
 	}
 	return &Result{Backup: b, Datadir: datadir, MovedAside: aside, Coordinates: c, Options: opts, Owner: owner.String()}, nil
 }
@@ -362,7 +375,10 @@ func swapIn(staging, datadir string, replace bool, local func(string) bool) (str
 		if err := os.Rename(staging, datadir); err != nil {
 			return "", fmt.Errorf("rename %s to %s: %w", staging, datadir, err)
 		}
-		return "", manifest.SyncDir(filepath.Dir(datadir))
+		if err := manifest.SyncDir(filepath.Dir(datadir)); err != nil {
+			return "", swappedError{err}
+		}
+		return "", nil
 	}
 	if !replace {
 		if ents, err := contents(datadir); err != nil || len(ents) > 0 {

@@ -23,6 +23,9 @@ type DirSource struct {
 	Move bool
 	// Resume continues a Move that an earlier run left in its staging directory.
 	Resume bool
+	// recovering: the Move resumed had begun recovery, so every file is in staging
+	// already and some may have changed (set by Staging).
+	recovering bool
 	// Parallel is how many files are copied at once (default: the cores).
 	Parallel int
 	b        *Backup // opened by Inspect
@@ -55,6 +58,10 @@ func (s *DirSource) Staging(datadir string) (string, bool, error) {
 // Fill implements Source: it copies (or moves) the datadir's files into staging in
 // parallel, verifying each against the manifest.
 func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+	if s.Move && s.recovering {
+		env.Log.Info("resume: the backup's files were all moved and recovery had begun on them: it runs again", "staging", staging)
+		return s.b, nil
+	}
 	all, err := s.files(ctx)
 	if err != nil {
 		return nil, err

@@ -155,6 +155,8 @@ func TestChainRebuildsTablespaces(t *testing.T) {
 	storeFile(t, r, inc("i-whole"), "db/t.ibd.delta", manifest.KindDelta, &whole, delta(data, ps, []uint32{0, 1, 2, 3}, []uint32{0, 1, 2, 3}))
 	storeFile(t, r, inc("i-lost"), "db/t_back.ibd.delta", manifest.KindDelta, other, delta(data, ps, nil, nil))
 	storeFile(t, r, inc("i-no-page0"), "db/t.ibd.delta", manifest.KindDelta, &whole, delta(data, ps, []uint32{1, 2}, []uint32{1, 2}))
+	// A space new to the chain in a delta of its changed pages only (page 0 among them).
+	storeFile(t, r, inc("i-changed-only"), "db/t_back.ibd.delta", manifest.KindDelta, other, delta(data, ps, []uint32{0, 2}, []uint32{0, 2}))
 	cfg := Config{Repo: r, Log: slog.New(slog.DiscardHandler), Progress: io.Discard}
 	for _, id := range []string{"i-some", "i-whole"} {
 		cfg.BackupID = id
@@ -163,8 +165,9 @@ func TestChainRebuildsTablespaces(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{
-		"i-lost":     "backup i-lost failed verification: damaged: the chain would restore db/t_back.ibd (space id " + strconv.Itoa(int(other.ID)) + ") empty",
-		"i-no-page0": "the chain would restore db/t.ibd (space id " + strconv.Itoa(int(space.ID)) + ") without its page 0",
+		"i-lost":         "backup i-lost failed verification: damaged: the chain would restore db/t_back.ibd (space id " + strconv.Itoa(int(other.ID)) + ") empty",
+		"i-no-page0":     "the chain would restore db/t.ibd (space id " + strconv.Itoa(int(space.ID)) + ") without its page 0",
+		"i-changed-only": "the chain would restore db/t_back.ibd (space id " + strconv.Itoa(int(other.ID)) + ") from only the pages",
 	} {
 		cfg.BackupID = id
 		_, err := Run(context.Background(), cfg)

@@ -66,6 +66,9 @@ type rebuilt struct {
 	pages int64
 	page0 bool
 	from  string // the backup whose copy or delta last made or replaced it
+	// changedOnly: first met in a delta that is not whole: the chain holds only the
+	// pages changed since a base that never held the tablespace
+	changedOnly bool
 }
 
 // checkRebuilt rebuilds each tablespace of a chain from its full backup's copies and
@@ -90,7 +93,7 @@ func checkRebuilt(chain []*manifest.Manifest, h *held) error {
 			case f.Kind == manifest.KindDelta && !cancelled[f.Path]:
 				r := spaces[s.ID]
 				if r == nil || s.Whole {
-					r = &rebuilt{}
+					r = &rebuilt{changedOnly: !s.Whole}
 					spaces[s.ID] = r
 				}
 				if d := h.of(m.ID, f.Path); d.n > 0 {
@@ -106,9 +109,9 @@ func checkRebuilt(chain []*manifest.Manifest, h *held) error {
 		if s == nil || s.System || cancelled[f.Path] || (f.Kind != manifest.KindDelta && f.Kind != manifest.KindInnoDB) {
 			continue
 		}
-		if r := spaces[s.ID]; r == nil || r.pages == 0 || !r.page0 {
+		if r := spaces[s.ID]; r == nil || r.pages == 0 || !r.page0 || r.changedOnly {
 			table := strings.TrimSuffix(f.Path, ".delta")
-			return fmt.Errorf("backup %s failed verification: %w: the chain would restore %s (space id %d) %s: neither %s nor an earlier backup of the chain holds its page 0 (imported or re-created since the base, and not copied whole): take a full backup",
+			return fmt.Errorf("backup %s failed verification: %w: the chain would restore %s (space id %d) %s: neither %s nor an earlier backup of the chain holds it whole (imported or re-created since the base, and not copied whole): take a full backup",
 				last.ID, repo.ErrDamaged, table, s.ID, emptyOrShort(r), f.Path)
 		}
 	}
@@ -117,8 +120,11 @@ func checkRebuilt(chain []*manifest.Manifest, h *held) error {
 
 // emptyOrShort says how a rebuilt tablespace falls short.
 func emptyOrShort(r *rebuilt) string {
-	if r == nil || r.pages == 0 {
+	switch {
+	case r == nil || r.pages == 0:
 		return "empty"
+	case r.changedOnly && r.page0:
+		return fmt.Sprintf("from only the pages %s changed (no backup of the chain copied it whole)", r.from)
 	}
 	return fmt.Sprintf("without its page 0 (%d pages, last written by %s)", r.pages, r.from)
 }
