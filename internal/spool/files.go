@@ -56,7 +56,7 @@ func NewFiles(dir string, max int64) *Files {
 
 // Create starts a file expected to take size bytes. ok is false, and nothing is kept,
 // when that would reserve more than the bound: the caller writes that file elsewhere.
-// A file may grow past what it reserved.
+// A file may grow past what it reserved, as long as the spool stays within its bound.
 func (fs *Files) Create(name string, size int64) (f *File, ok bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -83,6 +83,10 @@ func (f *File) WriteAt(p []byte, off int64) error {
 	if f.closed {
 		fs.mu.Unlock()
 		return fmt.Errorf("spool: write to %s after it was closed (internal error)", f.name)
+	}
+	if fs.max > 0 && fs.end+int64(len(p)) > fs.max {
+		fs.mu.Unlock()
+		return fmt.Errorf("spool: %s grew past what was reserved, and the spool in %s past its bound of %d bytes: raise the bound or give the spool more room", f.name, dirName(fs.dir), fs.max)
 	}
 	if err := fs.open(); err != nil {
 		fs.mu.Unlock()

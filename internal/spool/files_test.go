@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -106,5 +107,22 @@ func TestFilesBound(t *testing.T) {
 	}
 	if fs.Held() != 80 {
 		t.Fatalf("held %d, want 80", fs.Held())
+	}
+}
+
+// TestFilesGrowthBounded: a file may grow past what it reserved, but never the spool
+// past its bound: the write fails and says so.
+func TestFilesGrowthBounded(t *testing.T) {
+	fs := NewFiles(t.TempDir(), 10)
+	defer fs.Release()
+	f, ok := fs.Create("aria_log.00000001", 4)
+	if !ok {
+		t.Fatal("a file within the bound was refused")
+	}
+	if err := f.WriteAt(make([]byte, 8), 0); err != nil {
+		t.Fatalf("growth within the bound refused: %v", err)
+	}
+	if err := f.WriteAt(make([]byte, 3), 8); err == nil || !strings.Contains(err.Error(), "bound") {
+		t.Fatalf("growth past the bound: %v", err)
 	}
 }
