@@ -85,7 +85,7 @@ func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args
 	}
 	// One name per datadir: what a killed restore left there is removed by the next
 	// (the replay moves the relay logs into its staging directory before it starts).
-	relay := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-relay")
+	relay := restore.StagingPath(datadir, "relay") // on the datadir's filesystem, as its staging
 	if err := os.RemoveAll(relay); err != nil {
 		return nil, none, fmt.Errorf("relay log directory: %w", err)
 	}
