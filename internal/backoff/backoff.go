@@ -19,13 +19,13 @@ type Clock interface {
 }
 
 // Real is the wall clock.
-var Real Clock = realClock{}
+type Real struct{}
 
-type realClock struct{}
+// Now implements Clock.
+func (Real) Now() time.Time { return time.Now() }
 
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+// Sleep implements Clock.
+func (Real) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -73,7 +73,7 @@ func (p Policy) withDefaults() Policy {
 		p.Jitter = 1
 	}
 	if p.Clock == nil {
-		p.Clock = Real
+		p.Clock = Real{}
 	}
 	return p
 }

@@ -131,7 +131,7 @@ func TestRealSleepCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
-	if err := Real.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+	if err := (Real{}).Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Fatalf("err %v after %v", err, time.Since(start))
 	}
 }
