@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -296,13 +295,7 @@ func allocated(p plan) int64 {
 	var n int64
 	for _, list := range [][]srcFile{p.InnoDB, p.DDLStable, p.Commit, p.AriaControl, p.AriaLogs} {
 		for _, f := range list {
-			size := f.Size
-			if fi, err := os.Stat(f.Abs); err == nil {
-				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks > 0 {
-					size = st.Blocks * 512
-				}
-			}
-			n += size
+			n += diskspace.Allocated(f.Abs, f.Size)
 		}
 	}
 	return n

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,4 +86,18 @@ func Human(n int64) string {
 		return fmt.Sprintf("%.0f %ciB", v, "KMGTP"[exp])
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[exp])
+}
+
+// Allocated is the room the file at path takes on its filesystem: its allocated blocks
+// (less than its size when it is sparse), or size where the filesystem reports none or
+// the file cannot be read.
+func Allocated(path string, size int64) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return size
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Blocks > 0 {
+		return st.Blocks * 512
+	}
+	return size
 }

@@ -273,18 +273,8 @@ func placeOne(from, to string, owner ownerIDs) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o750); err != nil {
 		return fmt.Errorf("create DATA DIRECTORY %s: %w", filepath.Dir(to), err)
 	}
-	if err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE); err != nil {
-		if !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("move tablespace to %s: %w", to, err)
-		}
-		if _, _, err := filecopy.CopyPlain(context.Background(), from, to, nil); err != nil {
-			os.Remove(to)
-			return fmt.Errorf("copy tablespace to %s: %w", to, err)
-		}
-		if err := syncFile(to); err != nil {
-			return err
-		}
-		os.Remove(from)
+	if err := moveFile(from, to); err != nil {
+		return fmt.Errorf("move tablespace to %s: %w", to, err)
 	}
 	if owner.set {
 		if err := os.Lchown(to, owner.uid, owner.gid); err != nil {
@@ -292,6 +282,24 @@ func placeOne(from, to string, owner ownerIDs) error {
 		}
 	}
 	return nil
+}
+
+// moveFile renames from to to, never over an existing file; across filesystems it
+// copies, syncs the copy and removes from (a failed copy leaves no partial to).
+func moveFile(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if err == nil || !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	if _, _, err := filecopy.CopyPlain(context.Background(), from, to, nil); err != nil {
+		os.Remove(to)
+		return err
+	}
+	if err := syncFile(to); err != nil {
+		os.Remove(to)
+		return err
+	}
+	return os.Remove(from)
 }
 
 // unplace moves placed tablespaces back into staging.

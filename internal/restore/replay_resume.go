@@ -2,13 +2,10 @@ package restore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
@@ -80,28 +77,6 @@ func relayIn(staging string, p *binlog.Plan, resumed bool) (*binlog.Plan, error)
 		return nil, fmt.Errorf("replay: relay log index: %w", err)
 	}
 	return &q, nil
-}
-
-// moveFile renames from to to, or copies it where they lie on two filesystems.
-func moveFile(from, to string) error {
-	err := os.Rename(from, to)
-	if !errors.Is(err, syscall.EXDEV) {
-		return err
-	}
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // stopReplay stops the applier of an interrupted replay at a transaction boundary,

@@ -3,7 +3,6 @@ package restore
 import (
 	"io/fs"
 	"path/filepath"
-	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -95,14 +94,9 @@ func (s *DirSource) allocated(want func(string) bool) (int64, error) {
 // allocatedUnder is the disk space the files under path take (0 if it does not exist).
 func allocatedUnder(path string) int64 {
 	var n int64
-	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				n += st.Blocks * 512
-			}
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n += diskspace.Allocated(p, 0)
 		}
 		return nil
 	})
