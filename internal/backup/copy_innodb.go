@@ -115,7 +115,7 @@ func (j *job) openOut(ij *innoJob) error {
 		if ij.stored = j.storedName(ij.src.Rel); ij.stored == ij.src.Rel {
 			ij.stored = ""
 		}
-		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse, Size: ij.src.Size})
+		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse, Size: ij.src.Size, Space: ij.space()})
 	})
 	return ij.outErr
 }

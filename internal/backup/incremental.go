@@ -36,6 +36,10 @@ type Base struct {
 	// Spaces are the base's tablespaces by space id, as its manifest records them (nil
 	// without a ferry manifest): a tablespace whose identity differs is copied whole.
 	Spaces map[uint32]manifest.Space
+	// Have, if set, names the tablespace files (by path in the datadir) the base holds
+	// whole; every other one, the system tablespace's included, is copied whole (the
+	// base is an interrupted copy: a clone's recipient resuming it).
+	Have map[string]bool
 }
 
 // BaseFromManifest is the base a ferry backup's manifest describes.
@@ -236,10 +240,13 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 // replacedSince says why the tablespace ij is not the file the base holds ("" when
 // it is): the incremental then copies it whole (identity.go).
 func (j *job) replacedSince(ij *innoJob) string {
+	b := j.cfg.Incremental
+	if b.Have != nil && !b.Have[ij.src.Rel] {
+		return "the base does not hold this file whole"
+	}
 	if ij.src.System {
 		return ""
 	}
-	b := j.cfg.Incremental
 	return replaced(b.Spaces, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
 }
 

@@ -129,7 +129,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
 		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
 		return cur, err
-	}, j.redoCapacity())
+	}, j.redoCapacity(), t.Start().LSN)
 	go func() {
 		defer close(tl.ran)
 		if tl.runErr = t.Run(ctx); tl.runErr != nil {

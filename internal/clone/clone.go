@@ -36,6 +36,10 @@ type Config struct {
 	Security  Security
 	Datadir   string
 	Replace   bool // move a non-empty datadir aside (kept) and clone in its place
+	// Resume continues the interrupted clone whose staging directory is found: the
+	// donor sends the pages changed since its copy began of the tablespaces it received
+	// whole, and the other files whole (docs/clone.md, "Resuming a clone").
+	Resume bool
 	Owner     string
 	Compress  string
 	MaxRate   int64
@@ -112,16 +116,19 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Datadir: datadir, Donor: cfg.From, Bypass: w.Bypass}, nil
 	}
 	first := &firstConn{bc: bc}
-	unlock, staging, err := claimStaging(datadir, cfg.Log)
+	unlock, staging, err := claimStaging(datadir, cfg.Log, cfg.Resume)
 	if err != nil {
 		first.abort(err)
 		return nil, err
 	}
 	defer unlock()
-	src := &restore.StreamSource{Label: "clone of " + cfg.From, Dir: staging,
-		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
-			return receive(ctx, cfg, conns, first.take(), w, dir)
-		}}
+	src := &source{cfg: cfg, conns: conns, first: first, w: w, staging: staging, journaled: cfg.Listener == nil}
+	if cfg.Resume {
+		if src.offer, err = pickResume(cfg.Log, staging, w); err != nil {
+			first.abort(err)
+			return nil, err
+		}
+	}
 	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
 		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
 		InPlace: cfg.InPlace, BeforeSwap: cfg.BeforeSwap, FromSource: cfg.FromSource}
@@ -221,8 +228,8 @@ func (cfg Config) withDefaults() Config {
 // claimStaging locks the clone's staging path on the datadir's filesystem (beside it,
 // or inside it when it is a mount point or its parent is not writable, as for a Galera
 // joiner running as mariadbd's user: see restore.StagingPath), so two clones cannot
-// share it, and clears what an interrupted clone left there.
-func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
+// share it, and clears what an interrupted clone left there unless it is to be resumed.
+func claimStaging(datadir string, log *slog.Logger, resume bool) (func(), string, error) {
 	lockPath, staging := restore.StagingPath(datadir, "clone.lock"), restore.StagingPath(datadir, "clone")
 	parent := filepath.Dir(staging)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -236,7 +243,7 @@ func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
 		lf.Close()
 		return nil, "", fmt.Errorf("another ferry clone is running into %s (it holds %s)", datadir, lockPath)
 	}
-	if _, err := os.Stat(staging); err == nil {
+	if _, err := os.Stat(staging); err == nil && !resume {
 		log.Warn("removing the staging directory of an interrupted clone; starting over", "staging", staging)
 		if err := os.RemoveAll(staging); err != nil {
 			lf.Close()
@@ -246,13 +253,13 @@ func claimStaging(datadir string, log *slog.Logger) (func(), string, error) {
 	return func() { os.Remove(lockPath); lf.Close() }, staging, nil
 }
 
-// receive runs the clone's connections into dir, starting with bc (welcomed with w),
-// and returns what they wrote.
-func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w welcome, dir string) (*stream.Unpacked, error) {
+// receive runs the clone's connections into dir, starting with bc (welcomed with w,
+// started with st), journaling into j, and returns what they wrote.
+func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w welcome, st start, j *journal, dir string) (*stream.Unpacked, error) {
 	if bc == nil {
 		return nil, errors.New("the clone's first connection is gone (internal error)")
 	}
-	if err := checkRecipient(ctx, cfg, w, dir); err != nil {
+	if err := checkRecipient(ctx, cfg, w, st.Resume, dir); err != nil {
 		if f, ferr := jsonFrame(start{Abort: err.Error()}); ferr == nil {
 			bc.send(f)
 		}
@@ -271,8 +278,8 @@ func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w we
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	r := &receiver{dir: dir, dec: dec, log: cfg.Log, prog: prog.Add, ctx: rctx, fail: fail, conns: conns, grace: cfg.Grace,
-		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second}
-	f, err := jsonFrame(start{})
+		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second, journal: j}
+	f, err := jsonFrame(st)
 	if err == nil {
 		err = bc.send(f)
 	}
@@ -305,7 +312,7 @@ func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w we
 
 // checkRecipient refuses a clone this host cannot take: another MariaDB series than
 // the donor's, or too little free disk.
-func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) error {
+func checkRecipient(ctx context.Context, cfg Config, w welcome, resume *resumeOffer, dir string) error {
 	bin, err := mariadb.FindMysqld(cfg.Mariadbd)
 	if err != nil {
 		return err
@@ -326,7 +333,11 @@ func checkRecipient(ctx context.Context, cfg Config, w welcome, dir string) erro
 		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)
 	}
 	// The donor's estimate of the copy, a twentieth more for the redo written while it
-	// runs, and 64 MiB for recovery's own files.
-	need := w.Estimate + w.Estimate/20 + 64<<20
+	// runs, and 64 MiB for recovery's own files; a resumed clone holds part of it.
+	est := w.Estimate
+	if resume != nil {
+		est = max(est-resume.bytes(), est/10)
+	}
+	need := est + w.Estimate/20 + 64<<20
 	return diskspace.Check(dir, need, fmt.Sprintf("the clone (the donor's estimate, %s, and room for its redo and recovery)", diskspace.Human(w.Estimate)))
 }

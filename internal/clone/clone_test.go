@@ -120,11 +120,11 @@ func TestImpostorDonor(t *testing.T) {
 func TestCheckRecipientMalformedDonorVersion(t *testing.T) {
 	cfg := Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, v := range []string{"", "garbage", "10.11"} {
-		if err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: v}, t.TempDir()); !errors.Is(err, errProtocol) {
+		if err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: v}, nil, t.TempDir()); !errors.Is(err, errProtocol) {
 			t.Errorf("donor version %q: %v, want a protocol error", v, err)
 		}
 	}
-	err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: "9.1.2-MariaDB"}, t.TempDir())
+	err := checkRecipient(context.Background(), cfg, welcome{ServerVersion: "9.1.2-MariaDB"}, nil, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "install mariadb-server 9.1") {
 		t.Errorf("donor of another series: %v", err)
 	}

@@ -91,7 +91,15 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	defer func() { end(err, s.sentBytes.Load()) }()
 	cfg := d.cfg.Backup
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
-	cfg.Sink, cfg.Monitor = s, &backup.Monitor{}
+	s.monitor = &backup.Monitor{}
+	cfg.Sink, cfg.Monitor = s, s.monitor
+	if st.Resume != nil {
+		if cfg.Incremental, err = d.resumeBase(st.Resume); err != nil {
+			return err
+		}
+		s.log.Info("resuming an interrupted clone: the pages changed since its start, and the files it lacks whole",
+			"from_lsn", st.Resume.StartLSN, "files_kept", len(st.Resume.Files))
+	}
 	cfg.MaxImpact, cfg.WatchRedo = minPositiveF(d.cfg.MaxImpact, h.MaxImpact), true
 	start := time.Now()
 	res, err := backup.Run(s.ctx, cfg)

@@ -1,5 +1,7 @@
 package clone
 
+import "github.com/ferry-backup/ferry/internal/manifest"
+
 // protocolVersion is the version of the clone protocol (docs/clone.md); both ends must
 // speak the same.
 const protocolVersion = 2
@@ -30,6 +32,11 @@ type welcome struct {
 	Host          string `json:"host"`
 	Datadir       string `json:"datadir"`
 	Estimate      int64  `json:"estimate_bytes"` // bytes the copy will write on the recipient (roughly)
+	// ServerUID is the donor's @@server_uid: a recipient resumes only a clone of the
+	// same server.
+	ServerUID string `json:"server_uid,omitempty"`
+	// Resume: the donor can complete an interrupted clone (start's resume).
+	Resume bool `json:"resume,omitempty"`
 	// Bypass, if set, means the donor sends no copy: this is all it has to say (a
 	// Galera donor whose joiner gets the write-sets by IST sends the joiner's position).
 	Bypass string `json:"bypass,omitempty"`
@@ -38,6 +45,33 @@ type welcome struct {
 // start tells the donor the recipient's checks passed (or not: Abort says why).
 type start struct {
 	Abort string `json:"abort,omitempty"`
+	// Resume, if set, asks for an incremental on the interrupted clone the recipient
+	// holds instead of a whole copy (docs/clone.md, "Resuming a clone").
+	Resume *resumeOffer `json:"resume,omitempty"`
+}
+
+// resumeOffer is what an interrupted clone left on the recipient: the donor sends the
+// pages changed since StartLSN of the files listed, and every other file whole.
+type resumeOffer struct {
+	ServerUID string `json:"server_uid"`
+	// StartLSN is the interrupted copy's start: the checkpoint its redo copy began at.
+	StartLSN uint64        `json:"start_lsn"`
+	Files    []resumedFile `json:"files"`
+}
+
+// resumedFile is a tablespace file the interrupted clone received whole.
+type resumedFile struct {
+	Path  string         `json:"path"`
+	Size  int64          `json:"size"`
+	Space manifest.Space `json:"space"`
+}
+
+// closeInfo is the JSON payload of a close frame of an InnoDB tablespace file: where
+// the copy's redo began, and the tablespace as the copy read it; the recipient
+// journals it so that an interrupted clone can be resumed. Older recipients ignore it.
+type closeInfo struct {
+	StartLSN uint64          `json:"start_lsn"`
+	Space    *manifest.Space `json:"space"`
 }
 
 // Proof roles.

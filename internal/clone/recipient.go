@@ -3,6 +3,7 @@ package clone
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,8 @@ type receiver struct {
 	fail  context.CancelCauseFunc
 	conns connector // the donor's further connections, and reconnections
 	grace time.Duration
+	// journal records what a resumed clone could keep (nil: nothing is recorded)
+	journal *journal
 
 	mu         sync.Mutex
 	files      map[uint64]*rfile // by handle
@@ -275,7 +278,7 @@ func (r *receiver) data(f *frame) error {
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	rf.spans[f.seq] = span{off: f.off, n: int64(len(raw)), crc: crc}
-	return rf.finish()
+	return rf.finish(r.journal)
 }
 
 // patch writes a frame of pages copied again over a complete file, once. The file's
@@ -340,12 +343,12 @@ func (r *receiver) closeFile(f *frame) error {
 		return nil
 	}
 	rf.end = f
-	return rf.finish()
+	return rf.finish(r.journal)
 }
 
 // finish closes the file if its close frame and all its data are in (rf.mu held),
-// and works out its CRC-32C.
-func (rf *rfile) finish() error {
+// works out its CRC-32C and journals a tablespace received whole.
+func (rf *rfile) finish(j *journal) error {
 	if rf.end == nil || len(rf.spans) < int(rf.end.rawLen) {
 		return nil
 	}
@@ -377,7 +380,11 @@ func (rf *rfile) finish() error {
 		crc = c
 	}
 	rf.crc, rf.spans = crc, nil
-	return nil
+	var info closeInfo
+	if len(rf.end.payload) == 0 || json.Unmarshal(rf.end.payload, &info) != nil {
+		return nil // an older donor's close, or not a tablespace: nothing to resume from
+	}
+	return j.done(rf.full, rf.path, size, info)
 }
 
 // tiledCRC combines the frames' CRCs when they cover the file exactly once, in order;
@@ -421,7 +428,7 @@ func (r *receiver) remove(rel string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale copy %s: %w", rel, err)
 	}
-	return nil
+	return r.journal.add(journalLine{Removed: rel})
 }
 
 // rename moves a finished copy (DDL during the clone); done twice it is a no-op.
@@ -444,6 +451,9 @@ func (r *receiver) rename(from, to string) error {
 	}
 	if err := os.Rename(src, dst); err != nil {
 		return fmt.Errorf("rename copy %s to %s: %w", from, to, err)
+	}
+	if err := r.journal.add(journalLine{Renamed: from, To: to}); err != nil {
+		return err
 	}
 	delete(r.byPath, from)
 	if ok {

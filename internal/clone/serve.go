@@ -63,6 +63,7 @@ type donorInfo struct {
 	version  string
 	datadir  string
 	serverID uint32
+	uid      string // @@server_uid
 	port     int
 	exclude  []string // path prefixes (absolute) not copied: binary and relay logs
 }
@@ -147,7 +148,7 @@ func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
 	if err := mariadb.CheckPrivileges(ctx, db, conn.User, mariadb.BackupPrivileges); err != nil {
 		return donorInfo{}, err
 	}
-	di := donorInfo{version: info.Version, datadir: info.Datadir}
+	di := donorInfo{version: info.Version, datadir: info.Datadir, uid: info.Vars["server_uid"]}
 	var port sql.NullInt64
 	if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@port").Scan(&di.serverID, &port); err != nil {
 		return donorInfo{}, fmt.Errorf("read server_id and port: %w", err)
@@ -252,7 +253,7 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 // welcome is the donor's answer on an authenticated connection of session id.
 func (d *donor) welcome(bc *bufConn, id string, estimate int64) error {
 	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
-		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate}
+		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate, ServerUID: d.info.uid, Resume: true}
 	w.Host, _ = os.Hostname()
 	return d.sendWelcome(bc, w)
 }

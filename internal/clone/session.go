@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/sink"
@@ -34,6 +35,9 @@ type session struct {
 	rate  *rate.Limiter       // --max-rate on the wire, nil: unlimited
 	codec *codecPicker
 	grace time.Duration
+	// monitor is the backup's: it tells where its redo copy began, which the close
+	// frames of tablespaces carry (closeInfo).
+	monitor *backup.Monitor
 
 	mu         sync.Mutex
 	wake       *sync.Cond
@@ -241,7 +245,7 @@ func (s *session) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	if o.Sparse {
 		flags = flagSparse
 	}
-	return &sinkFile{s: s, rel: rel, handle: h, flags: flags}, s.err()
+	return &sinkFile{s: s, rel: rel, handle: h, flags: flags, space: o.Space}, s.err()
 }
 
 // Patch implements sink.Sink: the bytes go as data frames marked as a patch, which the
@@ -293,6 +297,7 @@ type sinkFile struct {
 	rel    string
 	handle uint64
 	flags  byte
+	space  *manifest.Space // the tablespace it copies, nil for another file
 	frames atomic.Uint32 // data frames sent (segments write one file from several goroutines)
 }
 
@@ -341,8 +346,15 @@ func (s *session) sendData(rel string, handle uint64, flags byte, p []byte, off 
 // and the recipient closes the file once all of them have arrived, whatever
 // connections they took.
 func (f *sinkFile) Close(size int64) error {
-	return f.s.enqueue(&frame{typ: frameClose, flags: f.flags, handle: f.handle, off: size,
-		rawLen: f.frames.Load(), path: f.rel})
+	fr := &frame{typ: frameClose, flags: f.flags, handle: f.handle, off: size, rawLen: f.frames.Load(), path: f.rel}
+	if start := f.s.monitor.StartLSN(); f.space != nil && start != 0 {
+		b, err := json.Marshal(closeInfo{StartLSN: start, Space: f.space})
+		if err != nil {
+			return err
+		}
+		fr.payload = b
+	}
+	return f.s.enqueue(fr)
 }
 
 // patchBarrier makes the first patch of a round wait until every frame queued before

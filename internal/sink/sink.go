@@ -86,6 +86,10 @@ type FileOptions struct {
 	// Size is the bytes the file is expected to hold (its source's size when the copy
 	// starts), a hint; 0 when unknown.
 	Size int64
+	// Space is the InnoDB tablespace the file copies, as the copy read its page 0 and
+	// identity (nil for any other file); an end may record it early (a clone's
+	// recipient journals it to resume an interrupted clone).
+	Space *manifest.Space
 }
 
 // File is one file being written into a Sink. WriteAt may not keep p. Without

@@ -1,0 +1,179 @@
+package clone
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// journalName is the file in a clone's staging directory that records what an
+// interrupted clone can be resumed from: the donor's server, where the copy's redo
+// began, and each tablespace file received whole (docs/clone.md, "Resuming a clone").
+// Its name starts with "." so that applying an incremental leaves it alone.
+const journalName = ".ferry-clone.journal"
+
+// maxJournal bounds the journal read back (a line per file and per rename).
+const maxJournal = 256 << 20
+
+// journalLine is one line of the journal; exactly one of its parts is set.
+type journalLine struct {
+	// Header: the copy's server and start LSN (the first line).
+	ServerUID string `json:"server_uid,omitempty"`
+	StartLSN  uint64 `json:"start_lsn,omitempty"`
+	// Done: a tablespace file received whole, synced, of Size bytes then.
+	Done  string          `json:"done,omitempty"`
+	Size  int64           `json:"size,omitempty"`
+	Space *manifest.Space `json:"space,omitempty"`
+	// Renamed/To, Removed: DDL during the copy moved or removed a file.
+	Renamed string `json:"renamed,omitempty"`
+	To      string `json:"to,omitempty"`
+	Removed string `json:"removed,omitempty"`
+	// Phase: "filled" (the copy is whole: recovery may change it), "applying" (a
+	// resumed copy's pages are being written into it).
+	Phase string `json:"phase,omitempty"`
+}
+
+// Phases of the journal.
+const (
+	phaseFilled   = "filled"
+	phaseApplying = "applying"
+)
+
+// journal appends to a staging directory's journal, each line synced.
+type journal struct {
+	mu     sync.Mutex
+	path   string
+	uid    string
+	header bool // the header line is written
+}
+
+func newJournal(dir, uid string) *journal {
+	return &journal{path: filepath.Join(dir, journalName), uid: uid}
+}
+
+// add appends lines, synced; a nil journal records nothing.
+func (j *journal) add(lines ...journalLine) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("journal of the clone: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		w.Write(append(b, '\n'))
+	}
+	err = w.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal of the clone %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// done records a tablespace file received whole (its bytes synced first), with the
+// header before the first one.
+func (j *journal) done(full, rel string, size int64, info closeInfo) error {
+	if j == nil || info.Space == nil || info.StartLSN == 0 {
+		return nil
+	}
+	if err := syncFile(full); err != nil {
+		return err
+	}
+	var lines []journalLine
+	j.mu.Lock()
+	if !j.header {
+		lines = append(lines, journalLine{ServerUID: j.uid, StartLSN: info.StartLSN})
+		j.header = true
+	}
+	j.mu.Unlock()
+	return j.add(append(lines, journalLine{Done: rel, Size: size, Space: info.Space})...)
+}
+
+// syncFile makes a received file's bytes durable before the journal names it.
+func syncFile(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// journalState is what a journal read back says.
+type journalState struct {
+	serverUID string
+	startLSN  uint64
+	files     map[string]journalLine // by path, the Done lines
+	phases    map[string]bool
+}
+
+// readJournal reads the journal of staging (nil, nil if there is none). A torn last
+// line (the clone killed while writing it) is ignored.
+func readJournal(staging string) (*journalState, error) {
+	f, err := os.Open(filepath.Join(staging, journalName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() > maxJournal {
+		return nil, fmt.Errorf("the journal %s is unreadable or larger than %d bytes", f.Name(), maxJournal)
+	}
+	st := &journalState{files: map[string]journalLine{}, phases: map[string]bool{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l journalLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil {
+			break // torn: the clone died writing it, and nothing came after
+		}
+		st.apply(l)
+	}
+	return st, nil
+}
+
+func (st *journalState) apply(l journalLine) {
+	switch {
+	case l.StartLSN != 0 && st.startLSN == 0:
+		st.serverUID, st.startLSN = l.ServerUID, l.StartLSN
+	case l.Done != "" && l.Space != nil:
+		st.files[l.Done] = l
+	case l.Renamed != "":
+		if d, ok := st.files[l.Renamed]; ok {
+			delete(st.files, l.Renamed)
+			d.Done = l.To
+			st.files[l.To] = d
+		} else {
+			delete(st.files, l.To)
+		}
+	case l.Removed != "":
+		delete(st.files, l.Removed)
+	case l.Phase != "":
+		st.phases[l.Phase] = true
+	}
+}

@@ -1,0 +1,122 @@
+package clone
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/manifest"
+)
+
+// journalFixture writes a journal of an interrupted clone of server "uid-a" from LSN
+// 1000 into a new staging directory, with the files it names.
+func journalFixture(t *testing.T, extra ...journalLine) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range []string{"db/a.ibd", "db/b.ibd", "ibdata1"} {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o750)
+		if err := os.WriteFile(full, make([]byte, 65536), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := newJournal(dir, "uid-a")
+	for i, p := range []string{"db/a.ibd", "db/b.ibd", "ibdata1"} {
+		sp := &manifest.Space{ID: uint32(i + 5), System: p == "ibdata1"}
+		if err := j.done(filepath.Join(dir, p), p, 65536, closeInfo{StartLSN: 1000, Space: sp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.add(extra...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func offered(o *resumeOffer) string {
+	var ps []string
+	for _, f := range o.Files {
+		ps = append(ps, f.Path)
+	}
+	return strings.Join(ps, ",")
+}
+
+// TestDecideResume: a journal of the same server resumes with the files still whole
+// (following renames and removes); anything that cannot be resumed safely starts
+// over with the reason.
+func TestDecideResume(t *testing.T) {
+	good := welcome{ServerUID: "uid-a", Resume: true}
+	dir := journalFixture(t, journalLine{Renamed: "db/b.ibd", To: "db/c.ibd"}, journalLine{Removed: "ibdata1"})
+	os.Rename(filepath.Join(dir, "db/b.ibd"), filepath.Join(dir, "db/c.ibd"))
+	st, err := readJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, why := decideResume(st, good, dir)
+	if o == nil || offered(o) != "db/a.ibd,db/c.ibd" || o.StartLSN != 1000 || o.ServerUID != "uid-a" {
+		t.Fatalf("offer %+v (%s), want db/a.ibd and db/c.ibd from LSN 1000", o, why)
+	}
+
+	// A file cut short since it was journaled is left out (sent whole).
+	os.Truncate(filepath.Join(dir, "db/a.ibd"), 100)
+	if o, _ := decideResume(st, good, dir); o == nil || offered(o) != "db/c.ibd" {
+		t.Fatalf("a truncated file was offered: %+v", o)
+	}
+
+	for name, c := range map[string]struct {
+		st   func() *journalState
+		w    welcome
+		want string
+	}{
+		"no journal":     {func() *journalState { return nil }, good, "no tablespace received whole"},
+		"another server": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true}, "another server"},
+		"old donor":      {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
+		"died applying": {func() *journalState {
+			s, _ := readJournal(journalFixture(t, journalLine{Phase: phaseApplying}))
+			return s
+		}, good, "applying"},
+		"recovered": {func() *journalState {
+			s, _ := readJournal(journalFixture(t, journalLine{Phase: phaseFilled}))
+			return s
+		}, good, "recovery"},
+	} {
+		if o, why := decideResume(c.st(), c.w, dir); o != nil || !strings.Contains(why, c.want) {
+			t.Errorf("%s: offer %+v, why %q; want none, %q", name, o, why, c.want)
+		}
+	}
+}
+
+// TestReadJournalTornLine: a line cut short by a kill ends the journal; what came
+// before counts.
+func TestReadJournalTornLine(t *testing.T) {
+	dir := journalFixture(t)
+	f, err := os.OpenFile(filepath.Join(dir, journalName), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"done":"db/x.ibd","si`)
+	f.Close()
+	st, err := readJournal(dir)
+	if err != nil || len(st.files) != 3 || st.startLSN != 1000 || st.serverUID != "uid-a" {
+		t.Fatalf("journal %+v, %v", st, err)
+	}
+}
+
+// TestResumeBase: the donor's base keeps the offered files (the system tablespace
+// only by path, so that one not offered is sent whole) and refuses an offer of
+// another server or without a start LSN.
+func TestResumeBase(t *testing.T) {
+	d := &donor{info: donorInfo{uid: "uid-a"}}
+	o := &resumeOffer{ServerUID: "uid-a", StartLSN: 1000, Files: []resumedFile{
+		{Path: "db/a.ibd", Space: manifest.Space{ID: 5}}, {Path: "ibdata1", Space: manifest.Space{System: true}}}}
+	b, err := d.resumeBase(o)
+	if err != nil || b.FromLSN != 1000 || b.ToLSN != 1000 || !b.Have["db/a.ibd"] || !b.Have["ibdata1"] || len(b.Spaces) != 1 {
+		t.Fatalf("base %+v, %v", b, err)
+	}
+	for _, bad := range []*resumeOffer{{ServerUID: "uid-b", StartLSN: 1000}, {ServerUID: "uid-a"}} {
+		if _, err := d.resumeBase(bad); err == nil {
+			t.Errorf("offer %+v accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package clone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/delta"
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/stream"
+)
+
+// resumeScratch is the directory, inside the staging directory, that a resumed
+// clone's incremental is received into before it is applied (a "." name: applying it
+// leaves it alone).
+const resumeScratch = ".ferry-clone-resume"
+
+// source is a clone as restore reads it: the donor's copy received into the staging
+// directory, or, resuming (offer set), an incremental on what an interrupted clone
+// left there, applied onto it.
+type source struct {
+	cfg       Config
+	conns     connector
+	first     *firstConn
+	w         welcome
+	staging   string
+	offer     *resumeOffer
+	journaled bool // record what a later --resume may keep (not for a Galera joiner)
+}
+
+// Name implements restore.Source.
+func (s *source) Name() string { return "clone of " + s.cfg.From }
+
+// Inspect implements restore.Source: nothing is known before the data.
+func (s *source) Inspect(context.Context) (*restore.Backup, error) { return nil, nil }
+
+// Staging implements restore.Source: the clone's staging directory, kept on failure
+// when the clone journals what it received (for --resume).
+func (s *source) Staging(datadir string) (string, bool, error) {
+	if s.offer != nil {
+		return s.staging, true, nil
+	}
+	dir, _, err := (&restore.StreamSource{Dir: s.staging}).Staging(datadir)
+	return dir, s.journaled, err
+}
+
+// Fill implements restore.Source.
+func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*restore.Backup, error) {
+	if s.offer != nil {
+		return s.fillResumed(ctx, staging, env)
+	}
+	var j *journal
+	if s.journaled {
+		j = newJournal(staging, s.w.ServerUID)
+	}
+	b, err := s.stream(j).Fill(ctx, staging, env)
+	if err != nil {
+		return nil, err
+	}
+	// Recovery changes the copy from here on: it is no base for a resume any more.
+	return b, j.add(journalLine{Phase: phaseFilled})
+}
+
+// stream is the donor's copy as a stream restore reads it.
+func (s *source) stream(j *journal) *restore.StreamSource {
+	st := start{Resume: s.offer}
+	return &restore.StreamSource{Label: s.Name(),
+		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
+			return receive(ctx, s.cfg, s.conns, s.first.take(), s.w, st, j, dir)
+		}}
+}
+
+// fillResumed receives the donor's incremental on the interrupted clone into a
+// scratch directory, checks it is the one asked for, removes what the interrupted
+// clone did not receive whole and applies the incremental onto the rest, as a chain
+// restore applies a link; one recovery with its redo then makes the copy consistent.
+func (s *source) fillResumed(ctx context.Context, staging string, env restore.Env) (*restore.Backup, error) {
+	scratch := filepath.Join(staging, resumeScratch)
+	if err := os.RemoveAll(scratch); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", scratch, err)
+	}
+	if err := os.Mkdir(scratch, 0o750); err != nil {
+		return nil, fmt.Errorf("create %s: %w", scratch, err)
+	}
+	b, err := s.stream(nil).Fill(ctx, scratch, env)
+	if err != nil {
+		return nil, err
+	}
+	if m := b.Manifest; m == nil || m.Type != manifest.TypeIncremental || m.Incremental == nil || m.Incremental.FromLSN != s.offer.StartLSN {
+		return nil, fmt.Errorf("%w: the donor did not send an incremental from LSN %d for the resumed clone", errProtocol, s.offer.StartLSN)
+	}
+	if err := removeUnoffered(staging, s.offer); err != nil {
+		return nil, err
+	}
+	j := newJournal(staging, s.w.ServerUID)
+	if err := j.add(journalLine{Phase: phaseApplying}); err != nil {
+		return nil, err
+	}
+	st, err := delta.ApplyDir(staging, scratch, env.Log)
+	if err != nil {
+		return nil, fmt.Errorf("apply the resumed clone's changed pages: %w", err)
+	}
+	if err := os.RemoveAll(scratch); err != nil {
+		return nil, fmt.Errorf("remove %s: %w", scratch, err)
+	}
+	env.Log.Info("resumed clone applied", "files_kept", len(s.offer.Files), "deltas", st.Deltas, "pages", st.Pages,
+		"created", st.Created, "removed", st.Removed)
+	if b, err = restore.Open(staging); err != nil {
+		return nil, err
+	}
+	b.Source, b.Chain = s.Name(), 2
+	return b, nil
+}
+
+// removeUnoffered removes from staging every file the resume offer does not keep:
+// those the interrupted clone received in part, and its other files (the donor sends
+// them again whole). Names starting with "." at the top are ferry's own.
+func removeUnoffered(staging string, o *resumeOffer) error {
+	keep := map[string]bool{}
+	for _, f := range o.Files {
+		keep[f.Path] = true
+	}
+	return filepath.WalkDir(staging, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(staging, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case rel == ".":
+			return nil
+		case !strings.Contains(rel, "/") && strings.HasPrefix(rel, "."):
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		case d.IsDir() || keep[rel]:
+			return nil
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s of the interrupted clone: %w", rel, err)
+		}
+		return nil
+	})
+}
+
+// pickResume reads what an interrupted clone left in staging and decides whether the
+// clone resumes from it (the offer to make the donor) or starts over, saying which in
+// one line; starting over clears the staging directory.
+func pickResume(log *slog.Logger, staging string, w welcome) (*resumeOffer, error) {
+	if _, err := os.Stat(staging); errors.Is(err, fs.ErrNotExist) {
+		log.Info("resume: no interrupted clone to resume; cloning whole", "staging", staging)
+		return nil, nil
+	}
+	st, err := readJournal(staging)
+	var o *resumeOffer
+	why := ""
+	if err != nil {
+		why = err.Error()
+	} else {
+		o, why = decideResume(st, w, staging)
+	}
+	if o != nil {
+		log.Info("resume: keeping the tablespaces the interrupted clone received whole; the donor sends their pages changed since its copy began, and every other file whole",
+			"files_kept", len(o.Files), "kept_mib", o.bytes()>>20, "from_lsn", o.StartLSN, "staging", staging)
+		return o, nil
+	}
+	log.Warn("resume: the interrupted clone cannot be resumed; removing it and starting over", "why", why, "staging", staging)
+	if err := os.RemoveAll(staging); err != nil {
+		return nil, fmt.Errorf("remove the staging directory of an interrupted clone %s: %w", staging, err)
+	}
+	return nil, nil
+}
