@@ -39,7 +39,7 @@ type Config struct {
 	// Resume continues the interrupted clone whose staging directory is found: the
 	// donor sends the pages changed since its copy began of the tablespaces it received
 	// whole, and the other files whole (docs/clone.md, "Resuming a clone").
-	Resume bool
+	Resume    bool
 	Owner     string
 	Compress  string
 	MaxRate   int64

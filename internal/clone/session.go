@@ -298,7 +298,7 @@ type sinkFile struct {
 	handle uint64
 	flags  byte
 	space  *manifest.Space // the tablespace it copies, nil for another file
-	frames atomic.Uint32 // data frames sent (segments write one file from several goroutines)
+	frames atomic.Uint32   // data frames sent (segments write one file from several goroutines)
 }
 
 // WriteAt sends p as data frames; it returns once they are queued (p is not kept).
