@@ -133,3 +133,37 @@ func TestChangedSince(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedInInterruptedCopy: against an interrupted copy (Base.Have), a file it
+// does not hold whole is copied whole, the system tablespace's included, and so is a
+// system tablespace file whose identity changed; the files it holds are compared as
+// for any base.
+func TestReplacedInInterruptedCopy(t *testing.T) {
+	ident := &manifest.Identity{Inode: 100, BirthNS: 1_000, Pages: 8, LSN: 5000}
+	sys := manifest.Space{ID: 0, Flags: 0x15, System: true, Identity: ident}
+	tbl := manifest.Space{ID: 5, Flags: 0x15, Identity: ident}
+	b := &Base{Spaces: map[uint32]manifest.Space{5: tbl}, Have: map[string]manifest.Space{"ibdata1": sys, "db/t.ibd": tbl}}
+	grown := &manifest.Identity{Inode: 100, BirthNS: 1_000, Pages: 12, LSN: 9000}
+	other := &manifest.Identity{Inode: 101, BirthNS: 2_000, Pages: 12, LSN: 9000}
+	for _, c := range []struct {
+		rel  string
+		now  manifest.Space
+		want string
+	}{
+		{"ibdata1", manifest.Space{ID: 0, Flags: 0x15, System: true, Identity: grown}, ""},
+		{"ibdata1", manifest.Space{ID: 0, Flags: 0x15, System: true, Identity: other}, "another file"},
+		{"ibdata2", manifest.Space{ID: 0, Flags: 0x15, System: true, FirstPage: 768, Identity: grown}, "not hold this file whole"},
+		{"db/t.ibd", manifest.Space{ID: 5, Flags: 0x15, Identity: grown}, ""},
+		{"db/t.ibd", manifest.Space{ID: 5, Flags: 0x15, Identity: other}, "another file"},
+		{"db/u.ibd", manifest.Space{ID: 6, Flags: 0x15, Identity: grown}, "not hold this file whole"},
+	} {
+		got := b.replacedIn(c.rel, c.now, false)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s %+v: %q, want %q", c.rel, c.now.Identity, got, c.want)
+		}
+	}
+	b.Have = nil // an ordinary base: the system tablespace is never replaced
+	if got := b.replacedIn("ibdata1", manifest.Space{ID: 0, System: true, Identity: other}, false); got != "" {
+		t.Errorf("ordinary base, ibdata1: %q", got)
+	}
+}

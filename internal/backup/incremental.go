@@ -36,10 +36,11 @@ type Base struct {
 	// Spaces are the base's tablespaces by space id, as its manifest records them (nil
 	// without a ferry manifest): a tablespace whose identity differs is copied whole.
 	Spaces map[uint32]manifest.Space
-	// Have, if set, names the tablespace files (by path in the datadir) the base holds
-	// whole; every other one, the system tablespace's included, is copied whole (the
-	// base is an interrupted copy: a clone's recipient resuming it).
-	Have map[string]bool
+	// Have, if set, holds the tablespace files (by path in the datadir) the base holds
+	// whole, as it copied them; every other one, the system tablespace's included, is
+	// copied whole, and so is a system tablespace file whose identity changed (the base
+	// is an interrupted copy: a clone's recipient resuming it).
+	Have map[string]manifest.Space
 }
 
 // BaseFromManifest is the base a ferry backup's manifest describes.
@@ -240,14 +241,27 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 // replacedSince says why the tablespace ij is not the file the base holds ("" when
 // it is): the incremental then copies it whole (identity.go).
 func (j *job) replacedSince(ij *innoJob) string {
-	b := j.cfg.Incremental
-	if b.Have != nil && !b.Have[ij.src.Rel] {
-		return "the base does not hold this file whole"
+	return j.cfg.Incremental.replacedIn(ij.src.Rel, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
+}
+
+// replacedIn says why the tablespace file rel (now, as read) is not the one the base
+// holds, so that it is copied whole ("" when it is the base's file): an interrupted
+// copy (Have) holds only the files it lists; the system tablespace is otherwise never
+// replaced.
+func (b *Base) replacedIn(rel string, now manifest.Space, fileOps bool) string {
+	if b.Have != nil {
+		had, ok := b.Have[rel]
+		switch {
+		case !ok:
+			return "the base does not hold this file whole"
+		case now.System && had.Identity != nil:
+			return replaced(map[uint32]manifest.Space{had.ID: had}, now, false)
+		}
 	}
-	if ij.src.System {
+	if now.System {
 		return ""
 	}
-	return replaced(b.Spaces, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
+	return replaced(b.Spaces, now, fileOps)
 }
 
 // deltaExt and metaExt name an incremental's files of a tablespace.

@@ -23,8 +23,10 @@ const maxJournal = 256 << 20
 
 // journalLine is one line of the journal; exactly one of its parts is set.
 type journalLine struct {
-	// Header: the copy's server and start LSN (the first line).
+	// Header: the copy's server (server_uid; host, port and datadir) and start LSN
+	// (the first line).
 	ServerUID string `json:"server_uid,omitempty"`
+	Donor     string `json:"donor,omitempty"`
 	StartLSN  uint64 `json:"start_lsn,omitempty"`
 	// Done: a tablespace file received whole, synced, of Size bytes then.
 	Done  string          `json:"done,omitempty"`
@@ -49,12 +51,20 @@ const (
 type journal struct {
 	mu     sync.Mutex
 	path   string
-	uid    string
-	header bool // the header line is written
+	header journalLine // the first line: the donor's server
+	headed bool        // the header line is written
+	files  map[string]bool
 }
 
-func newJournal(dir, uid string) *journal {
-	return &journal{path: filepath.Join(dir, journalName), uid: uid}
+// newJournal journals into dir what a clone from the donor that sent w receives.
+func newJournal(dir string, w welcome) *journal {
+	return &journal{path: filepath.Join(dir, journalName), header: journalLine{ServerUID: w.ServerUID, Donor: donorOf(w)},
+		files: map[string]bool{}}
+}
+
+// donorOf names the donor's server: its host, port and datadir.
+func donorOf(w welcome) string {
+	return fmt.Sprintf("%s:%d:%s", w.Host, w.Port, w.Datadir)
 }
 
 // add appends lines, synced; a nil journal records nothing.
@@ -101,12 +111,51 @@ func (j *journal) done(full, rel string, size int64, info closeInfo) error {
 	}
 	var lines []journalLine
 	j.mu.Lock()
-	if !j.header {
-		lines = append(lines, journalLine{ServerUID: j.uid, StartLSN: info.StartLSN})
-		j.header = true
+	if !j.headed {
+		h := j.header
+		h.StartLSN = info.StartLSN
+		lines = append(lines, h)
+		j.headed = true
 	}
+	j.files[rel] = true
 	j.mu.Unlock()
 	return j.add(append(lines, journalLine{Done: rel, Size: size, Space: info.Space})...)
+}
+
+// renamed records that DDL moved the file from to to.
+func (j *journal) renamed(from, to string) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	had := j.files[from] || j.files[to]
+	if j.files[from] {
+		j.files[to] = true
+	} else {
+		delete(j.files, to)
+	}
+	delete(j.files, from)
+	j.mu.Unlock()
+	if !had {
+		return nil
+	}
+	return j.add(journalLine{Renamed: from, To: to})
+}
+
+// removed records that the file rel journaled whole is gone, or about to be written
+// again (DDL during the copy); nothing if it was not journaled.
+func (j *journal) removed(rel string) error {
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	had := j.files[rel]
+	delete(j.files, rel)
+	j.mu.Unlock()
+	if !had {
+		return nil
+	}
+	return j.add(journalLine{Removed: rel})
 }
 
 // syncFile makes a received file's bytes durable before the journal names it.
@@ -125,6 +174,7 @@ func syncFile(p string) error {
 // journalState is what a journal read back says.
 type journalState struct {
 	serverUID string
+	donor     string // host:port:datadir
 	startLSN  uint64
 	files     map[string]journalLine // by path, the Done lines
 	phases    map[string]bool
@@ -160,7 +210,7 @@ func readJournal(staging string) (*journalState, error) {
 func (st *journalState) apply(l journalLine) {
 	switch {
 	case l.StartLSN != 0 && st.startLSN == 0:
-		st.serverUID, st.startLSN = l.ServerUID, l.StartLSN
+		st.serverUID, st.donor, st.startLSN = l.ServerUID, l.Donor, l.StartLSN
 	case l.Done != "" && l.Space != nil:
 		st.files[l.Done] = l
 	case l.Renamed != "":

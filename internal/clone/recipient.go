@@ -226,6 +226,9 @@ func (r *receiver) file(f *frame) (*rfile, error) {
 		if err != nil {
 			return nil, peerPathErr(err)
 		}
+		if err := r.journal.removed(f.path); err != nil { // copied again: not whole until closed
+			return nil, err
+		}
 		rf = &rfile{path: f.path, full: full, sparse: f.flags&flagSparse != 0, spans: map[uint64]span{}}
 		r.files[f.handle] = rf
 		r.byPath[f.path] = rf
@@ -428,7 +431,7 @@ func (r *receiver) remove(rel string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale copy %s: %w", rel, err)
 	}
-	return r.journal.add(journalLine{Removed: rel})
+	return r.journal.removed(rel)
 }
 
 // rename moves a finished copy (DDL during the clone); done twice it is a no-op.
@@ -452,7 +455,7 @@ func (r *receiver) rename(from, to string) error {
 	if err := os.Rename(src, dst); err != nil {
 		return fmt.Errorf("rename copy %s to %s: %w", from, to, err)
 	}
-	if err := r.journal.add(journalLine{Renamed: from, To: to}); err != nil {
+	if err := r.journal.renamed(from, to); err != nil {
 		return err
 	}
 	delete(r.byPath, from)

@@ -28,9 +28,9 @@ func (d *donor) resumeBase(o *resumeOffer) (*backup.Base, error) {
 		return nil, fmt.Errorf("the recipient's interrupted clone is of another server (server_uid %s, this one is %s): clone whole instead", o.ServerUID, d.info.uid)
 	}
 	b := &backup.Base{Name: "the recipient's interrupted clone", ToLSN: o.StartLSN, FromLSN: o.StartLSN, UID: o.ServerUID,
-		Spaces: map[uint32]manifest.Space{}, Have: map[string]bool{}}
+		Spaces: map[uint32]manifest.Space{}, Have: map[string]manifest.Space{}}
 	for _, f := range o.Files {
-		b.Have[f.Path] = true
+		b.Have[f.Path] = f.Space
 		if !f.Space.System {
 			b.Spaces[f.Space.ID] = f.Space
 		}
@@ -53,6 +53,8 @@ func decideResume(st *journalState, w welcome, staging string) (*resumeOffer, st
 		return nil, "the donor's ferry cannot resume a clone (upgrade it)"
 	case w.ServerUID == "" || w.ServerUID != st.serverUID:
 		return nil, fmt.Sprintf("the interrupted clone is of another server (server_uid %q, the donor's is %q)", st.serverUID, w.ServerUID)
+	case st.donor != donorOf(w):
+		return nil, fmt.Sprintf("the interrupted clone is of another server (%s, the donor is %s)", st.donor, donorOf(w))
 	}
 	o := &resumeOffer{ServerUID: st.serverUID, StartLSN: st.startLSN}
 	for _, p := range slices.Sorted(maps.Keys(st.files)) {

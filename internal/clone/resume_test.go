@@ -21,7 +21,7 @@ func journalFixture(t *testing.T, extra ...journalLine) string {
 			t.Fatal(err)
 		}
 	}
-	j := newJournal(dir, "uid-a")
+	j := newJournal(dir, welcome{ServerUID: "uid-a", Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"})
 	for i, p := range []string{"db/a.ibd", "db/b.ibd", "ibdata1"} {
 		sp := &manifest.Space{ID: uint32(i + 5), System: p == "ibdata1"}
 		if err := j.done(filepath.Join(dir, p), p, 65536, closeInfo{StartLSN: 1000, Space: sp}); err != nil {
@@ -46,7 +46,7 @@ func offered(o *resumeOffer) string {
 // (following renames and removes); anything that cannot be resumed safely starts
 // over with the reason.
 func TestDecideResume(t *testing.T) {
-	good := welcome{ServerUID: "uid-a", Resume: true}
+	good := welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}
 	dir := journalFixture(t, journalLine{Renamed: "db/b.ibd", To: "db/c.ibd"}, journalLine{Removed: "ibdata1"})
 	os.Rename(filepath.Join(dir, "db/b.ibd"), filepath.Join(dir, "db/c.ibd"))
 	st, err := readJournal(dir)
@@ -69,9 +69,10 @@ func TestDecideResume(t *testing.T) {
 		w    welcome
 		want string
 	}{
-		"no journal":     {func() *journalState { return nil }, good, "no tablespace received whole"},
-		"another server": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true}, "another server"},
-		"old donor":      {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
+		"no journal":      {func() *journalState { return nil }, good, "no tablespace received whole"},
+		"another server":  {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}, "another server"},
+		"another datadir": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3307, Datadir: "/var/lib/mysql2"}, "another server"},
+		"old donor":       {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
 		"died applying": {func() *journalState {
 			s, _ := readJournal(journalFixture(t, journalLine{Phase: phaseApplying}))
 			return s
@@ -111,7 +112,7 @@ func TestResumeBase(t *testing.T) {
 	o := &resumeOffer{ServerUID: "uid-a", StartLSN: 1000, Files: []resumedFile{
 		{Path: "db/a.ibd", Space: manifest.Space{ID: 5}}, {Path: "ibdata1", Space: manifest.Space{System: true}}}}
 	b, err := d.resumeBase(o)
-	if err != nil || b.FromLSN != 1000 || b.ToLSN != 1000 || !b.Have["db/a.ibd"] || !b.Have["ibdata1"] || len(b.Spaces) != 1 {
+	if err != nil || b.FromLSN != 1000 || b.ToLSN != 1000 || b.Have["db/a.ibd"].ID != 5 || !b.Have["ibdata1"].System || len(b.Spaces) != 1 {
 		t.Fatalf("base %+v, %v", b, err)
 	}
 	for _, bad := range []*resumeOffer{{ServerUID: "uid-b", StartLSN: 1000}, {ServerUID: "uid-a"}} {

@@ -57,7 +57,7 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	}
 	var j *journal
 	if s.journaled {
-		j = newJournal(staging, s.w.ServerUID)
+		j = newJournal(staging, s.w)
 	}
 	b, err := s.stream(j).Fill(ctx, staging, env)
 	if err != nil {
@@ -98,7 +98,7 @@ func (s *source) fillResumed(ctx context.Context, staging string, env restore.En
 	if err := removeUnoffered(staging, s.offer); err != nil {
 		return nil, err
 	}
-	j := newJournal(staging, s.w.ServerUID)
+	j := newJournal(staging, s.w)
 	if err := j.add(journalLine{Phase: phaseApplying}); err != nil {
 		return nil, err
 	}
