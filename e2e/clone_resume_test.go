@@ -34,6 +34,9 @@ func TestCloneResume(t *testing.T) {
 		return big // the system tablespace and the filler table are most of this server's data
 	})
 	n, kept, _ := cloneJournaled(staging)
+	if n == 0 {
+		t.Fatalf("the interrupted clone left no journal in %s", staging)
+	}
 	if _, err := os.Stat(datadir); err == nil {
 		t.Fatalf("the interrupted clone created the datadir")
 	}
