@@ -63,7 +63,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	if est == 0 {
 		est = d.estimate()
 	}
-	if err := d.welcome(bc, s.id, est); err != nil {
+	if err := d.welcome(bc, s.id, est, d.currentLSN(s.ctx)); err != nil {
 		bc.c.Close()
 		return fmt.Errorf("welcome %s: %w", peer, err)
 	}
@@ -132,7 +132,7 @@ func (d *donor) join(bc *bufConn, h hello, peer string, registered func()) {
 		refuse(bc, "that clone is over on the donor (it failed, finished or gave up waiting): run ferry clone again")
 		return
 	}
-	if err := d.welcome(bc, s.id, 0); err != nil {
+	if err := d.welcome(bc, s.id, 0, 0); err != nil {
 		registered()
 		bc.c.Close()
 		return

@@ -37,6 +37,9 @@ type welcome struct {
 	ServerUID string `json:"server_uid,omitempty"`
 	// Resume: the donor can complete an interrupted clone (start's resume).
 	Resume bool `json:"resume,omitempty"`
+	// LSN is the server's current LSN (0: unknown): an interrupted clone that began
+	// past it is of another history of the server (restored since), not resumed.
+	LSN uint64 `json:"lsn,omitempty"`
 	// Bypass, if set, means the donor sends no copy: this is all it has to say (a
 	// Galera donor whose joiner gets the write-sets by IST sends the joiner's position).
 	Bypass string `json:"bypass,omitempty"`

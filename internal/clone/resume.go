@@ -55,6 +55,8 @@ func decideResume(st *journalState, w welcome, staging string) (*resumeOffer, st
 		return nil, fmt.Sprintf("the interrupted clone is of another server (server_uid %q, the donor's is %q)", st.serverUID, w.ServerUID)
 	case st.donor != donorOf(w):
 		return nil, fmt.Sprintf("the interrupted clone is of another server (%s, the donor is %s)", st.donor, donorOf(w))
+	case w.LSN != 0 && st.startLSN > w.LSN:
+		return nil, fmt.Sprintf("the interrupted clone began at LSN %d, past the donor's current LSN %d: the donor was restored since", st.startLSN, w.LSN)
 	}
 	o := &resumeOffer{ServerUID: st.serverUID, StartLSN: st.startLSN}
 	for _, p := range slices.Sorted(maps.Keys(st.files)) {

@@ -73,6 +73,7 @@ func TestDecideResume(t *testing.T) {
 		"another server":  {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}, "another server"},
 		"another datadir": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3307, Datadir: "/var/lib/mysql2"}, "another server"},
 		"old donor":       {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
+		"donor behind":    {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql", LSN: 999}, "restored since"},
 		"died applying": {func() *journalState {
 			s, _ := readJournal(journalFixture(t, journalLine{Phase: phaseApplying}))
 			return s

@@ -162,6 +162,25 @@ func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
 	return di, nil
 }
 
+// currentLSN is the server's current LSN, 0 if it cannot be read (a recipient then
+// learns it from the backup's refusal of a base past it).
+func (d *donor) currentLSN(ctx context.Context) uint64 {
+	conn, err := d.cfg.Backup.Conn.Resolve()
+	if err != nil {
+		return 0
+	}
+	db, err := mariadb.Open(ctx, conn)
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	_, cur, err := mariadb.LSNSource{DB: db}.LSNs(ctx)
+	if err != nil {
+		return 0
+	}
+	return cur
+}
+
 // estimate is roughly what a clone writes on the recipient: the datadir without its
 // binary and relay logs and a Galera node's own files, plus the redo the copy may collect.
 func (d *donor) estimate() int64 {
@@ -251,9 +270,9 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 }
 
 // welcome is the donor's answer on an authenticated connection of session id.
-func (d *donor) welcome(bc *bufConn, id string, estimate int64) error {
+func (d *donor) welcome(bc *bufConn, id string, estimate int64, lsn uint64) error {
 	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
-		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate, ServerUID: d.info.uid, Resume: true}
+		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate, ServerUID: d.info.uid, Resume: true, LSN: lsn}
 	w.Host, _ = os.Hostname()
 	return d.sendWelcome(bc, w)
 }
