@@ -41,7 +41,7 @@ func (s *source) Name() string { return "clone of " + s.cfg.From }
 func (s *source) Inspect(context.Context) (*restore.Backup, error) { return nil, nil }
 
 // Staging implements restore.Source: the clone's staging directory, kept on failure
-// when the clone journals what it received (for --resume).
+// when the clone journals what it received (Settle decides).
 func (s *source) Staging(datadir string) (string, bool, error) {
 	if s.offer != nil {
 		return s.staging, true, nil
@@ -59,13 +59,33 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	if s.journaled {
 		j = newJournal(staging, s.w)
 	}
-	b, err := s.stream(j).Fill(ctx, staging, env)
-	if err != nil {
-		return nil, err
-	}
-	// Recovery changes the copy from here on: it is no base for a resume any more.
-	return b, j.add(journalLine{Phase: phaseFilled})
+	return s.stream(j).Fill(ctx, staging, env)
 }
+
+// Changing implements restore's consuming source: recovery changes the copy from here
+// on, and it is no base for a resume any more.
+func (s *source) Changing(staging string) error {
+	if !s.journaled {
+		return nil
+	}
+	return newJournal(staging, s.w).add(journalLine{Phase: phaseFilled})
+}
+
+// Settle implements restore's consuming source: a failed clone keeps its staging
+// directory if a resume can continue it (the error says so), else removes it.
+func (s *source) Settle(staging string, err error) error {
+	if st, jerr := readJournal(staging); s.journaled && jerr == nil && st != nil && st.startLSN != 0 &&
+		!st.phases[phaseFilled] && !st.phases[phaseApplying] {
+		return fmt.Errorf("%w; the partial clone is kept in %s: run the same command with --resume to continue it", err, staging)
+	}
+	if rerr := os.RemoveAll(staging); rerr != nil {
+		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
+	}
+	return err
+}
+
+// Finished implements restore's consuming source.
+func (s *source) Finished(string) error { return nil }
 
 // stream is the donor's copy as a stream restore reads it.
 func (s *source) stream(j *journal) *restore.StreamSource {
