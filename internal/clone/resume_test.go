@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,5 +121,36 @@ func TestResumeBase(t *testing.T) {
 		if _, err := d.resumeBase(bad); err == nil {
 			t.Errorf("offer %+v accepted", bad)
 		}
+	}
+}
+
+// TestSettleKeepsResumable: a failed clone keeps its staging directory, saying how to
+// continue it, only while its journal can be resumed; otherwise it is removed.
+func TestSettleKeepsResumable(t *testing.T) {
+	w := welcome{ServerUID: "uid-a", Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}
+	s := &source{w: w, journaled: true}
+	cause := errors.New("interrupted")
+	dir := journalFixture(t)
+	if err := s.Settle(dir, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("resumable: %v", err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("resumable staging removed: %v", err)
+	}
+	if err := s.Changing(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(dir, cause); err != cause {
+		t.Fatalf("after recovery began: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("staging of a recovered copy kept: %v", err)
+	}
+	empty := t.TempDir() // nothing received whole
+	if err := s.Settle(empty, cause); err != cause {
+		t.Fatalf("nothing to resume: %v", err)
+	}
+	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("staging with nothing to resume kept: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package clone
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -185,6 +186,9 @@ func pickResume(log *slog.Logger, staging string, w welcome) (*resumeOffer, erro
 		why = err.Error()
 	} else {
 		o, why = decideResume(st, w, staging)
+	}
+	if b, err := json.Marshal(o); o != nil && (err != nil || len(b) > maxPayload/2) {
+		o, why = nil, fmt.Sprintf("the interrupted clone received too many files whole to list them to the donor (%d)", len(o.Files))
 	}
 	if o != nil {
 		log.Info("resume: keeping the tablespaces the interrupted clone received whole; the donor sends their pages changed since its copy began, and every other file whole",
