@@ -140,6 +140,9 @@ func TestSettleKeepsResumable(t *testing.T) {
 	if err := s.Changing(dir); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, journalName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the journal is left for the datadir: %v", err)
+	}
 	if err := s.Settle(dir, cause); err != cause {
 		t.Fatalf("after recovery began: %v", err)
 	}

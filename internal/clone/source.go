@@ -64,12 +64,19 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 }
 
 // Changing implements restore's consuming source: recovery changes the copy from here
-// on, and it is no base for a resume any more.
+// on, and it is no base for a resume any more. The journal says so (synced) and is
+// removed, so that nothing of it goes into the datadir.
 func (s *source) Changing(staging string) error {
 	if !s.journaled {
 		return nil
 	}
-	return newJournal(staging, s.w).add(journalLine{Phase: phaseFilled})
+	if err := newJournal(staging, s.w).add(journalLine{Phase: phaseFilled}); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(staging, journalName)); err != nil {
+		return fmt.Errorf("remove the clone's journal: %w", err)
+	}
+	return nil
 }
 
 // Settle implements restore's consuming source: a failed clone keeps its staging
