@@ -2,6 +2,7 @@ package backup
 
 import (
 	"encoding/binary"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,5 +166,28 @@ func TestReplacedInInterruptedCopy(t *testing.T) {
 	b.Have = nil // an ordinary base: the system tablespace is never replaced
 	if got := b.replacedIn("ibdata1", manifest.Space{ID: 0, System: true, Identity: other}, false); got != "" {
 		t.Errorf("ordinary base, ibdata1: %q", got)
+	}
+}
+
+// TestDeltaReplacedSystem: a tablespace not the base's is copied whole (marked); a
+// system tablespace file an interrupted copy lacks has every page copied, unmarked (it
+// is made from nothing); one it holds that is another file is an error, never a delta
+// onto the wrong file.
+func TestDeltaReplacedSystem(t *testing.T) {
+	j := &job{log: slog.New(slog.DiscardHandler), cfg: Config{Incremental: &Base{Have: map[string]manifest.Space{"ibdata1": {System: true}}}}}
+	for _, c := range []struct {
+		src          srcFile
+		whole, every bool
+		fails        bool
+	}{
+		{srcFile{Rel: "db/t.ibd"}, true, false, false},
+		{srcFile{Rel: "ibdata2", System: true}, false, true, false},
+		{srcFile{Rel: "ibdata1", System: true}, false, false, true},
+	} {
+		dc := &deltaCopy{ij: &innoJob{src: c.src}}
+		err := dc.replaced(j, "changed")
+		if dc.whole != c.whole || dc.every != c.every || (err != nil) != c.fails {
+			t.Errorf("%s: whole %v every %v err %v", c.src.Rel, dc.whole, dc.every, err)
+		}
 	}
 }

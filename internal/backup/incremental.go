@@ -171,6 +171,10 @@ type deltaCopy struct {
 	sum *crcAppender
 	// whole: every page is kept (the file is not the base's: identity.go)
 	whole bool
+	// every: every page is kept of a system tablespace file the base lacks (an
+	// interrupted copy's, Base.Have): applied onto nothing, the delta makes the file
+	// (a system tablespace is never marked whole)
+	every bool
 	// imports: pages at LSN 0 that are not all zeros are kept too (imported since a
 	// base without tablespace identities, identity.go)
 	imports bool
@@ -205,18 +209,20 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	if err := j.readHeader(in, ij); err != nil || ij.checker == nil {
 		return err
 	}
+	dc := &deltaCopy{ij: ij, in: in}
+	if why := j.replacedSince(ij); why != "" {
+		if err := dc.replaced(j, why); err != nil {
+			return err
+		}
+	}
 	out, err := j.create(f.Rel+deltaExt, sink.FileOptions{})
 	if err != nil {
 		return err
 	}
-	dc := &deltaCopy{ij: ij, in: in, out: out, sum: &crcAppender{f: out}}
+	dc.out, dc.sum = out, &crcAppender{f: out}
 	dc.w = delta.NewWriter(dc.sum, ij.page)
 	dc.imports = j.cfg.Incremental.Spaces == nil && !ij.src.System
-	if why := j.replacedSince(ij); why != "" {
-		dc.whole = true
-		j.log.Info("incremental: tablespace copied whole", "file", f.Rel, "space_id", ij.header.SpaceID, "why", why)
-	}
-	if list, scan := j.sel.pagesOf(ij); scan || dc.whole {
+	if list, scan := j.sel.pagesOf(ij); scan || dc.whole || dc.every {
 		err = j.deltaScan(ctx, dc)
 	} else {
 		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
@@ -236,6 +242,27 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	j.record(copiedFile{Rel: f.Rel + deltaExt, Size: dc.sum.n, CRC: dc.sum.crc, SpaceID: ij.header.SpaceID, Known: true,
 		Kind: manifest.KindDelta, Space: sp, Remote: ij.remote()})
 	return j.writeMeta(f.Rel, ij, dc.whole)
+}
+
+// replaced makes the delta hold every page of a file that is not the base's (why):
+// marked whole, or, for a system tablespace file an interrupted copy lacks, unmarked
+// (it is never replaced, and is made from nothing). A system tablespace file the base
+// holds that is another file cannot be brought up to date by a delta: an error.
+func (dc *deltaCopy) replaced(j *job, why string) error {
+	f := dc.ij.src
+	switch {
+	case !f.System:
+		dc.whole = true
+		j.log.Info("incremental: tablespace copied whole", "file", f.Rel, "space_id", dc.ij.header.SpaceID, "why", why)
+		return nil
+	case j.cfg.Incremental.Have != nil:
+		if _, held := j.cfg.Incremental.Have[f.Rel]; !held {
+			dc.every = true
+			j.log.Info("incremental: system tablespace file copied in full", "file", f.Rel, "why", why)
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %s: the system tablespace is not the base's, and an incremental cannot bring it up to date; take a full copy", f.Rel, why)
 }
 
 // replacedSince says why the tablespace ij is not the file the base holds ("" when
@@ -440,7 +467,7 @@ func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64,
 			continue
 		}
 		dc.next = no + 1
-		if !dc.whole && (listed != nil && !listed[no] || !changedSince(page, j.sel.from, dc.imports)) {
+		if !dc.whole && !dc.every && (listed != nil && !listed[no] || !changedSince(page, j.sel.from, dc.imports)) {
 			continue
 		}
 		if err := j.validate(ctx, dc.in, dc.ij, page, off+int64(i)); err != nil {

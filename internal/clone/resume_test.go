@@ -137,7 +137,7 @@ func TestSettleKeepsResumable(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("resumable staging removed: %v", err)
 	}
-	if err := s.Changing(dir); err != nil {
+	if err := s.Phase(dir, "recovering"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, journalName)); !errors.Is(err, os.ErrNotExist) {

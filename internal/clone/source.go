@@ -63,11 +63,15 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	return s.stream(j).Fill(ctx, staging, env)
 }
 
-// Changing implements restore's consuming source: recovery changes the copy from here
-// on, and it is no base for a resume any more. The journal says so (synced) and is
-// removed, so that nothing of it goes into the datadir.
-func (s *source) Changing(staging string) error {
+// Phase implements restore's consuming source: whatever phase begins after the copy
+// is filled (recovery first), the copy changes from then on and is no base for a resume
+// any more. The journal says so (synced) and is removed, so that nothing of it goes
+// into the datadir.
+func (s *source) Phase(staging, _ string) error {
 	if !s.journaled {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(staging, journalName)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err := newJournal(staging, s.w).add(journalLine{Phase: phaseFilled}); err != nil {
@@ -93,7 +97,7 @@ func (s *source) Settle(staging string, err error) error {
 }
 
 // Finished implements restore's consuming source.
-func (s *source) Finished(string) error { return nil }
+func (s *source) Finished(_, _ string) error { return nil }
 
 // stream is the donor's copy as a stream restore reads it.
 func (s *source) stream(j *journal) *restore.StreamSource {

@@ -366,3 +366,22 @@ func TestApplyDirWholeRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyDirSystemFromNothing: a delta holding every page of the system tablespace,
+// unmarked, applied where the target has no ibdata1, makes the file (a resumed clone
+// sends a system tablespace file its interrupted copy lacks this way).
+func TestApplyDirSystemFromNothing(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	want := tablespace(0, 4, 1)
+	pages := map[uint32][]byte{}
+	for i := range 4 {
+		pages[uint32(i)] = want[i*testPS : (i+1)*testPS]
+	}
+	putDelta(t, inc, "ibdata1", 0, pages)
+	if _, err := ApplyDir(target, inc, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, target, "ibdata1"); !bytes.Equal(got, want) {
+		t.Fatalf("ibdata1 made from a full delta: %d bytes, want the %d of the source", len(got), len(want))
+	}
+}
