@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,7 +22,7 @@ import (
 // whole), far fewer bytes than the clone holds, and the clone holds the bank's
 // invariants at its GTID and replicates to the source's checksums.
 func TestCloneResume(t *testing.T) {
-	d := startDonor(t, 20000)
+	d := startDonor(t, 40000)
 	proxy := testdb.StartTCPProxy(t, d.addr)
 	datadir := filepath.Join(shortTemp(t), "data")
 	staging := filepath.Join(filepath.Dir(datadir), ".data.ferry-clone")
@@ -29,10 +30,16 @@ func TestCloneResume(t *testing.T) {
 	args := []string{"clone", "--from", proxy.Addr, "--token-file", d.token, "--datadir", datadir, "--compress", "none"}
 	d.load.Start()
 
-	stopCloneAt(t, append(args, "--max-rate", "8M"), syscall.SIGINT, "the clone to receive tablespaces whole", func() bool {
+	msg := stopCloneAt(t, append(args, "--max-rate", "8M"), syscall.SIGINT, "the clone to receive tablespaces whole", func() bool {
 		_, _, big := cloneJournaled(staging)
 		return big // the system tablespace and the filler table are most of this server's data
 	})
+	if last := lastLine(msg); !strings.Contains(last, staging) || !strings.Contains(last, "--resume") {
+		t.Fatalf("the interrupted clone did not say where it kept the partial clone and how to continue it:\n%s", tail(msg, 10))
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(datadir)); len(ents) != 1 || ents[0].Name() != filepath.Base(staging) {
+		t.Fatalf("the interrupted clone left more than its staging directory: %v", ents)
+	}
 	n, kept, _ := cloneJournaled(staging)
 	if n == 0 {
 		t.Fatalf("the interrupted clone left no journal in %s", staging)
@@ -64,10 +71,17 @@ func TestCloneResume(t *testing.T) {
 	checkReplica(t, d.src, d.load, datadir, clonedGTID(t, res.stdout), testdb.Checksums(t, d.src.DB(t)))
 }
 
-// stopCloneAt runs ferry with args until cond holds, then sends it sig and waits for it.
-func stopCloneAt(t *testing.T, args []string, sig syscall.Signal, what string, cond func() bool) {
+// stopCloneAt runs ferry with args until cond holds, then sends it sig, waits for it
+// and returns what it wrote on stderr.
+func stopCloneAt(t *testing.T, args []string, sig syscall.Signal, what string, cond func() bool) string {
 	t.Helper()
-	cmd := startFerry(t, nil, args...)
+	cmd := exec.Command(ferryBin, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitFor(t, 2*time.Minute, what, func() bool {
 		if cmd.ProcessState != nil || syscall.Kill(cmd.Process.Pid, 0) != nil {
 			t.Fatalf("ferry %s ended before it was interrupted", strings.Join(args, " "))
@@ -78,6 +92,7 @@ func stopCloneAt(t *testing.T, args []string, sig syscall.Signal, what string, c
 	if err := cmd.Wait(); err == nil {
 		t.Fatalf("ferry %s succeeded after %v", strings.Join(args, " "), sig)
 	}
+	return stderr.String()
 }
 
 // cloneJournaled counts the tablespaces the clone's journal in staging records as
