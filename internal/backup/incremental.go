@@ -551,3 +551,16 @@ func (j *job) dropStaleDeltas(keep map[string]bool) error {
 	}
 	return nil
 }
+
+// FileIdentity returns the inode and birth time (Unix nanoseconds, 0 where none is
+// kept) of the file at path, as a tablespace's manifest.Identity records them: a
+// clone's donor tells them for its system tablespace, so that a recipient does not
+// resume an interrupted clone of files replaced since.
+func FileIdentity(path string) (inode uint64, birthNS int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	return fileIdentity(int(f.Fd()))
+}

@@ -40,9 +40,19 @@ type welcome struct {
 	// LSN is the server's current LSN (0: unknown): an interrupted clone that began
 	// past it is of another history of the server (restored since), not resumed.
 	LSN uint64 `json:"lsn,omitempty"`
+	// System identifies the donor's system tablespace files (ibdata*, by path in the
+	// datadir): an interrupted clone whose copy of one is another file is not resumed.
+	System map[string]fileID `json:"system,omitempty"`
 	// Bypass, if set, means the donor sends no copy: this is all it has to say (a
 	// Galera donor whose joiner gets the write-sets by IST sends the joiner's position).
 	Bypass string `json:"bypass,omitempty"`
+}
+
+// fileID is a file's identity: its inode and birth time (Unix nanoseconds, 0 if the
+// filesystem keeps none).
+type fileID struct {
+	Inode   uint64 `json:"inode"`
+	BirthNS int64  `json:"birth_ns,omitempty"`
 }
 
 // start tells the donor the recipient's checks passed (or not: Abort says why).

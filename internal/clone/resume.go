@@ -61,6 +61,9 @@ func decideResume(st *journalState, w welcome, staging string) (*resumeOffer, st
 	o := &resumeOffer{ServerUID: st.serverUID, StartLSN: st.startLSN}
 	for _, p := range slices.Sorted(maps.Keys(st.files)) {
 		l := st.files[p]
+		if why := systemReplaced(l, w); why != "" {
+			return nil, why
+		}
 		full, err := safepath.Join(staging, p)
 		if err != nil {
 			continue
@@ -83,4 +86,18 @@ func (o *resumeOffer) bytes() int64 {
 		n += f.Size
 	}
 	return n
+}
+
+// systemReplaced says why the donor's system tablespace file journaled in l is not
+// the one the interrupted clone copied ("" if it is, or cannot be told).
+func systemReplaced(l journalLine, w welcome) string {
+	if !l.Space.System || l.Space.Identity == nil {
+		return ""
+	}
+	now, ok := w.System[l.Done]
+	was := l.Space.Identity
+	if ok && (now.Inode != was.Inode || now.BirthNS != 0 && was.BirthNS != 0 && now.BirthNS != was.BirthNS) {
+		return fmt.Sprintf("the donor's %s is another file than the interrupted clone copied (restored or re-created since)", l.Done)
+	}
+	return ""
 }

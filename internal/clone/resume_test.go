@@ -24,7 +24,7 @@ func journalFixture(t *testing.T, extra ...journalLine) string {
 	}
 	j := newJournal(dir, welcome{ServerUID: "uid-a", Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"})
 	for i, p := range []string{"db/a.ibd", "db/b.ibd", "ibdata1"} {
-		sp := &manifest.Space{ID: uint32(i + 5), System: p == "ibdata1"}
+		sp := &manifest.Space{ID: uint32(i + 5), System: p == "ibdata1", Identity: &manifest.Identity{Inode: uint64(100 + i), BirthNS: 7}}
 		if err := j.done(filepath.Join(dir, p), p, 65536, closeInfo{StartLSN: 1000, Space: sp}); err != nil {
 			t.Fatal(err)
 		}
@@ -59,6 +59,15 @@ func TestDecideResume(t *testing.T) {
 		t.Fatalf("offer %+v (%s), want db/a.ibd and db/c.ibd from LSN 1000", o, why)
 	}
 
+	// The donor's system tablespace is the file the interrupted clone copied.
+	whole := journalFixture(t)
+	stWhole, _ := readJournal(whole)
+	same := good
+	same.System = map[string]fileID{"ibdata1": {Inode: 102, BirthNS: 7}}
+	if o, why := decideResume(stWhole, same, whole); o == nil || offered(o) != "db/a.ibd,db/b.ibd,ibdata1" {
+		t.Fatalf("offer %+v (%s), want every file", o, why)
+	}
+
 	// A file cut short since it was journaled is left out (sent whole).
 	os.Truncate(filepath.Join(dir, "db/a.ibd"), 100)
 	if o, _ := decideResume(st, good, dir); o == nil || offered(o) != "db/c.ibd" {
@@ -70,11 +79,12 @@ func TestDecideResume(t *testing.T) {
 		w    welcome
 		want string
 	}{
-		"no journal":      {func() *journalState { return nil }, good, "no tablespace received whole"},
-		"another server":  {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}, "another server"},
-		"another datadir": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3307, Datadir: "/var/lib/mysql2"}, "another server"},
-		"old donor":       {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
-		"donor behind":    {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql", LSN: 999}, "restored since"},
+		"no journal":                 {func() *journalState { return nil }, good, "no tablespace received whole"},
+		"another server":             {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-b", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"}, "another server"},
+		"another datadir":            {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3307, Datadir: "/var/lib/mysql2"}, "another server"},
+		"old donor":                  {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a"}, "cannot resume"},
+		"donor behind":               {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql", LSN: 999}, "restored since"},
+		"system tablespace replaced": {func() *journalState { s, _ := readJournal(journalFixture(t)); return s }, welcome{ServerUID: "uid-a", Resume: true, Host: "db1", Port: 3306, Datadir: "/var/lib/mysql", System: map[string]fileID{"ibdata1": {Inode: 999, BirthNS: 8}}}, "another file"},
 		"died applying": {func() *journalState {
 			s, _ := readJournal(journalFixture(t, journalLine{Phase: phaseApplying}))
 			return s

@@ -162,6 +162,24 @@ func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
 	return di, nil
 }
 
+// systemFiles identifies the system tablespace files in the datadir (nil if none is
+// found there).
+func (d *donor) systemFiles() map[string]fileID {
+	paths, _ := filepath.Glob(filepath.Join(d.info.datadir, "ibdata*"))
+	var out map[string]fileID
+	for _, p := range paths {
+		ino, birth, err := backup.FileIdentity(p)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]fileID{}
+		}
+		out[filepath.Base(p)] = fileID{Inode: ino, BirthNS: birth}
+	}
+	return out
+}
+
 // currentLSN is the server's current LSN, 0 if it cannot be read (a recipient then
 // learns it from the backup's refusal of a base past it).
 func (d *donor) currentLSN(ctx context.Context) uint64 {
@@ -273,6 +291,9 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 func (d *donor) welcome(bc *bufConn, id string, estimate int64, lsn uint64) error {
 	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
 		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate, ServerUID: d.info.uid, Resume: true, LSN: lsn}
+	if estimate > 0 { // a new clone, not another stream
+		w.System = d.systemFiles()
+	}
 	w.Host, _ = os.Hostname()
 	return d.sendWelcome(bc, w)
 }
