@@ -63,7 +63,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.StringVar(&sf.sec.ServerName, "tls-server-name", "", "name the donor's certificate must carry (default: the host of --from)")
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to clone into (new, empty, or with --replace)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and clone in its place")
-	f.BoolVar(&cfg.Resume, "resume", false, "continue an interrupted clone into this datadir: the donor sends only the pages changed since of the tablespaces it received whole")
+	f.BoolVar(&cfg.Resume, "resume", false, "continue the interrupted clone into this datadir: of the tablespaces it received whole, the donor sends only the pages changed since")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
 	f.IntVar(&cfg.Streams, "streams", clone.DefaultStreams, "parallel TCP connections")
 	f.StringVar(&cfg.Compress, "compress", clone.CompressAuto, "auto (compress only while the network is the bottleneck), none, lz4 or zstd")
