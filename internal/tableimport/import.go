@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 )
 
@@ -59,9 +60,11 @@ func (j *Job) importOne(ctx context.Context, conn *sql.Conn, it *item) (Result, 
 	if it.exists {
 		tmp = Name{it.to.DB, shortName("ferry_new_", it.to.Table, "_"+j.now().Format("20060102150405"))}
 	}
+	faultpoint.At(ctx, "table-import", 1)
 	if _, err := conn.ExecContext(ctx, "CREATE TABLE "+tmp.quoted()+" "+it.def); err != nil {
 		return res, fmt.Errorf("create %s with the backup's definition: %w", tmp, err)
 	}
+	faultpoint.At(ctx, "table-import", 2)
 	placed, err := j.fill(ctx, conn, it, tmp)
 	if err != nil {
 		for _, p := range placed {
@@ -72,6 +75,7 @@ func (j *Job) importOne(ctx context.Context, conn *sql.Conn, it *item) (Result, 
 		}
 		return res, err
 	}
+	faultpoint.At(ctx, "table-import", 4)
 	if !it.exists {
 		return res, nil
 	}
@@ -79,6 +83,7 @@ func (j *Job) importOne(ctx context.Context, conn *sql.Conn, it *item) (Result, 
 	if _, err := conn.ExecContext(ctx, "RENAME TABLE "+it.to.quoted()+" TO "+old.quoted()+", "+tmp.quoted()+" TO "+it.to.quoted()); err != nil {
 		return res, fmt.Errorf("swap the restored table in (it is complete as %s; the live one untouched): %w", tmp, err)
 	}
+	faultpoint.At(ctx, "table-import", 5)
 	res.Aside = &old
 	return res, nil
 }
@@ -221,6 +226,7 @@ func (j *Job) importInto(ctx context.Context, conn *sql.Conn, t Name, files []st
 			cfgs = append(cfgs, dst)
 		}
 	}
+	faultpoint.At(ctx, "table-import", 3)
 	if _, err := conn.ExecContext(ctx, "ALTER TABLE "+t.quoted()+" IMPORT TABLESPACE"); err != nil {
 		return placed, fmt.Errorf("import the exported tablespace into %s: %w", t, err)
 	}
