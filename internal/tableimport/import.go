@@ -34,7 +34,11 @@ func (j *Job) Import(ctx context.Context) ([]Result, error) {
 		r, err := j.importOne(ctx, conn, it)
 		if err != nil {
 			if ctx.Err() != nil && !j.dirty {
-				err = fmt.Errorf("%w; %s is as it was, and nothing of its restore is left on the server", err, it.to)
+				state := "is as it was"
+				if !it.exists {
+					state = "was not made"
+				}
+				err = fmt.Errorf("%w; %s %s, and nothing of its restore is left on the server", err, it.to, state)
 			}
 			return out, err
 		}
