@@ -15,20 +15,13 @@ import (
 // Export reads each table's definition on the private server running on the prepared
 // copy in copyDir, checks it against the live server, and with FLUSH TABLES ... FOR
 // EXPORT holding them takes their tablespaces and .cfg files out of the copy, into a
-// directory beside the live datadir.
+// work directory beside the live datadir.
 func (j *Job) Export(ctx context.Context, priv *sql.DB, copyDir string) error {
 	for _, it := range j.items {
 		if err := j.check(ctx, priv, it); err != nil {
 			return err
 		}
 	}
-	work, err := os.MkdirTemp(filepath.Dir(filepath.Clean(j.datadir)), ".ferry-tables-")
-	if err != nil {
-		if work, err = os.MkdirTemp("", "ferry-tables-"); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-	}
-	j.work = work
 	conn, err := priv.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -89,7 +82,8 @@ func (j *Job) check(ctx context.Context, priv *sql.DB, it *item) error {
 		if err := priv.QueryRowContext(ctx, "SHOW CREATE DATABASE `"+it.from.DB+"`").Scan(&name, &create); err != nil {
 			return fmt.Errorf("definition of database %s in the backup: %w", it.from.DB, err)
 		}
-		it.createDB = strings.Replace(create, "`"+it.from.DB+"`", "`"+it.to.DB+"`", 1)
+		// IF NOT EXISTS: two tables may go into the same new database.
+		it.createDB = strings.Replace(create, "CREATE DATABASE `"+it.from.DB+"`", "CREATE DATABASE IF NOT EXISTS `"+it.to.DB+"`", 1)
 	}
 	return nil
 }

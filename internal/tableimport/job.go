@@ -32,8 +32,10 @@ type Options struct {
 type Job struct {
 	opt     Options
 	live    *sql.DB
-	datadir string // the live server's
-	work    string // the exported files wait here, beside the live datadir
+	datadir string   // the live server's
+	work    string   // the exported files wait here, beside the live datadir
+	journal *os.File // in work: what the import does on the live server (journal.go)
+	dirty   bool     // a failed run left a table the journal names: keep the journal
 	items   []*item
 	now     func() time.Time
 }
@@ -55,6 +57,7 @@ type Result struct {
 
 // New checks the tables' targets on the live server: a live table is replaced only
 // with Replace, and ferry must see the live datadir (it runs on the database host).
+// It first finishes what a killed table restore into the same server left there.
 func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 	j := &Job{opt: opt, live: live, now: time.Now}
 	if opt.RenameTo != "" && len(opt.Tables) != 1 {
@@ -65,6 +68,9 @@ func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 	}
 	if fi, err := os.Stat(j.datadir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("the server's datadir %s is not here (%v): restore tables on the database host, as root or the mysql user", j.datadir, err)
+	}
+	if err := j.finishKilledRuns(ctx); err != nil {
+		return nil, err
 	}
 	for _, from := range opt.Tables {
 		it := &item{from: from, to: from}
@@ -83,6 +89,9 @@ func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 			return nil, fmt.Errorf("%s exists on the server: pass --replace-tables to replace it (it is kept, renamed aside) or --rename-to NAME to restore beside it", it.to)
 		}
 		j.items = append(j.items, it)
+	}
+	if err := j.startWork(); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
@@ -115,10 +124,21 @@ func definition(ctx context.Context, db *sql.DB, n Name) (def, cmpDef string, er
 // Datadir is the live server's datadir.
 func (j *Job) Datadir() string { return j.datadir }
 
-// Close removes what Export left and Import did not take.
+// Close removes what Export left and Import did not take, and the journal unless a
+// table it names could not be dropped (the next table restore drops it).
 func (j *Job) Close() {
-	if j.work != "" {
+	if j.work != "" && !j.dirty {
 		os.RemoveAll(j.work)
+	} else if j.work != "" {
+		ents, _ := os.ReadDir(j.work)
+		for _, e := range ents {
+			if e.Name() != journalFile {
+				os.RemoveAll(filepath.Join(j.work, e.Name()))
+			}
+		}
+	}
+	if j.journal != nil {
+		j.journal.Close()
 	}
 	j.live.Close()
 }
