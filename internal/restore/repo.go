@@ -267,12 +267,35 @@ func layOut(dir string, m *manifest.Manifest) error {
 			return fmt.Errorf("create %s: %w", p, filecopy.WrapWriteErr(err))
 		}
 		err = fh.Truncate(f.Size)
+		if err == nil && f.Sparse {
+			err = punchUncovered(fh, f)
+		}
 		fh.Close()
 		if err != nil {
 			return fmt.Errorf("size %s: %w", p, filecopy.WrapWriteErr(err))
 		}
 	}
 	return removeStrays(dir, want)
+}
+
+// punchUncovered makes every range of a sparse file that no blob covers a hole again:
+// zeros in the backup, where an earlier run's recovery, deltas or replay may have
+// written pages that a resumed restore, which re-checks only the blobs, would keep.
+func punchUncovered(fh *os.File, f manifest.File) error {
+	punch := func(from, to int64) error {
+		if to <= from {
+			return nil
+		}
+		return unix.Fallocate(int(fh.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, from, to-from)
+	}
+	var end int64
+	for _, b := range f.Blobs { // in order, not overlapping
+		if err := punch(end, b.RawOffset); err != nil {
+			return err
+		}
+		end = max(end, b.RawOffset+b.RawSize)
+	}
+	return punch(end, f.Size)
 }
 
 // removeStrays deletes the files under dir that want does not name.
