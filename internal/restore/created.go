@@ -39,6 +39,12 @@ func placeholdCreated(dir string, opts ServerOptions) ([]string, error) {
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
+	return placeholders(dir, names)
+}
+
+// placeholders writes an all-zero sparse file for each logged name (./db/t.ibd) that
+// dir lacks, making its directory if needed, and returns what it made, in order.
+func placeholders(dir string, names []string) ([]string, error) {
 	var made []string
 	for _, name := range names {
 		rel, ok := localTablespace(name)
@@ -86,8 +92,9 @@ func removePlaceholders(made []string) error {
 }
 
 // createdInRedo returns the names, as logged (after localizeRedo), of the tablespaces
-// dir's ib_logfile0 creates and does not delete, under their last names. A log that
-// is not a ferry backup's linear log gives none.
+// dir's ib_logfile0 creates from its checkpoint on and does not delete, under their
+// last names: recovery initializes every page of those from the redo. A log that is
+// not a ferry backup's linear log gives none.
 func createdInRedo(dir string, opts ServerOptions) ([]string, error) {
 	keys, alg, err := opts.LogKeys()
 	if err != nil {
@@ -112,8 +119,17 @@ func createdInRedo(dir string, opts ServerOptions) ([]string, error) {
 	if err != nil {
 		return nil, nil
 	}
+	return createdNames(ll.FileOps, ll.Checkpoint.LSN), nil
+}
+
+// createdNames folds a log's file records into the names of the tablespaces created
+// at or after the checkpoint LSN cp and not deleted, under their last names, sorted.
+func createdNames(ops []redo.FileOp, cp uint64) []string {
 	created := map[uint32]string{}
-	for _, op := range ll.FileOps {
+	for _, op := range ops {
+		if op.LSN < cp {
+			continue // before the checkpoint: recovery does not read it
+		}
 		switch op.Kind {
 		case redo.FileCreate:
 			created[op.SpaceID] = op.Name
@@ -130,7 +146,7 @@ func createdInRedo(dir string, opts ServerOptions) ([]string, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return names, nil
+	return names
 }
 
 // localTablespace turns a logged name "./db/t.ibd" into db/t.ibd; other names (absolute,
@@ -151,4 +167,15 @@ func localTablespace(name string) (string, bool) {
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
+}
+
+// countSuffix counts the paths ending in suffix.
+func countSuffix(paths []string, suffix string) int {
+	n := 0
+	for _, p := range paths {
+		if strings.HasSuffix(p, suffix) {
+			n++
+		}
+	}
+	return n
 }

@@ -114,8 +114,8 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		if err != nil {
 			return err
 		}
-		if len(made) > 0 {
-			log.Info("prepare: the copy lacks tablespaces the redo creates: recovery builds them in placeholders, removed after it", "placeholders", len(made))
+		if n := countSuffix(made, ".ibd"); n > 0 {
+			log.Info("prepare: the copy lacks tablespaces the redo creates: recovery builds them in placeholders, removed after it", "placeholders", n)
 		}
 	}
 	t0 := time.Now()
