@@ -3,6 +3,7 @@ package restore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,4 +179,34 @@ func countSuffix(paths []string, suffix string) int {
 		}
 	}
 	return n
+}
+
+// checkRebuilt refuses a recovered partial copy (dir) in which a tablespace the restore
+// wants (want, on paths relative to dir) still has an all-zero first page: recovery did
+// not build it from the redo, and the export would fail with a less helpful message.
+func checkRebuilt(dir string, want func(path string) bool) error {
+	ibds, err := filepath.Glob(filepath.Join(dir, "*", "*.ibd"))
+	if err != nil {
+		return err
+	}
+	head := make([]byte, 4096)
+	for _, p := range ibds {
+		rel := filepath.ToSlash(strings.TrimPrefix(p, dir+string(filepath.Separator)))
+		if !want(rel) {
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		n, err := io.ReadFull(f, head)
+		f.Close()
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("prepare: read %s: %w", rel, err)
+		}
+		if !slices.ContainsFunc(head[:n], func(b byte) bool { return b != 0 }) {
+			return fmt.Errorf("recovery did not rebuild %s from the redo (its first page is still all zeros: the table was not flushed before the backup); restore the whole backup aside and take the table from it", rel)
+		}
+	}
+	return nil
 }

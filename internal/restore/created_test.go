@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ferry-backup/ferry/internal/redo"
@@ -79,5 +80,31 @@ func TestPlaceholdersRemoved(t *testing.T) {
 	}
 	if !exists(filepath.Join(dir, "have", "t.ibd")) {
 		t.Error("a file of the copy was removed")
+	}
+}
+
+func TestCheckRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"db", "other"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := make([]byte, 16384)
+	page[37] = 5 // space id
+	write := func(rel string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, rel), b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("db/t.ibd", page)
+	write("other/zero.ibd", make([]byte, 16384)) // not wanted
+	want := func(p string) bool { return p != "other/zero.ibd" }
+	if err := checkRebuilt(dir, want); err != nil {
+		t.Fatalf("a built tablespace refused: %v", err)
+	}
+	write("db/u.ibd", make([]byte, 65536))
+	if err := checkRebuilt(dir, want); err == nil || !strings.Contains(err.Error(), "db/u.ibd") {
+		t.Fatalf("an all-zero tablespace passed: %v", err)
 	}
 }
