@@ -22,19 +22,19 @@ const placeholderSize = 4 << 16
 // placeholdCreated readies a partial copy (dir) for recovery: for each tablespace the
 // backup's redo creates (FILE_CREATE, then renamed or not, not deleted) whose file the
 // copy lacks, it writes an all-zero sparse placeholder at its name, and returns the
-// paths it wrote (and the directories it made) for removeAll after the recovery.
+// paths it wrote (and the directories it made) for removePlaceholders after the recovery.
 //
 // Why: recovery defers a tablespace whose page 0 is not on disk yet (a table created
 // after the checkpoint and not flushed before the copy: an all-zero file) and builds
 // it from the redo at the end, in tablespace-id order, stopping at the first it cannot
 // build and dropping the rest. A tablespace the redo creates whose file is missing is
-// one it cannot build (MariaDB 10.11: "Cannot apply log to [page id: space=N, page
-// number=0] of corrupted file"), so with innodb_force_recovery=1 every deferred
+// one it cannot build (seen with MariaDB 10.11.19: "Cannot apply log to [page id:
+// space=N, page number=0] of corrupted file"), so with innodb_force_recovery=1 every deferred
 // tablespace after it, the table being restored among them, kept its zero page 0
 // ("Header page consists of zero bytes"). With a placeholder, recovery builds such a
 // tablespace from the redo as it does in a full copy.
 //
-// A log ferry cannot read (another tool's) is left alone: recovery runs as before.
+// A log redo.VerifyLinear does not take is left alone: recovery runs as before.
 func placeholdCreated(dir string, opts ServerOptions) ([]string, error) {
 	names, err := createdInRedo(dir, opts)
 	if err != nil || len(names) == 0 {
