@@ -104,6 +104,20 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 	if force > 0 {
 		args = append(args, fmt.Sprintf("--innodb-force-recovery=%d", force))
 	}
+	if force == 1 {
+		made, err := placeholdCreated(abs, opts)
+		defer func() {
+			if rerr := removePlaceholders(made); rerr != nil {
+				log.Warn("the placeholder tablespaces of the recovery were not all removed", "dir", abs, "err", rerr)
+			}
+		}()
+		if err != nil {
+			return err
+		}
+		if n := countSuffix(made, ".ibd"); n > 0 {
+			log.Info("prepare: the copy lacks tablespaces the redo creates: recovery builds them in placeholders, removed after it", "placeholders", n)
+		}
+	}
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mariadbd", bin, "dir", abs)
 	if err := os.Remove(errLog); err != nil && !errors.Is(err, os.ErrNotExist) {

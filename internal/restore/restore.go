@@ -226,6 +226,11 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		if err := recover(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
+		if cfg.Want != nil {
+			if err := checkRebuilt(staging, cfg.Want); err != nil {
+				return nil, err
+			}
+		}
 	}
 	coords := b.coordinates()
 	if cfg.Replay != nil {
