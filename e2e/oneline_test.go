@@ -70,6 +70,9 @@ func TestOneLine(t *testing.T) {
 	t.Run("owner of a new datadir", func(t *testing.T) {
 		u, err := user.Lookup("mysql")
 		if os.Geteuid() != 0 || err != nil {
+			if os.Getenv("CI") != "" { // .ci/run installs mariadb-server (the mysql user) and runs as root
+				t.Fatalf("CI needs this case: not root or no mysql user (%v)", err)
+			}
 			t.Skipf("not root or no mysql user (%v)", err)
 		}
 		if st, _ := os.Stat(tmp); st.Sys().(*syscall.Stat_t).Uid != 0 {
