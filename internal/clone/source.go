@@ -63,7 +63,9 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	return s.stream(j).Fill(ctx, staging, env)
 }
 
-// Phase implements restore's consuming source: whatever phase begins after the copy
+var _ restore.Consuming = (*source)(nil)
+
+// Phase implements restore.Consuming: whatever phase begins after the copy
 // is filled (recovery first), the copy changes from then on and is no base for a resume
 // any more. The journal says so (synced) and is removed, so that nothing of it goes
 // into the datadir.
@@ -83,7 +85,7 @@ func (s *source) Phase(staging, _ string) error {
 	return nil
 }
 
-// Settle implements restore's consuming source: a failed clone keeps its staging
+// Settle implements restore.Consuming: a failed clone keeps its staging
 // directory if a resume can continue it (the error says so), else removes it.
 func (s *source) Settle(staging string, err error) error {
 	if st, jerr := readJournal(staging); s.journaled && jerr == nil && st != nil && st.startLSN != 0 &&
@@ -96,7 +98,7 @@ func (s *source) Settle(staging string, err error) error {
 	return err
 }
 
-// Finished implements restore's consuming source.
+// Finished implements restore.Consuming.
 func (s *source) Finished(_, _ string) error { return nil }
 
 // stream is the donor's copy as a stream restore reads it.

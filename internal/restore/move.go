@@ -25,6 +25,8 @@ import (
 // names where its files went, so that nothing takes the emptied backup for a damaged
 // one, and a second restore cannot start on it.
 
+var _ Consuming = (*DirSource)(nil)
+
 const (
 	// movedMarker, in the backup directory, holds the staging directory's path.
 	movedMarker = "ferry-moved-to"
@@ -42,9 +44,11 @@ const (
 	phaseUnswapped = "swap undone"
 )
 
-// consuming is a Source whose files move into staging: a failed restore must put them
-// back or keep them for --resume, never remove them.
-type consuming interface {
+// Consuming is a Source that owns what its staging directory holds (a directory
+// restored with --move, whose files move there; a clone that can be resumed): restore
+// tells it each phase, and a failed restore lets it decide what stays, never removing
+// the staging directory itself.
+type Consuming interface {
 	// Phase records that a phase begins on the staging copy: phaseRecovering (the
 	// copy is about to differ from the backup's files: they cannot go back), then
 	// phaseSwapping (the copy moves into the datadir).
@@ -56,9 +60,9 @@ type consuming interface {
 	Finished(staging, datadir string) error
 }
 
-// phase tells a consuming source that a phase begins on staging.
+// phase tells a Consuming source that a phase begins on staging.
 func phase(src Source, staging, name string) error {
-	if c, ok := src.(consuming); ok {
+	if c, ok := src.(Consuming); ok {
 		return c.Phase(staging, name)
 	}
 	return nil
@@ -163,7 +167,7 @@ func checkMoved(dir string) error {
 // consumedPrefix starts the marker of a backup a --move restore consumed.
 const consumedPrefix = "consumed by a restore into "
 
-// Finished implements consuming: a moved backup's marker now says where its files
+// Finished implements Consuming: a moved backup's marker now says where its files
 // went for good, and the journal goes.
 func (s *DirSource) Finished(staging, datadir string) error {
 	if !s.Move {
@@ -176,7 +180,7 @@ func (s *DirSource) Finished(staging, datadir string) error {
 	return os.Remove(staging + journalExt)
 }
 
-// Phase implements consuming: it records the phase in the journal.
+// Phase implements Consuming: it records the phase in the journal.
 func (s *DirSource) Phase(staging, phase string) error {
 	if !s.Move {
 		return nil
@@ -192,7 +196,7 @@ func (s *DirSource) Phase(staging, phase string) error {
 	return f.Sync()
 }
 
-// Settle implements consuming. A copy restore removes its staging directory (the
+// Settle implements Consuming. A copy restore removes its staging directory (the
 // backup is untouched). A move puts back what it moved, unless recovery had begun:
 // then staging is kept for --resume.
 func (s *DirSource) Settle(staging string, err error) error {

@@ -118,7 +118,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, settle(cfg, staging, keep, err)
 	}
-	if c, ok := cfg.Source.(consuming); ok {
+	if c, ok := cfg.Source.(Consuming); ok {
 		if err := c.Finished(staging, datadir); err != nil {
 			cfg.Log.Warn("the restore is complete, but its backup's marker was not updated", "err", err)
 		}
@@ -126,12 +126,12 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// settle ends a failed restore so that nothing is lost: a source that moved its files
-// into staging puts them back or keeps staging for --resume, a source that can resume
+// settle ends a failed restore so that nothing is lost: a Consuming source decides
+// (files put back, or staging kept for --resume), a source that can resume
 // keeps staging, and any other staging copy is removed (the source still holds it all).
 // The error says which, and where the data is.
 func settle(cfg Config, staging string, keep bool, err error) error {
-	if c, ok := cfg.Source.(consuming); ok {
+	if c, ok := cfg.Source.(Consuming); ok {
 		return c.Settle(staging, err)
 	}
 	if keep {
