@@ -21,7 +21,7 @@ import (
 // PrepareConfig configures ferry prepare.
 type PrepareConfig struct {
 	Dir       string
-	Mariadbd  string // explicit binary; default found on PATH
+	Mariadbd  string   // explicit binary; default found on PATH
 	UseMemory string   // buffer pool for recovery, default 256M
 	Recovery  Recovery // native apply (with or without fallback) or the server's recovery
 	Keys      keyfile.Files
