@@ -1,10 +1,11 @@
-package apply
+package apply_test
 
 import (
 	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
@@ -45,14 +47,7 @@ func TestMatchesMariabackupPrepare(t *testing.T) {
 	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+oracle).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-backup --prepare: %v\n%s", err, out)
 	}
-	res, err := Dir(context.Background(), Config{Dir: native})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("applied %d bytes of redo in %d batches: %d pages written in %v", res.RedoBytes, res.Batches, res.Pages, res.Took)
-	if res.Pages == 0 {
-		t.Fatal("no page was rolled forward: the load did not reach the backup's redo")
-	}
+	prepareNative(t, native)
 	compareDirs(t, oracle, native)
 	s2 := testdb.Start(t, testdb.Options{Datadir: native})
 	var n int
@@ -158,4 +153,50 @@ func comparePages(rel string, x, y []byte) []string {
 			rel, off/ps, i, p[i], q[i], innodb.PageLSN(p), innodb.PageLSN(q), innodb.PageType(p)))
 	}
 	return bad
+}
+
+// TestAppliedCopyStarts rolls a backup of an idle server forward and starts the stock
+// server on it: the empty log ferry writes is one the server starts on with nothing to
+// recover.
+func TestAppliedCopyStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	s := testdb.Start(t, testdb.Options{})
+	mustExec(t, s.DB(t), "CREATE TABLE test.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	dir := filepath.Join(t.TempDir(), "b")
+	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
+	}
+	prepareNative(t, dir)
+	s2 := testdb.Start(t, testdb.Options{Datadir: dir})
+	var n int
+	if err := s2.DB(t).QueryRow("SELECT COUNT(*) FROM test.t").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(s2.ErrorLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "Starting crash recovery") || strings.Contains(string(log), "to recover") {
+		t.Fatalf("the server recovered the applied copy:\n%s", log)
+	}
+}
+
+// prepareNative prepares a backup directory with ferry's native apply only.
+func prepareNative(t *testing.T, dir string) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	if err := restore.Prepare(context.Background(), restore.PrepareConfig{Dir: dir, Recovery: restore.RecoveryNative, Log: log}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testWriter sends log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+// Write logs one line.
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
