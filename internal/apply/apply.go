@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"golang.org/x/sync/errgroup"
@@ -91,8 +92,8 @@ type applier struct {
 	logs     map[uint32]*spaceLog
 	end      uint64 // end LSN of the redo: no page may be newer
 	written  map[*space]bool
-	mu       sync.Mutex
 	arena    []byte
+	pages    int // pages written so far, for the test pause point apply-page
 }
 
 // newApplier opens the datadir's tablespaces.
@@ -129,7 +130,7 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	a.end = end
-	p := &parser{b: newBatch(), spaces: a.logs, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{}}
+	p := &parser{b: newBatch(), spaces: a.logs, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{}, inject: faultpoint.Fails("apply-record")}
 	flush := func() error {
 		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
 			return nil
@@ -197,7 +198,10 @@ func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
 					mu.Lock()
 					written++
 					a.written[j.sp] = true
+					a.pages++
+					n := a.pages
 					mu.Unlock()
+					faultpoint.At(gctx, "apply-page", n)
 				}
 			}
 			return nil

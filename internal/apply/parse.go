@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
+
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -90,6 +92,7 @@ type parser struct {
 	spaces   map[uint32]*spaceLog
 	pageSize int                    // innodb_page_size: no record is longer
 	cur      map[redo.PageID]*group // this mini-transaction's group per page
+	inject   bool                   // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
 }
 
 // space returns the log state of space id, creating it.
@@ -169,6 +172,9 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 		}
 		if w.body[0] == extTrimPages {
 			return p.trim(m, w)
+		}
+		if p.inject {
+			return p.corrupt(m, *w, "injected unknown record ("+faultpoint.FailEnv+"=apply-record)")
 		}
 	default:
 		if len(w.body) == 0 {
