@@ -103,6 +103,10 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mo
 	if err != nil {
 		return err
 	}
+	faultpoint.At(ctx, "recovery", 1)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
 	if done, err := applyNative(ctx, abs, opts, mode, force == 1, log); done || err != nil {
 		return err
 	}
@@ -130,10 +134,6 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mo
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
-	faultpoint.At(ctx, "recovery", 1)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
 	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
 		if ctx.Err() != nil {
 			os.Remove(errLog) // interrupted, not failed: the log tells nothing
