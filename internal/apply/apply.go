@@ -266,7 +266,7 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 			return sp, nil
 		}
 	}
-	if a.cfg.Partial {
+	if a.cfg.Partial || (sl != nil && sl.created && isTemporary(sl.name)) {
 		return nil, nil
 	}
 	name := "?"
@@ -275,6 +275,11 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 	}
 	return nil, fmt.Errorf("%w: the redo changes tablespace %d (%s), which has no file in %s", errUnsupported, id, name, a.cfg.Dir)
 }
+
+// isTemporary tells whether a tablespace name is one of the server's intermediate
+// tables (#sql-alter-…, #sql-ib…): a backup leaves out such a table created during the
+// copy, and the server drops it when it starts.
+func isTemporary(name string) bool { return strings.HasPrefix(filepath.Base(name), "#sql") }
 
 // localName turns a file name from the redo ("./db/t.ibd") into a path relative to
 // the datadir.

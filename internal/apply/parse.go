@@ -64,6 +64,7 @@ type pageLog struct {
 type spaceLog struct {
 	name     string // the file name of its last FILE_CREATE/FILE_MODIFY/FILE_RENAME
 	deleted  bool   // FILE_DELETE: its records are dropped
+	created  bool   // FILE_CREATE in this log: the tablespace is newer than the checkpoint
 	recvSize uint32 // the last nonzero FSP_SIZE the redo writes to page 0
 	flags    uint32 // the last FSP_SPACE_FLAGS the redo writes to page 0
 	hasFlags bool
@@ -144,6 +145,7 @@ func (p *parser) fileOp(op redo.FileOp) {
 		s.name = op.NewName
 	default:
 		s.name, s.deleted = op.Name, false
+		s.created = s.created || op.Kind == redo.FileCreate
 	}
 }
 
