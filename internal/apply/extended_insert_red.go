@@ -1,7 +1,5 @@
 package apply
 
-
-
 // oldDataSize is rec_get_data_size_old: the end offset of the last field, read from
 // the field-end array of a ROW_FORMAT=REDUNDANT header.
 func oldDataSize(p *extPage, rec, nFields int, short bool) int {
@@ -222,4 +220,3 @@ func takeHeap(p *extPage, t *insertTarget, need, h int, setHeapNo func(int)) (in
 	p.set16(phHeapTop, t.heapTop+need)
 	return t.heapTop, nil
 }
-

@@ -70,7 +70,7 @@ func splitSlot(p *extPage, rf recFmt, slot int) {
 		}
 	}
 	n := p.u16(phNDirSlots)
-	newLast := p.size - slot0 - 2 - 2*n
+	newLast := p.size - slot0 - 2*n // where the new last slot goes
 	p.move(newLast, newLast+2, slot-newLast)
 	p.set16(phNDirSlots, n+1)
 	p.set16(slot, rec)
