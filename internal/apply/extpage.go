@@ -33,6 +33,13 @@ func (p *extPage) in(off, n int) bool {
 	return false
 }
 
+// fault marks the page bad for a reason found while writing.
+func (p *extPage) fault(reason string) {
+	if p.bad == "" {
+		p.bad = reason
+	}
+}
+
 // u8 reads one byte (0 when out of the frame).
 func (p *extPage) u8(off int) int {
 	if !p.in(off, 1) {

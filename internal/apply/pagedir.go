@@ -65,7 +65,7 @@ func splitSlot(p *extPage, rf recFmt, slot int) {
 	rec := p.u16(slot + 2)
 	for i := 0; i < (slotMaxOwned+1)/2; i++ {
 		if rec = rf.walkNext(p, rec); rec == 0 {
-			p.in(-1, 0) // the server would follow a null pointer
+			p.fault("directory split walks off the record list") // the server would follow a null pointer
 			return
 		}
 	}
@@ -101,7 +101,7 @@ func balanceSlot(p *extPage, rf recFmt, s int) {
 	p.setOwned(cur-rf.extra, 0)
 	next := rf.nextPtr(p, cur)
 	if next == 0 {
-		p.in(-1, 0) // the server would follow a null pointer
+		p.fault("directory balance finds no record after the slot's owner") // the server would follow a null pointer
 		return
 	}
 	p.setOwned(next-rf.extra, slotMinOwned)
