@@ -2,6 +2,7 @@ package innodb
 
 import (
 	"bytes"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -47,7 +48,7 @@ func pageCodecRound(t *testing.T, algorithm string) {
 		{"pc", "PAGE_COMPRESSED=1"},
 	}
 	var providers []string
-	for _, p := range []string{"lz4", "snappy"} {
+	for _, p := range []string{"lz4", "snappy", "bzip2", "lzma", "lzo"} {
 		if _, err := os.Stat(filepath.Join("/usr/lib/mysql/plugin", "provider_"+p+".so")); err == nil {
 			providers = append(providers, p)
 			args = append(args, "--plugin-load-add=provider_"+p)
@@ -123,8 +124,11 @@ func pageCodecRound(t *testing.T, algorithm string) {
 }
 
 type codecStats struct {
-	pages, decrypted, legacyDecrypted, decompressed, legacyDecompressed, recompressed, storedPlain int
+	pages, decrypted, legacyDecrypted, decompressed, legacyDecompressed, recompressed, storedPlain, unsupported int
 }
+
+// unsupported are the algorithms DecompressPage refuses with ErrAlgorithm.
+var unsupported = map[PageAlgorithm]bool{AlgoLZO: true, AlgoLZMA: true}
 
 // file checks every page of one tablespace file b and returns the file with every
 // page rewritten through DecryptPage, DecompressPage, CompressPage and EncryptPage.
@@ -190,6 +194,10 @@ func (st *codecStats) page(t *testing.T, name string, stored []byte, no uint32, 
 	}
 	page := make([]byte, ps)
 	compressed, err := DecompressPage(page, plain, h.Flags)
+	if errors.Is(err, ErrAlgorithm) && unsupported[h.Flags.PageAlgorithm()] {
+		st.unsupported++
+		return stored // the apply falls back to the server for such a tablespace
+	}
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -258,7 +266,7 @@ func writeKeyFile(t *testing.T) string {
 
 func checksumTable(t *testing.T, s *testdb.Server, table string) string {
 	var name, sum string
-	if err := s.DB(t).QueryRow("CHECKSUM TABLE fx." + table).Scan(&name, &sum); err != nil {
+	if err := s.DB(t).QueryRow("CHECKSUM TABLE fx."+table).Scan(&name, &sum); err != nil {
 		t.Fatal(err)
 	}
 	return sum
