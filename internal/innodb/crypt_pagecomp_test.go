@@ -2,9 +2,9 @@ package innodb
 
 import (
 	"bytes"
-	"errors"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
