@@ -128,7 +128,7 @@ type codecStats struct {
 }
 
 // unsupported are the algorithms DecompressPage refuses with ErrAlgorithm.
-var unsupported = map[PageAlgorithm]bool{AlgoLZO: true, AlgoLZMA: true}
+var unsupported = map[PageAlgorithm]bool{AlgoLZO: true}
 
 // file checks every page of one tablespace file b and returns the file with every
 // page rewritten through DecryptPage, DecompressPage, CompressPage and EncryptPage.

@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zlib"
 	"github.com/pierrec/lz4/v4"
+	"github.com/ulikunitz/xz"
 )
 
 // PageAlgorithm is a page_compressed compression algorithm (PAGE_ZLIB_ALGORITHM ..
@@ -39,7 +40,7 @@ func (a PageAlgorithm) String() string {
 }
 
 // ErrAlgorithm means a page is compressed with an algorithm ferry cannot decompress
-// (lzo, lzma) or an unknown one.
+// (lzo) or an unknown one.
 var ErrAlgorithm = errors.New("page_compressed algorithm not supported")
 
 // DefaultCompressionLevel is innodb_compression_level's default, the level the server
@@ -86,7 +87,7 @@ func PageCompressed(page []byte, flags SpaceFlags) bool {
 // a size below the page size, the exact length from the byte before the CRC for
 // lz4/lzo/snappy; in the legacy format checksum field 0xDEADBEEF, the algorithm (bytes
 // 26..33, or 40..41 for type 37401) and the payload length (38..39); then the stream
-// must give exactly one page. It fails with ErrAlgorithm for lzo and lzma.
+// must give exactly one page. It fails with ErrAlgorithm for lzo.
 //
 // A full_crc32 image is compressed before the server computes the page's CRC, so its
 // last 4 bytes are stale after decompression; DecompressPage refreshes them, so that
@@ -184,6 +185,13 @@ func inflate(out, payload []byte, algo PageAlgorithm) error {
 		return readExactly(r, out)
 	case AlgoBzip2:
 		return readExactly(bzip2.NewReader(bytes.NewReader(payload)), out)
+	case AlgoLZMA:
+		// One .xz stream (lzma_stream_buffer_decode); what follows it is padding.
+		r, err := xz.ReaderConfig{SingleStream: true}.NewReader(bytes.NewReader(payload))
+		if err != nil {
+			return err
+		}
+		return readExactly(r, out)
 	case AlgoLZ4:
 		n, err := lz4.UncompressBlock(payload, out)
 		if err != nil {
@@ -249,7 +257,7 @@ func Compresses(plain []byte, flags SpaceFlags, spaceID, pageNo uint32) bool {
 // rest, which reads as zeros). It returns 0 with dst a copy of plain when the page is
 // stored uncompressed: Compresses is false, the image would not fit (full_crc32: the
 // size rounded up to 256 bytes must stay below the page size), or the algorithm is one
-// ferry cannot write (lzo, lzma, bzip2), which the server accepts as it accepts any
+// ferry cannot write (lzo, bzip2), which the server accepts as it accepts any
 // page that did not compress. The compressed bytes differ from the server's (another
 // library), the decompressed page does not.
 //
@@ -372,6 +380,21 @@ func deflate(page []byte, algo PageAlgorithm, level, limit int) ([]byte, error) 
 		out = buf[:n]
 	case AlgoSnappy:
 		out = snappy.Encode(nil, page)
+	case AlgoLZMA:
+		// An .xz stream without check, as lzma_easy_buffer_encode(LZMA_CHECK_NONE)
+		// writes; the level has no counterpart here.
+		var b bytes.Buffer
+		w, err := xz.WriterConfig{DictCap: len(page), NoCheckSum: true}.NewWriter(&b)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(page); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		out = b.Bytes()
 	default:
 		return nil, nil
 	}
