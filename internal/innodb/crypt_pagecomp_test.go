@@ -148,6 +148,7 @@ func (st *codecStats) file(t *testing.T, name string, b []byte, keys KeyFunc, al
 			t.Fatal(err)
 		}
 	}
+	codec := &SpaceCodec{SpaceID: h.SpaceID, Flags: h.Flags, Crypt: pc, Encrypt: cd.EncryptsPages(false), KeyVersion: 1}
 	plainHeader := h
 	plainHeader.CryptData = false
 	check := NewChecker(plainHeader, false)
@@ -156,35 +157,15 @@ func (st *codecStats) file(t *testing.T, name string, b []byte, keys KeyFunc, al
 	for i := 0; i+ps <= len(b); i += ps {
 		no := uint32(i / ps)
 		st.pages++
-		copy(out[i:i+ps], st.page(t, name, b[i:i+ps], no, h, pc, check))
+		copy(out[i:i+ps], st.page(t, name, b[i:i+ps], no, h, codec, check))
 	}
 	return out
 }
 
 // page checks one stored page and returns it as ferry rewrites it.
-func (st *codecStats) page(t *testing.T, name string, stored []byte, no uint32, h SpaceHeader, pc *PageCrypt, check *Checker) []byte {
+func (st *codecStats) page(t *testing.T, name string, stored []byte, no uint32, h SpaceHeader, codec *SpaceCodec, check *Checker) []byte {
 	t.Helper()
-	ps := len(stored)
-	plain := append([]byte(nil), stored...)
-	var kv uint32
-	encrypted := pc != nil && pc.Encrypted(stored, no)
-	if encrypted {
-		kv = pc.KeyVersion(stored)
-		if _, err := pc.DecryptPage(plain, stored, no); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		st.decrypted++
-		if !h.Flags.FullCRC32() {
-			st.legacyDecrypted++
-		}
-		again := make([]byte, ps)
-		if err := pc.EncryptPage(again, plain, no, kv); err != nil {
-			t.Fatal(err)
-		}
-		if i := firstDiff(again, stored); i >= 0 {
-			t.Errorf("%s page %d: EncryptPage(DecryptPage(p)) differs from p at byte %d", name, no, i)
-		}
-	}
+	plain := st.decrypt(t, name, stored, no, codec.Crypt)
 	if err := check.Check(plain, no); err != nil && !PageCompressed(plain, h.Flags) {
 		// (a decrypted legacy page_compressed page of type 37401 is checked by its stream)
 		t.Errorf("%s: stored page, decrypted: %v", name, err)
@@ -192,7 +173,7 @@ func (st *codecStats) page(t *testing.T, name string, stored []byte, no uint32, 
 	if IsZero(plain) || no == 0 || h.Flags.ZipSize() != 0 {
 		return stored // nothing more to do: never compressed, and re-encryption was checked
 	}
-	page := make([]byte, ps)
+	page := make([]byte, len(stored))
 	compressed, err := DecompressPage(page, plain, h.Flags)
 	if errors.Is(err, ErrAlgorithm) && unsupported[h.Flags.PageAlgorithm()] {
 		st.unsupported++
@@ -213,32 +194,84 @@ func (st *codecStats) page(t *testing.T, name string, stored []byte, no uint32, 
 	if PageType(page) == 17855 && !bytes.Equal(page[99:106], []byte("infimum")) {
 		t.Errorf("%s page %d: index page without its infimum record after decoding", name, no)
 	}
-	// Rewrite as ferry would: compress, then encrypt with the same key version.
-	comp := make([]byte, ps)
-	n, err := CompressPage(comp, page, h.Flags, h.SpaceID, no, CompressOptions{Encrypted: encrypted})
+	st.recompress(t, name, page, no, h)
+	return rewrite(t, name, stored, page, no, codec)
+}
+
+// decrypt returns the plain form of an encrypted page, checking that EncryptPage
+// gives the stored bytes back, or a copy of a page that is not encrypted.
+func (st *codecStats) decrypt(t *testing.T, name string, stored []byte, no uint32, pc *PageCrypt) []byte {
+	t.Helper()
+	plain := append([]byte(nil), stored...)
+	if pc == nil || !pc.Encrypted(stored, no) {
+		return plain
+	}
+	if _, err := pc.DecryptPage(plain, stored, no); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	st.decrypted++
+	if !pc.flags.FullCRC32() {
+		st.legacyDecrypted++
+	}
+	again := make([]byte, len(stored))
+	if err := pc.EncryptPage(again, plain, no, pc.KeyVersion(stored)); err != nil {
+		t.Fatal(err)
+	}
+	if i := firstDiff(again, stored); i >= 0 {
+		t.Errorf("%s page %d: EncryptPage(DecryptPage(p)) differs from p at byte %d", name, no, i)
+	}
+	return plain
+}
+
+// recompress checks that CompressPage then DecompressPage gives page back.
+func (st *codecStats) recompress(t *testing.T, name string, page []byte, no uint32, h SpaceHeader) {
+	t.Helper()
+	comp := make([]byte, len(page))
+	n, err := CompressPage(comp, page, h.Flags, h.SpaceID, no, CompressOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 {
 		st.storedPlain++
-	} else {
-		st.recompressed++
-		back := make([]byte, ps)
-		if ok, err := DecompressPage(back, comp, h.Flags); err != nil || !ok {
-			t.Fatalf("%s page %d: DecompressPage(CompressPage(p)): %v %v", name, no, ok, err)
-		}
-		if i := firstDiff(back, page); i >= 0 {
-			t.Errorf("%s page %d: DecompressPage(CompressPage(p)) differs at byte %d", name, no, i)
-		}
+		return
 	}
-	if !encrypted {
-		return comp
+	st.recompressed++
+	back := make([]byte, len(page))
+	if ok, err := DecompressPage(back, comp, h.Flags); err != nil || !ok {
+		t.Fatalf("%s page %d: DecompressPage(CompressPage(p)): %v %v", name, no, ok, err)
 	}
-	enc := make([]byte, ps)
-	if err := pc.EncryptPage(enc, comp, no, kv); err != nil {
+	if i := firstDiff(back, page); i >= 0 {
+		t.Errorf("%s page %d: DecompressPage(CompressPage(p)) differs at byte %d", name, no, i)
+	}
+}
+
+// rewrite returns page as ferry writes it (SpaceCodec.Encode: compressed, then
+// encrypted with the same key version), checking that Decode reads both the stored
+// page and the rewritten one as page, and that a page stored uncompressed that stays
+// so is rewritten byte for byte.
+func rewrite(t *testing.T, name string, stored, page []byte, no uint32, codec *SpaceCodec) []byte {
+	t.Helper()
+	out := make([]byte, len(page))
+	n, err := codec.Encode(out, page, no)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return enc
+	sameKey := codec.Crypt == nil || !codec.Crypt.Encrypted(stored, no) || codec.Crypt.KeyVersion(stored) == codec.KeyVersion
+	if n == len(page) && !PageCompressed(stored, codec.Flags) && sameKey {
+		if i := firstDiff(out, stored); i >= 0 {
+			t.Errorf("%s page %d: Encode of a page stored uncompressed differs from the stored bytes at %d", name, no, i)
+		}
+	}
+	for _, in := range [][]byte{stored, out} {
+		dec := make([]byte, len(page))
+		if _, err := codec.Decode(dec, in, no); err != nil {
+			t.Fatalf("%s page %d: Decode: %v", name, no, err)
+		}
+		if i := firstDiff(dec, page); i >= 0 {
+			t.Errorf("%s page %d: Decode differs from DecryptPage+DecompressPage at byte %d", name, no, i)
+		}
+	}
+	return out
 }
 
 func firstDiff(a, b []byte) int {
