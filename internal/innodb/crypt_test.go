@@ -16,10 +16,10 @@ const (
 	flagsLegacyPC = SpaceFlags(0x21 | legacyPageComp)
 )
 
-// testPage returns a 16 KiB index page pageNo of space 7 at lsn, its body
-// compressible, finished as the server writes it in the format of flags.
+// testPage returns an index page pageNo of space 7 at lsn, its body compressible,
+// finished as the server writes it in the format and page size of flags.
 func testPage(flags SpaceFlags, pageNo uint32, lsn uint64, seed uint64) []byte {
-	p := make([]byte, 16384)
+	p := make([]byte, flags.PageSize())
 	r := rand.New(rand.NewPCG(seed, 1))
 	for i := offData; i < len(p)-trailerLen; i++ {
 		p[i] = byte('a' + r.IntN(4))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zlib"
@@ -271,6 +272,13 @@ func Compresses(plain []byte, flags SpaceFlags, spaceID, pageNo uint32) bool {
 // 34354, the payload length at 38..39 and the payload from 40; with Encrypted, type
 // 37401 and the algorithm also at 40..41, payload from 42.
 func CompressPage(dst, plain []byte, flags SpaceFlags, spaceID, pageNo uint32, o CompressOptions) (int, error) {
+	return compressPage(dst, plain, flags, spaceID, pageNo, o, nil)
+}
+
+// compressPage is CompressPage taking zlib writers of level o.Level from pool (of
+// *zlibWriter) when it is not nil: a fresh writer costs three times the compression
+// of a page.
+func compressPage(dst, plain []byte, flags SpaceFlags, spaceID, pageNo uint32, o CompressOptions, pool *sync.Pool) (int, error) {
 	size := flags.PageSize()
 	if len(plain) != size || len(dst) != size {
 		return 0, fmt.Errorf("innodb: compress page %d: got %d and %d bytes, page size is %d", pageNo, len(dst), len(plain), size)
@@ -284,13 +292,13 @@ func CompressPage(dst, plain []byte, flags SpaceFlags, spaceID, pageNo uint32, o
 	}
 	if flags.FullCRC32() {
 		setFullCRC32Trailer(dst)
-		return compressFullCRC32(dst, flags.PageAlgorithm(), o.level())
+		return compressFullCRC32(dst, flags.PageAlgorithm(), o.level(), pool)
 	}
 	algo := o.Algorithm
 	if algo == AlgoNone {
 		algo = AlgoZlib
 	}
-	return compressLegacy(dst, algo, o.level(), o.Encrypted)
+	return compressLegacy(dst, algo, o.level(), o.Encrypted, pool)
 }
 
 func (o CompressOptions) level() int {
@@ -302,9 +310,9 @@ func (o CompressOptions) level() int {
 
 // compressFullCRC32 compresses frame (dst, a copy of the page) in place into the
 // full_crc32 page_compressed layout; 0 if it does not fit.
-func compressFullCRC32(dst []byte, algo PageAlgorithm, level int) (int, error) {
+func compressFullCRC32(dst []byte, algo PageAlgorithm, level int, pool *sync.Pool) (int, error) {
 	size := len(dst)
-	payload, err := deflate(dst, algo, level, size-fcrc32CompHeader)
+	payload, err := deflate(dst, algo, level, size-fcrc32CompHeader, pool)
 	if err != nil || payload == nil {
 		return 0, err
 	}
@@ -330,12 +338,12 @@ func compressFullCRC32(dst []byte, algo PageAlgorithm, level int) (int, error) {
 
 // compressLegacy compresses frame (dst, a copy of the page) in place into the legacy
 // page_compressed layout; 0 if it does not fit.
-func compressLegacy(dst []byte, algo PageAlgorithm, level int, encrypted bool) (int, error) {
+func compressLegacy(dst []byte, algo PageAlgorithm, level int, encrypted bool, pool *sync.Pool) (int, error) {
 	header := compHeader
 	if encrypted {
 		header = compHeaderEnc
 	}
-	payload, err := deflate(dst, algo, level, len(dst)-header)
+	payload, err := deflate(dst, algo, level, len(dst)-header, pool)
 	if err != nil || payload == nil {
 		return 0, err
 	}
@@ -354,23 +362,22 @@ func compressLegacy(dst []byte, algo PageAlgorithm, level int, encrypted bool) (
 }
 
 // deflate compresses page with algo and returns the stream, nil if it is longer than
-// limit or the algorithm is one ferry does not write.
-func deflate(page []byte, algo PageAlgorithm, level, limit int) ([]byte, error) {
+// limit or the algorithm is one ferry does not write. pool (nil: none) keeps zlib
+// writers of this level.
+func deflate(page []byte, algo PageAlgorithm, level, limit int, pool *sync.Pool) ([]byte, error) {
 	var out []byte
 	switch algo {
 	case AlgoZlib:
-		var b bytes.Buffer
-		w, err := zlib.NewWriterLevel(&b, level)
+		zw, err := getZlibWriter(pool, level)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := w.Write(page); err != nil {
+		out, err = zw.compress(page)
+		out = append([]byte(nil), out...) // the buffer goes back to the pool
+		putZlibWriter(pool, zw)
+		if err != nil {
 			return nil, err
 		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		out = b.Bytes()
 	case AlgoLZ4:
 		buf := make([]byte, lz4.CompressBlockBound(len(page)))
 		n, err := lz4.CompressBlock(page, buf, nil)
@@ -409,4 +416,44 @@ func deflate(page []byte, algo PageAlgorithm, level, limit int) ([]byte, error) 
 // encrypts or checksums a page.
 func setFullCRC32Trailer(page []byte) {
 	copy(page[len(page)-8:len(page)-4], page[offLSN+4:offLSN+8])
+}
+
+// zlibWriter is a zlib writer with its output buffer, kept for reuse.
+type zlibWriter struct {
+	w   *zlib.Writer
+	buf bytes.Buffer
+}
+
+func getZlibWriter(pool *sync.Pool, level int) (*zlibWriter, error) {
+	if pool != nil {
+		if zw, ok := pool.Get().(*zlibWriter); ok {
+			return zw, nil
+		}
+	}
+	zw := &zlibWriter{}
+	w, err := zlib.NewWriterLevel(&zw.buf, level)
+	if err != nil {
+		return nil, err
+	}
+	zw.w = w
+	return zw, nil
+}
+
+func putZlibWriter(pool *sync.Pool, zw *zlibWriter) {
+	if pool != nil {
+		pool.Put(zw)
+	}
+}
+
+// compress returns the zlib stream of page, in zw's buffer.
+func (zw *zlibWriter) compress(page []byte) ([]byte, error) {
+	zw.buf.Reset()
+	zw.w.Reset(&zw.buf)
+	if _, err := zw.w.Write(page); err != nil {
+		return nil, err
+	}
+	if err := zw.w.Close(); err != nil {
+		return nil, err
+	}
+	return zw.buf.Bytes(), nil
 }

@@ -1,13 +1,17 @@
 package innodb
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // SpaceCodec reads and writes the pages of one tablespace through its encryption and
 // page compression, in the server's order: a read decrypts, then decompresses
 // (buf_page_decrypt_after_read); a write compresses, then encrypts
 // (buf_page_encrypt). Both sides of it use the same plain form: the page as the server
 // would store it with neither, which is what Checker validates and what the apply
-// changes. A SpaceCodec is safe for concurrent use once set up.
+// changes. A SpaceCodec is safe for concurrent use once set up; it must not be copied
+// after first use.
 type SpaceCodec struct {
 	SpaceID uint32
 	Flags   SpaceFlags
@@ -21,6 +25,8 @@ type SpaceCodec struct {
 	KeyVersion uint32
 	// Compress are the server settings page_compressed pages are written with.
 	Compress CompressOptions
+
+	zlib sync.Pool // zlib writers of level Compress.Level
 }
 
 // Decode turns src, page pageNo as read from the file, into dst, its plain form: it
@@ -67,7 +73,7 @@ func (c *SpaceCodec) Encode(dst, plain []byte, pageNo uint32) (int, error) {
 		o := c.Compress
 		o.Encrypted = encrypt
 		var err error
-		if n, err = CompressPage(dst, plain, c.Flags, c.SpaceID, pageNo, o); err != nil {
+		if n, err = compressPage(dst, plain, c.Flags, c.SpaceID, pageNo, o, &c.zlib); err != nil {
 			return 0, err
 		}
 	} else {

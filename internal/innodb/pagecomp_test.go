@@ -3,6 +3,7 @@ package innodb
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -112,5 +113,49 @@ func TestPageCompRefuses(t *testing.T) {
 	comp[100] ^= 1
 	if _, err := DecompressPage(out, comp, flagsFCRC32PC); err == nil {
 		t.Error("a full_crc32 image with a bad CRC was accepted")
+	}
+}
+
+// TestSpaceCodecPageSizes: with 4 KiB and 64 KiB pages, in both formats, encrypted
+// and page_compressed, Encode then Decode gives the page back, from several
+// goroutines sharing one SpaceCodec.
+func TestSpaceCodecPageSizes(t *testing.T) {
+	for _, flags := range []SpaceFlags{
+		SpaceFlags(fcrc32Marker | 3 | uint32(AlgoZlib)<<fcrc32AlgoShift),
+		SpaceFlags(fcrc32Marker | 7 | uint32(AlgoLZ4)<<fcrc32AlgoShift),
+		SpaceFlags(0x21 | 3<<legacySsizeShift | legacyPageComp),
+		SpaceFlags(0x21 | 7<<legacySsizeShift | legacyPageComp),
+	} {
+		c := &SpaceCodec{SpaceID: 7, Flags: flags, Crypt: testCrypt(t, flags, "aes_cbc"), Encrypt: true, KeyVersion: 1}
+		done := make(chan error, 4)
+		for g := range 4 {
+			go func() {
+				for i := range 8 {
+					no := uint32(3 + g*8 + i)
+					plain := testPage(flags, no, uint64(1000+no), uint64(no))
+					out, back := make([]byte, len(plain)), make([]byte, len(plain))
+					n, err := c.Encode(out, plain, no)
+					if err == nil && (n >= len(plain) || !c.Crypt.Encrypted(out, no)) {
+						err = fmt.Errorf("page %d: image of %d bytes, key version %d", no, n, c.Crypt.KeyVersion(out))
+					}
+					if err == nil {
+						_, err = c.Decode(back, out, no)
+					}
+					if err == nil && firstDiff(back, plain) >= 0 {
+						err = fmt.Errorf("page %d: Decode(Encode(p)) differs at byte %d", no, firstDiff(back, plain))
+					}
+					if err != nil {
+						done <- fmt.Errorf("%d-byte pages %#x: %w", len(plain), flags, err)
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for range 4 {
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
 	}
 }
