@@ -184,7 +184,8 @@ var ErrDecrypt = errors.New("post-encryption checksum mismatch")
 // len(src) == the physical page size; dst may be src). It returns false and copies src
 // if the page is not encrypted. It checks the checksum stored after encryption first
 // (full_crc32: CRC-32C at the end of the payload; legacy: bytes 30..33) and fails with
-// an error wrapping ErrDecrypt if it does not match.
+// an error wrapping ErrDecrypt if it does not match, or if the plaintext does not
+// validate (a wrong key); dst then holds src's bytes.
 //
 // The result is the page as the server would store it unencrypted, so that Checker
 // validates it: a page_compressed one stays compressed (DecompressPage is next); the
@@ -217,7 +218,7 @@ func (c *PageCrypt) DecryptPage(dst, src []byte, pageNo uint32) (bool, error) {
 	}
 	c.transform(block, dst[lo:hi], iv, false)
 	if reason := c.plainCheck(dst); reason != "" {
-		copy(dst, src)
+		c.transform(block, dst[lo:hi], iv, true) // back to the stored bytes, also in place
 		return false, fmt.Errorf("innodb: decrypt page %d: %s (is it the right key?): %w", pageNo, reason, ErrDecrypt)
 	}
 	c.clearCryptFields(dst, hi)
