@@ -176,9 +176,9 @@ func (c *PageCrypt) Encrypts(plain []byte, pageNo uint32) bool {
 	return true
 }
 
-// ErrDecrypt means a page's post-encryption checksum does not match: it is torn or
-// damaged, or not encrypted with this tablespace's metadata.
-var ErrDecrypt = errors.New("post-encryption checksum mismatch")
+// ErrDecrypt means a page does not decrypt: its post-encryption checksum does not
+// match (torn or damaged), or the plaintext does not validate (another key).
+var ErrDecrypt = errors.New("page does not decrypt")
 
 // DecryptPage decrypts src, page pageNo as read from the file, into dst (len(dst) ==
 // len(src) == the physical page size; dst may be src). It returns false and copies src
@@ -206,7 +206,7 @@ func (c *PageCrypt) DecryptPage(dst, src []byte, pageNo uint32) (bool, error) {
 		return false, fmt.Errorf("innodb: decrypt page %d: %w", pageNo, err)
 	}
 	if !c.cryptSumOK(src, hi) {
-		return false, fmt.Errorf("innodb: decrypt page %d: %w", pageNo, ErrDecrypt)
+		return false, fmt.Errorf("innodb: decrypt page %d: post-encryption checksum mismatch: %w", pageNo, ErrDecrypt)
 	}
 	block, err := c.pageKey(c.KeyVersion(src))
 	if err != nil {
