@@ -251,7 +251,7 @@ func Compresses(plain []byte, flags SpaceFlags, spaceID, pageNo uint32) bool {
 	return true
 }
 
-// CompressPage writes into dst (the page size, not plain) plain, page pageNo of
+// CompressPage writes into dst (the page size; not plain's buffer) plain, page pageNo of
 // tablespace spaceID with flags, as the server writes a page_compressed page
 // (fil_page_compress), and returns the length of the compressed image; dst[n:] is
 // zero (the server rounds its write up to the file system block and punches out the
