@@ -67,12 +67,18 @@ func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger
 	if err != nil {
 		return apply.Config{}, err
 	}
-	cfg := apply.Config{Dir: dir, Partial: partial, Keys: keys, Algorithm: alg, Log: log, PageSize: 16384}
+	// A backup of a server encrypting at rest is taken to have innodb_encrypt_tables on:
+	// tables with ENCRYPTED=DEFAULT and encryption metadata are written encrypted.
+	cfg := apply.Config{Dir: dir, Partial: partial, Keys: keys, Algorithm: alg, Log: log, PageSize: 16384, EncryptTables: opts.Encrypted()}
 	for _, o := range opts.Layout {
 		switch o.Name {
 		case "innodb_page_size":
 			if cfg.PageSize, err = sizeValue(o.Value); err != nil {
 				return cfg, err
+			}
+		case "innodb_compression_level":
+			if cfg.CompressionLevel, err = strconv.Atoi(o.Value); err != nil {
+				return cfg, fmt.Errorf("innodb_compression_level %q: %w", o.Value, err)
 			}
 		case "innodb_checksum_algorithm":
 			if !strings.Contains(o.Value, "crc32") {
