@@ -28,22 +28,8 @@ func testPage(flags SpaceFlags, pageNo uint32, lsn uint64, seed uint64) []byte {
 	binary.BigEndian.PutUint64(p[offLSN:], lsn)
 	binary.BigEndian.PutUint16(p[offType:], 17855)
 	binary.BigEndian.PutUint32(p[offSpaceID:], 7)
-	finishPage(p, flags)
+	SealPage(p, 7, pageNo, flags, lsn)
 	return p
-}
-
-// finishPage sets the trailer and checksum as buf_flush_init_for_writing does.
-func finishPage(p []byte, flags SpaceFlags) {
-	if flags.FullCRC32() {
-		setFullCRC32Trailer(p)
-		binary.BigEndian.PutUint32(p[len(p)-4:], crc32c(p[:len(p)-4]))
-		return
-	}
-	copy(p[len(p)-8:], p[offLSN:offLSN+8])
-	clear(p[offKeyVersion:offSpaceID])
-	sum := legacyCRC32(p)
-	binary.BigEndian.PutUint32(p[offChecksum:], sum)
-	binary.BigEndian.PutUint32(p[len(p)-8:], sum)
 }
 
 func testKeys(id, version uint32) ([]byte, error) {

@@ -56,12 +56,11 @@ func (c *SpaceCodec) Decode(dst, src []byte, pageNo uint32) (bool, error) {
 }
 
 // Encode turns plain, page pageNo in its plain form (as Decode returns it, or as the
-// apply finished it: LSN, trailer and checksum set as for an unencrypted,
-// uncompressed page), into dst, the bytes the server would write: compressed if the
-// tablespace is page_compressed and the page compresses, then encrypted if Encrypt
-// and the page is one the server encrypts. It returns how many bytes of dst matter
-// (the rest is zero: the server punches it out); the physical page size when the
-// page is stored uncompressed. dst must not be plain.
+// apply finished it with SealPage), into dst, the bytes the server would write:
+// compressed if the tablespace is page_compressed and the page compresses, then
+// encrypted if Encrypt and the page is one the server encrypts. It returns how many
+// bytes of dst matter (the rest is zero: the server punches it out); the physical page
+// size when the page is stored uncompressed. dst must not be plain.
 func (c *SpaceCodec) Encode(dst, plain []byte, pageNo uint32) (int, error) {
 	size := len(plain)
 	if len(dst) != size || size != c.Flags.PhysicalSize() {
