@@ -64,6 +64,9 @@ var ErrNotApplied = errors.New("native redo apply not possible")
 func Dir(ctx context.Context, cfg Config) (Result, error) {
 	t0 := time.Now()
 	a, err := newApplier(cfg)
+	if errors.Is(err, ErrKey) {
+		return Result{}, err
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrNotApplied, err)
 	}
@@ -100,6 +103,8 @@ type applier struct {
 	written  map[*space]bool
 	arena    []byte
 	pages    int // pages written so far, for the test pause point apply-page
+	// injectDecrypt (FERRY_TEST_FAIL=apply-decrypt) refuses the first encrypted page read.
+	injectDecrypt bool
 }
 
 // newApplier opens the datadir's tablespaces.
@@ -121,9 +126,12 @@ func newApplier(cfg Config) (*applier, error) {
 		return nil, err
 	}
 	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
-		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}}
+		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
 	for _, sp := range spaces {
-		if err := a.setCodec(sp); err != nil {
+		if err := a.setCodec(sp); err == nil {
+			err = a.checkKey(sp)
+		}
+		if err != nil {
 			a.close()
 			return nil, err
 		}

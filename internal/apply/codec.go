@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -36,5 +37,38 @@ func (a *applier) setCodec(sp *space) error {
 		c.Encrypt = cd.EncryptsPages(a.cfg.EncryptTables)
 	}
 	sp.codec = c
+	return nil
+}
+
+// ErrKey means the key file does not decrypt a tablespace: it is not the source's.
+var ErrKey = errors.New("the key file does not decrypt the tablespace")
+
+// keyProbe is how many pages of an encrypted tablespace checkKey looks at for one that
+// is encrypted.
+const keyProbe = 256
+
+// checkKey decrypts the first encrypted page of an encrypted tablespace, so that a
+// wrong key file is found even when the redo touches none of its pages (the server
+// would only find it when a query reads the table).
+func (a *applier) checkKey(sp *space) error {
+	if sp.codec == nil || sp.codec.Crypt == nil {
+		return nil
+	}
+	buf := make([]byte, sp.physSize())
+	for no := uint32(1); no < keyProbe; no++ {
+		if err := sp.readPage(buf, no); err != nil {
+			return err
+		}
+		if innodb.IsZero(buf) {
+			return nil // past the end of the file, or never written
+		}
+		if !sp.codec.Crypt.Encrypted(buf, no) {
+			continue
+		}
+		if _, err := sp.codec.Decode(buf, buf, no); err != nil {
+			return fmt.Errorf("%w %s (page %d): %v", ErrKey, sp.path(), no, err)
+		}
+		return nil
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
@@ -42,6 +43,9 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 			return false, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
 		}
 		if sp.codec != nil {
+			if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
+				return false, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
+			}
 			if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
 				return false, a.refuse(j, pl.groups[0], err.Error())
 			}

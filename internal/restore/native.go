@@ -54,12 +54,18 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 			return true, nil
 		}
 	}
+	if errors.Is(err, apply.ErrKey) {
+		return false, fmt.Errorf("prepare: %w: --key-file %s is not the source's key file, or --key-password-file is wrong", err, keyFileOf(opts))
+	}
 	if mode == RecoveryNative || !errors.Is(err, apply.ErrNotApplied) {
 		return false, fmt.Errorf("prepare: %w", err)
 	}
 	log.Warn("prepare: the stock server recovers the copy instead of ferry", "reason", err)
 	return false, nil
 }
+
+// keyFileOf names this host's key file, for messages.
+func keyFileOf(opts ServerOptions) string { return opts.keyFiles.KeyFile }
 
 // nativeConfig is the apply configuration for a copy in dir with the backup's options.
 func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger) (apply.Config, error) {
