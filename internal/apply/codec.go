@@ -55,14 +55,16 @@ func (a *applier) checkKey(sp *space) error {
 		return nil
 	}
 	buf := make([]byte, sp.physSize())
-	for no := uint32(1); no < keyProbe; no++ {
+	st, err := sp.segs[0].f.Stat()
+	if err != nil {
+		return err
+	}
+	pages := uint32(min(st.Size()/int64(sp.physSize()), keyProbe))
+	for no := uint32(1); no < pages; no++ {
 		if err := sp.readPage(buf, no); err != nil {
 			return err
 		}
-		if innodb.IsZero(buf) {
-			return nil // past the end of the file, or never written
-		}
-		if !sp.codec.Crypt.Encrypted(buf, no) {
+		if innodb.IsZero(buf) || !sp.codec.Crypt.Encrypted(buf, no) {
 			continue
 		}
 		if _, err := sp.codec.Decode(buf, buf, no); err != nil {
