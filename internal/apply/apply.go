@@ -128,7 +128,8 @@ func newApplier(cfg Config) (*applier, error) {
 	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
 		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
 	for _, sp := range spaces {
-		if err := a.setCodec(sp); err == nil {
+		err := a.setCodec(sp)
+		if err == nil {
 			err = a.checkKey(sp)
 		}
 		if err != nil {

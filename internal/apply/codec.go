@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -43,11 +44,14 @@ func (a *applier) setCodec(sp *space) error {
 // ErrKey means the key file does not decrypt a tablespace: it is not the source's.
 var ErrKey = errors.New("the key file does not decrypt the tablespace")
 
+// infimum is the name of the record every index page starts its chain with.
+var infimum = []byte("infimum\x00")
+
 // keyProbe is how many pages of an encrypted tablespace checkKey looks at for one that
 // is encrypted.
 const keyProbe = 256
 
-// checkKey decrypts the first encrypted page of an encrypted tablespace, so that a
+// checkKey decrypts the first encrypted index page of an encrypted tablespace, so that a
 // wrong key file is found even when the redo touches none of its pages (the server
 // would only find it when a query reads the table).
 func (a *applier) checkKey(sp *space) error {
@@ -64,11 +68,18 @@ func (a *applier) checkKey(sp *space) error {
 		if err := sp.readPage(buf, no); err != nil {
 			return err
 		}
-		if innodb.IsZero(buf) || !sp.codec.Crypt.Encrypted(buf, no) {
+		// An index page: its decrypted trailer tells a wrong key (an IBUF_BITMAP page
+		// decrypted with a wrong key passed the check on 10.11.19).
+		if innodb.IsZero(buf) || !sp.codec.Crypt.Encrypted(buf, no) || innodb.PageType(buf) != pageTypeIndex {
 			continue
 		}
 		if _, err := sp.codec.Decode(buf, buf, no); err != nil {
 			return fmt.Errorf("%w %s (page %d): %v", ErrKey, sp.path(), no, err)
+		}
+		// The page's checksums passed; its content must too: every index page holds the
+		// infimum record at a fixed place.
+		if !bytes.Equal(buf[99:107], infimum) && !bytes.Equal(buf[101:109], infimum) {
+			return fmt.Errorf("%w %s (page %d): the decrypted index page has no infimum record", ErrKey, sp.path(), no)
 		}
 		return nil
 	}
