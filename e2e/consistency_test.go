@@ -45,6 +45,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	}
 	t.Logf("redo written during the backup %d (%.1f laps), kept %d after %d re-copy rounds, lock times %v, gtid %s", during,
 		float64(during)/float64(capacity), kept, rounds, m.LockTimesMS, m.Coordinates.GTIDBinlogPos)
+	checkNativeApply(t, target)
 
 	datadir := filepath.Join(shortTemp(t), "restored")
 	out = mustFerry(t, "restore", "--target-dir", target, "--datadir", datadir)
