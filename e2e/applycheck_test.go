@@ -30,7 +30,23 @@ func checkNativeApply(t *testing.T, backupDir string, keyArgs ...string) {
 		useKeys(t, oracle, keyArgs)
 		mbPrepare(t, mb, "--target-dir="+oracle)
 		compareApplied(t, oracle, native)
+		recoveryChanged(t, backupDir, oracle)
 	})
+}
+
+// recoveryChanged fails the test if the server's recovery changed no page of the
+// backup: then the comparison proved nothing.
+func recoveryChanged(t *testing.T, backupDir, oracle string) {
+	t.Helper()
+	rep, err := pagediff.Dirs(backupDir, oracle, pagediff.Options{})
+	if err != nil {
+		t.Fatalf("compare the backup with its prepared copy: %v", err)
+	}
+	n := len(rep.Mismatches) + rep.MoreMismatches
+	t.Logf("the server's recovery changed %d pages and %d file lengths", n, len(rep.Lengths))
+	if n == 0 {
+		t.Errorf("the server's recovery changed no page of the backup: the native apply check proves nothing here")
+	}
 }
 
 // checkNativeChain is checkNativeApply for an incremental chain (an incremental
