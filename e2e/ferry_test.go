@@ -81,7 +81,7 @@ func checkNative(t testing.TB, env []string, stderr string) {
 }
 
 // nativeGaps are the reasons native apply gives for what it does not apply yet.
-var nativeGaps = []string{"is encrypted (ferry does not encrypt pages yet)", "is page_compressed (ferry does not compress pages yet)"}
+var nativeGaps = []string{"page_compressed algorithm not supported"}
 
 // mustFerry runs ferry and fails the test if it exits non-zero.
 func mustFerry(t testing.TB, args ...string) result {

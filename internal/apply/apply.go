@@ -29,9 +29,15 @@ type Config struct {
 	Partial   bool
 	Keys      redo.KeyFunc // for an encrypted redo log
 	Algorithm string       // file_key_management_encryption_algorithm
-	Parallel  int          // pages rolled at once; default GOMAXPROCS
-	Memory    int          // bytes of redo records held per batch; default 256 MiB
-	Log       *slog.Logger
+	// EncryptTables is innodb_encrypt_tables: whether pages of tables with
+	// ENCRYPTED=DEFAULT are written encrypted (those with ENCRYPTED=YES always are).
+	EncryptTables bool
+	// CompressionLevel is innodb_compression_level, the level page_compressed pages are
+	// written with during recovery (0: the server's default, 6).
+	CompressionLevel int
+	Parallel         int // pages rolled at once; default GOMAXPROCS
+	Memory           int // bytes of redo records held per batch; default 256 MiB
+	Log              *slog.Logger
 }
 
 // Result is what Dir did.
@@ -58,6 +64,9 @@ var ErrNotApplied = errors.New("native redo apply not possible")
 func Dir(ctx context.Context, cfg Config) (Result, error) {
 	t0 := time.Now()
 	a, err := newApplier(cfg)
+	if errors.Is(err, ErrKey) {
+		return Result{}, err
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrNotApplied, err)
 	}
@@ -94,6 +103,8 @@ type applier struct {
 	written  map[*space]bool
 	arena    []byte
 	pages    int // pages written so far, for the test pause point apply-page
+	// injectDecrypt (FERRY_TEST_FAIL=apply-decrypt) refuses the first encrypted page read.
+	injectDecrypt bool
 }
 
 // newApplier opens the datadir's tablespaces.
@@ -114,8 +125,18 @@ func newApplier(cfg Config) (*applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
-		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}}, nil
+	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
+		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
+	for _, sp := range spaces {
+		if err := a.setCodec(sp); err == nil {
+			err = a.checkKey(sp)
+		}
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // close closes the files.
@@ -182,13 +203,55 @@ func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Page 0 first: a tablespace created during the copy learns from it whether its
+	// other pages are encrypted.
+	n0, err := a.roll(ctx, b, pageZeros(jobs))
+	if err != nil {
+		return n0, err
+	}
+	for _, j := range jobs {
+		if j.sp.deferred && j.sp.codec == nil && !j.sp.codecSet {
+			j.sp.codecSet = true
+			if err := a.setCodec(j.sp); err != nil {
+				return n0, err
+			}
+		}
+	}
+	n, err := a.roll(ctx, b, otherPages(jobs))
+	return n0 + n, err
+}
+
+// pageZeros returns the jobs of page 0.
+func pageZeros(jobs []pageJob) []pageJob {
+	var out []pageJob
+	for _, j := range jobs {
+		if j.id.Page == 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// otherPages returns the jobs of pages other than page 0.
+func otherPages(jobs []pageJob) []pageJob {
+	var out []pageJob
+	for _, j := range jobs {
+		if j.id.Page != 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// roll rolls the pages of jobs forward in parallel and returns how many were written.
+func (a *applier) roll(ctx context.Context, b *batch, jobs []pageJob) (int, error) {
 	var written int
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	next := make(chan pageJob)
 	for range a.cfg.Parallel {
 		g.Go(func() error {
-			buf := make([]byte, 1<<16)
+			buf := make([]byte, 2<<16) // the page and its encoded form
 			for j := range next {
 				ok, err := a.rollPage(j, b.arena, buf)
 				if err != nil {

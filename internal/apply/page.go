@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
@@ -26,7 +27,7 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	if reason := sp.unsupported(); reason != "" {
 		return false, a.refuse(j, pl.groups[0], reason)
 	}
-	frame := buf[:sp.physSize()]
+	frame, out := buf[:sp.physSize()], buf[sp.physSize():2*sp.physSize()]
 	var pageLSN uint64
 	first := arena[pl.groups[0].off:]
 	if !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
@@ -37,6 +38,17 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	} else {
 		if err := sp.readPage(frame, j.id.Page); err != nil {
 			return false, err
+		}
+		if innodb.IsZero(frame) {
+			return false, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
+		}
+		if sp.codec != nil {
+			if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
+				return false, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
+			}
+			if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
+				return false, a.refuse(j, pl.groups[0], err.Error())
+			}
 		}
 		if reason := a.checkRead(sp, frame, j.id); reason != "" {
 			return false, a.refuse(j, pl.groups[0], reason)
@@ -62,22 +74,19 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	} else {
 		innodb.SealPage(frame, j.id.Space, j.id.Page, sp.flags, applied.end)
 	}
+	if sp.codec != nil {
+		if _, err := sp.codec.Encode(out, frame, j.id.Page); err != nil {
+			return false, a.refuse(j, *applied, err.Error())
+		}
+		frame = out
+	}
 	return true, sp.writePage(frame, j.id.Page)
 }
 
 // checkRead is the server's test of a page read for recovery: checksum, page id and
 // an LSN not in the future. It returns why the page cannot be rolled forward, or "".
 func (a *applier) checkRead(sp *space, frame []byte, id redo.PageID) string {
-	if innodb.IsZero(frame) {
-		return "the page is all zeros but the redo does not build it"
-	}
-	if sp.encryptedPage(frame, id.Page) {
-		return "encrypted page"
-	}
-	if sp.compressedPage(frame) {
-		return "page_compressed page"
-	}
-	h := innodb.SpaceHeader{SpaceID: id.Space, Flags: sp.flags, CryptData: sp.crypt}
+	h := innodb.SpaceHeader{SpaceID: id.Space, Flags: sp.flags}
 	if err := innodb.NewChecker(h, false).Check(frame, id.Page); err != nil {
 		return err.Error()
 	}
@@ -93,39 +102,15 @@ func (a *applier) checkRead(sp *space, frame []byte, id redo.PageID) string {
 	return ""
 }
 
-// encryptedPage tells whether a page is stored encrypted: a nonzero key version in a
-// tablespace with encryption metadata (or any full_crc32 page with one).
-func (s *space) encryptedPage(frame []byte, no uint32) bool {
-	if no == 0 || (s.id == 0 && no == 5) {
-		return false
-	}
-	if s.flags.FullCRC32() {
-		return binary.BigEndian.Uint32(frame) != 0
-	}
-	return s.crypt && binary.BigEndian.Uint32(frame[26:]) != 0
-}
-
 // unsupported says why ferry does not write pages of this tablespace, or "".
 func (s *space) unsupported() string {
 	switch {
-	case s.crypt:
-		return "the tablespace is encrypted (ferry does not encrypt pages yet)"
-	case s.flags.PageCompressed():
-		return "the tablespace is page_compressed (ferry does not compress pages yet)"
+	case s.crypt && s.codec == nil:
+		return "the tablespace is encrypted and no key file was given"
+	case s.flags.PageCompressed() && s.codec == nil:
+		return "the tablespace is page_compressed and its codec is not set up"
 	}
 	return ""
-}
-
-// compressedPage tells whether a page is stored page_compressed.
-func (s *space) compressedPage(frame []byte) bool {
-	if !s.flags.PageCompressed() {
-		return false
-	}
-	t := innodb.PageType(frame)
-	if s.flags.FullCRC32() {
-		return t&0x8000 != 0
-	}
-	return t == 34354 || t == 37401
 }
 
 // refuse is the error for a page ferry does not roll forward.

@@ -32,9 +32,11 @@ type space struct {
 	id       uint32
 	segs     []segment
 	flags    innodb.SpaceFlags
-	hasFlags bool // flags known (from page 0 or from the redo of a deferred space)
-	deferred bool // page 0 in the file is not valid: the redo builds it (CREATE TABLE)
-	crypt    bool // page 0 carries encryption metadata
+	hasFlags bool               // flags known (from page 0 or from the redo of a deferred space)
+	deferred bool               // page 0 in the file is not valid: the redo builds it (CREATE TABLE)
+	crypt    bool               // page 0 carries encryption metadata
+	codec    *innodb.SpaceCodec // decrypts/decompresses reads, compresses/encrypts writes; nil if neither
+	codecSet bool               // a deferred space's codec was looked for once its page 0 was built
 }
 
 // path names the tablespace's (first) file.

@@ -10,10 +10,8 @@ var keptTypes = map[uint16]bool{
 	10: true, 11: true, 12: true, // BLOB, ZBLOB, ZBLOB2
 }
 
-// Page types the legacy write path sets.
+// Page types the legacy write path sets (and typeFSPHdr, typeXDES of crypt.go).
 const (
-	typeFSPHdr     = 8
-	typeXDES       = 9
 	typeIbufBitmap = 5
 	typeTrxSys     = 7
 	typeUnknown    = 13

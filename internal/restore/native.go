@@ -54,6 +54,9 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 			return true, nil
 		}
 	}
+	if errors.Is(err, apply.ErrKey) {
+		return false, fmt.Errorf("prepare: %w: --key-file %s is not the source's key file, or --key-password-file is wrong", err, keyFileOf(opts))
+	}
 	if mode == RecoveryNative || !errors.Is(err, apply.ErrNotApplied) {
 		return false, fmt.Errorf("prepare: %w", err)
 	}
@@ -61,18 +64,27 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 	return false, nil
 }
 
+// keyFileOf names this host's key file, for messages.
+func keyFileOf(opts ServerOptions) string { return opts.keyFiles.KeyFile }
+
 // nativeConfig is the apply configuration for a copy in dir with the backup's options.
 func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger) (apply.Config, error) {
 	keys, alg, err := opts.LogKeys()
 	if err != nil {
 		return apply.Config{}, err
 	}
-	cfg := apply.Config{Dir: dir, Partial: partial, Keys: keys, Algorithm: alg, Log: log, PageSize: 16384}
+	// A backup of a server encrypting at rest is taken to have innodb_encrypt_tables on:
+	// tables with ENCRYPTED=DEFAULT and encryption metadata are written encrypted.
+	cfg := apply.Config{Dir: dir, Partial: partial, Keys: keys, Algorithm: alg, Log: log, PageSize: 16384, EncryptTables: opts.Encrypted()}
 	for _, o := range opts.Layout {
 		switch o.Name {
 		case "innodb_page_size":
 			if cfg.PageSize, err = sizeValue(o.Value); err != nil {
 				return cfg, err
+			}
+		case "innodb_compression_level":
+			if cfg.CompressionLevel, err = strconv.Atoi(o.Value); err != nil {
+				return cfg, fmt.Errorf("innodb_compression_level %q: %w", o.Value, err)
 			}
 		case "innodb_checksum_algorithm":
 			if !strings.Contains(o.Value, "crc32") {
