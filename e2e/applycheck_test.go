@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/optfile"
 	"github.com/ferry-backup/ferry/internal/pagediff"
@@ -97,11 +98,21 @@ func nativePrepare(t *testing.T, args []string) {
 }
 
 // compareApplied fails the test with every page that differs between the server's
-// prepared copy oracle and ferry's native one, each named with the last records the
-// log of backupDir (the unprepared backup) applies to it.
+// prepared copy oracle and ferry's native one, encrypted and page_compressed pages
+// compared in their plain form, each page named with the last records the log of
+// backupDir (the unprepared backup) applies to it.
 func compareApplied(t *testing.T, backupDir, oracle, native string, keyArgs []string) {
 	t.Helper()
-	rep, err := pagediff.Dirs(oracle, native, pagediff.Options{Explain: history(t, backupDir, keyArgs)})
+	keys, alg := keysOf(t, backupDir, keyArgs)
+	h, err := apply.ReadHistory(filepath.Join(backupDir, "ib_logfile0"), keys, alg)
+	if err != nil {
+		t.Fatalf("read the backup's redo log: %v", err)
+	}
+	decode, err := pagediff.CodecDecoder(oracle, innodb.KeyFunc(keys), alg)
+	if err != nil {
+		t.Fatalf("set up the page codecs: %v", err)
+	}
+	rep, err := pagediff.Dirs(oracle, native, pagediff.Options{Decode: decode, Explain: h})
 	if err != nil {
 		t.Fatalf("compare the prepared copies: %v", err)
 	}
@@ -112,31 +123,27 @@ func compareApplied(t *testing.T, backupDir, oracle, native string, keyArgs []st
 	}
 }
 
-// history reads, from the redo log of the backup in dir, the last records of each page
-// (keyArgs: ferry's key flags, for an encrypted log).
-func history(t *testing.T, dir string, keyArgs []string) *apply.History {
+// keysOf returns the keys ferry's key flags keyArgs name and the backup's encryption
+// algorithm, for a backup in dir of a server encrypting at rest; nil otherwise.
+func keysOf(t *testing.T, dir string, keyArgs []string) (redo.KeyFunc, string) {
 	t.Helper()
-	var keys redo.KeyFunc
-	alg := ""
-	if kf := flagValue(keyArgs, "--key-file"); kf != "" {
-		k, err := keyfile.Files{KeyFile: kf, PasswordFile: flagValue(keyArgs, "--key-password-file")}.Load()
-		if err != nil {
-			t.Fatalf("load the key file: %v", err)
-		}
-		keys = k.Key
-		cnf, err := xtrabackup.ReadMyCnf(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if alg = optfile.Value(cnf["file_key_management_encryption_algorithm"]); alg == "" {
-			alg = "aes_cbc" // the plugin's default
-		}
+	kf := flagValue(keyArgs, "--key-file")
+	if kf == "" {
+		return nil, ""
 	}
-	h, err := apply.ReadHistory(filepath.Join(dir, "ib_logfile0"), keys, alg)
+	k, err := keyfile.Files{KeyFile: kf, PasswordFile: flagValue(keyArgs, "--key-password-file")}.Load()
 	if err != nil {
-		t.Fatalf("read the backup's redo log: %v", err)
+		t.Fatalf("load the key file: %v", err)
 	}
-	return h
+	cnf, err := xtrabackup.ReadMyCnf(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alg := optfile.Value(cnf["file_key_management_encryption_algorithm"])
+	if alg == "" {
+		alg = "aes_cbc" // the plugin's default
+	}
+	return k.Key, alg
 }
 
 // useKeys makes mariadb-backup --prepare of the backup copy dir find the key file
