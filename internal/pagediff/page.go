@@ -27,7 +27,8 @@ type encoding struct{ encrypted, compressed bool }
 
 func (e encoding) any() bool { return e.encrypted || e.compressed }
 
-// encodingOf tells how page pageNo of sp is stored (buf_page_decrypt_after_read).
+// encodingOf tells how page pageNo of sp is stored (buf_page_decrypt_after_read): a
+// page is encrypted when it has a key version and page 0 has encryption metadata.
 // Page 0 and the system tablespace's TRX_SYS page never are encrypted or compressed.
 func encodingOf(sp spaceInfo, pageNo uint32, p []byte) encoding {
 	if pageNo == 0 || sp.id == 0 && pageNo == trxSysPage || len(p) < offSpaceID {
@@ -36,7 +37,7 @@ func encodingOf(sp spaceInfo, pageNo uint32, p []byte) encoding {
 	t := binary.BigEndian.Uint16(p[offType:])
 	if sp.flags.FullCRC32() {
 		return encoding{
-			encrypted:  binary.BigEndian.Uint32(p[offKeyVersionFCRC32:]) != 0,
+			encrypted:  sp.crypt && binary.BigEndian.Uint32(p[offKeyVersionFCRC32:]) != 0,
 			compressed: t&fcrc32CompressedBit != 0,
 		}
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	testPage  = 16384
-	fcrc32_16 = 0x15 // full_crc32 marker, page ssize 5 (16 KiB)
+	cryptMagic16k = 10428 // where page 0 of a 16 KiB tablespace keeps its encryption metadata
+	testPage      = 16384
+	fcrc32_16     = 0x15 // full_crc32 marker, page ssize 5 (16 KiB)
 )
 
 // tablespace returns n pages of a full_crc32 16 KiB tablespace with space id id; page
@@ -220,6 +221,17 @@ func xorDecode(_ uint32, _ uint32, flags innodb.SpaceFlags, raw []byte) ([]byte,
 
 func TestEncryptedPages(t *testing.T) {
 	a, b := testDirs(t)
+	patch(t, a, "db/t.ibd", 4*testPage+3, 0x33) // a key version without encryption metadata: plain
+	if r := mustDirs(t, a, b, Options{Decode: xorDecode}); len(r.Mismatches) != 1 || r.Mismatches[0].Offset != 3 || r.Decoded != 0 {
+		t.Fatalf("a plain page decoded (%d) or its difference missed: %v", r.Decoded, r.Mismatches)
+	}
+	patch(t, a, "db/t.ibd", 4*testPage+3, 0)
+	for _, d := range []string{a, b} {
+		patch(t, d, "db/t.ibd", cryptMagic16k, 0x73) // CRYPT_MAGIC on page 0
+		for i, c := range []byte{0x0E, 0x0C, 0x52, 0x45, 0x74} {
+			patch(t, d, "db/t.ibd", cryptMagic16k+1+int64(i), c)
+		}
+	}
 	encrypt(t, a, "db/t.ibd", 4, 3)
 	encrypt(t, b, "db/t.ibd", 4, 4) // flushed under a later key version: same plaintext
 	r := mustDirs(t, a, b, Options{})
