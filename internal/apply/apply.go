@@ -215,6 +215,9 @@ func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
 			if err := a.setCodec(j.sp); err != nil {
 				return n0, err
 			}
+			if err := a.checkKey(j.sp); err != nil {
+				return n0, err
+			}
 		}
 	}
 	n, err := a.roll(ctx, b, otherPages(jobs))
