@@ -30,6 +30,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	during := lsnNow(t, src) - before
 	time.Sleep(500 * time.Millisecond)
 	load.Stop(t)
+	checkNativeApply(t, target)
 
 	m := readManifest(t, target)
 	capacity := uint64(4<<20 - 12288)

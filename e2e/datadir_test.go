@@ -70,6 +70,7 @@ func TestDataDirectoryTables(t *testing.T) {
 	want := testdb.Checksums(t, src.DB(t), "dd")
 	src.Stop(t) // from here nothing but ferry could change the source's files
 	before := treeState(t, ext)
+	checkNativeApply(t, dir) // before the checks that the source's DATA DIRECTORY files stay untouched
 
 	t.Run("original path taken", func(t *testing.T) {
 		datadir := filepath.Join(tmp, "never")

@@ -135,6 +135,7 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 	if withPassword {
 		keyArgs = append(keyArgs, "--key-password-file", copyFile(t, pw, filepath.Join(elsewhere, "pw")))
 	}
+	checkNativeApply(t, dir, keyArgs...)
 	never := filepath.Join(tmp, "never")
 	wantFail(t, nil, "--key-file", "restore", "--target-dir", dir, "--datadir", never)
 	noDatadir(t, never)

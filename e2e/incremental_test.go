@@ -81,6 +81,7 @@ func TestIncrementalChains(t *testing.T) {
 	load.Stop(t)
 	want := testdb.Checksums(t, src.DB(t))
 	checkIncrementals(t, dirs)
+	checkNativeChain(t, dirs[0], dirs[1:])
 
 	t.Run("refused", func(t *testing.T) { refusedChains(t, src, tmp, dirs) })
 	t.Run("expire keeps the base", func(t *testing.T) { expireKeepsBase(t, s3) })

@@ -51,6 +51,7 @@ func TestServerLayouts(t *testing.T) {
 			stream := filepath.Join(tmp, "full.xbs")
 			backupToFile(t, src, stream)
 			load.Stop(t)
+			checkNativeApply(t, dir)
 			want := testdb.Checksums(t, src.DB(t))
 			// CHECKSUM TABLE of a table with a VIRTUAL column differs between servers
 			// holding the same rows; checkGenerated checks that one.
