@@ -403,7 +403,8 @@ func mariadbBackupPrepared(t *testing.T, dir, tmp string) (string, string) {
 	return datadir, m.Coordinates.GTIDBinlogPos
 }
 
-var recoveryRe = regexp.MustCompile(`prepare: recovery finished" took=(\S+)`)
+// recoveryRe finds how long the redo apply took: the server's recovery or ferry's own.
+var recoveryRe = regexp.MustCompile(`(?:prepare: recovery finished"|redo applied natively; the copy needs no recovery".*?) took=(\S+)`)
 
 // recoveryTime is how long the recovery inside a restore took, from its log.
 func recoveryTime(t testing.TB, log string) time.Duration {

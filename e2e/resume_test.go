@@ -81,9 +81,9 @@ func TestChainRestoreResumes(t *testing.T) {
 
 	// 3. Resumed after an apply was cut: the chain starts over from what still verifies
 	// against the full backup (the incrementals are not downloaded again); SIGINT once
-	// crash recovery runs.
+	// crash recovery runs (the stock server's, which lasts long enough to be interrupted).
 	r.proxy.ResetGETs()
-	cmd = startFerry(t, r.env, append(args, "--resume")...)
+	cmd = startFerry(t, r.env, append(args, "--resume", "--recovery", "server")...)
 	log = waitForLog(t, cmd, "running crash recovery")
 	interrupt(t, cmd, staging)
 	if !strings.Contains(log, "an incremental was being applied when the restore stopped") {

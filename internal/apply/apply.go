@@ -351,7 +351,7 @@ func isTemporary(name string) bool { return strings.HasPrefix(filepath.Base(name
 // localName turns a file name from the redo ("./db/t.ibd") into a path relative to
 // the datadir.
 func localName(name string) string {
-	return filepath.Clean(strings.TrimPrefix(name, "./"))
+	return filepath.Clean(name) // also folds the padding of a localized DATA DIRECTORY name (".////db/t.ibd")
 }
 
 // trimAndExtend truncates undo tablespaces the batch trims and extends every file
