@@ -115,6 +115,9 @@ func joinBySST(t *testing.T, g *testdb.Galera, load *commitLog) {
 	if !strings.Contains(log, "ferry joiner: SST complete") {
 		t.Fatalf("n2 is Synced but its log shows no ferry SST:\n%s", tail(log, 30))
 	}
+	if !strings.Contains(log, "redo applied natively") || strings.Contains(log, fellBack) {
+		t.Errorf("the joiner did not apply the SST's redo natively:\n%s", tail(log, 30))
+	}
 	zero, min := load.zeroSeconds(t0, t0.Add(took))
 	if len(zero) > 0 {
 		t.Errorf("the donor committed nothing in %d whole seconds of the SST (at %v)", len(zero), zero)
