@@ -1,11 +1,11 @@
 package apply_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,28 +13,88 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/pagediff"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
+// formats are the table layouts the workloads here write: every row format, and
+// page_compressed.
+var formats = []string{"ROW_FORMAT=DYNAMIC", "ROW_FORMAT=REDUNDANT", "ROW_FORMAT=COMPACT", "ROW_FORMAT=COMPRESSED", "PAGE_COMPRESSED=1"}
+
 // TestMatchesMariabackupPrepare takes a mariadb-backup copy of a server under a mixed
-// write load (DYNAMIC, REDUNDANT and COMPRESSED tables, deletes, a small redo log),
-// prepares one copy with mariadb-backup --prepare and rolls another forward with Dir,
-// and compares every page of every tablespace the redo changed.
+// write load (every row format and page_compressed, inserts, updates, deletes, a small
+// redo log), prepares one copy with mariadb-backup --prepare and one with ferry's native
+// apply, and compares every page of every tablespace.
 func TestMatchesMariabackupPrepare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	s := testdb.Start(t, testdb.Options{})
+	s := testdb.Start(t, testdb.Options{LogFileSize: "64M"}) // mariadb-backup loses the race with 8M
+	r := differential(t, s, formats, 2*time.Second, rand.New(rand.NewPCG(1, 2)))
+	t.Logf("%d pages compared, %d decoded", r.Compared, r.Decoded)
+	s2 := testdb.Start(t, testdb.Options{Datadir: r.native})
+	var n int
+	if err := s2.DB(t).QueryRow("SELECT COUNT(*) FROM test.t0").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApplySoak is the long randomized differential run of bench/applysoak.sh: for the
+// duration in FERRY_APPLY_SOAK (e.g. "2h"), rounds of random workloads (table formats,
+// statement mixes, load lengths) each backed up with mariadb-backup and prepared both
+// ways; any page that differs fails it.
+func TestApplySoak(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("FERRY_APPLY_SOAK"))
+	if err != nil {
+		t.Skip("set FERRY_APPLY_SOAK to a duration (bench/applysoak.sh)")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	end := time.Now().Add(d)
+	for round := 1; time.Now().Before(end); round++ {
+		ok := t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) {
+			page := []string{"4k", "8k", "16k", "32k", "64k"}[rng.IntN(5)]
+			s := testdb.Start(t, testdb.Options{LogFileSize: "256M", Args: []string{"--innodb-page-size=" + page}})
+			picked := []string{}
+			for _, f := range formats {
+				compressedOK := page != "32k" && page != "64k" // ROW_FORMAT=COMPRESSED needs pages <= 16k
+				if rng.IntN(2) == 0 && (f != "ROW_FORMAT=COMPRESSED" || compressedOK) {
+					picked = append(picked, f)
+				}
+			}
+			if len(picked) == 0 {
+				picked = formats[:1]
+			}
+			r := differential(t, s, picked, time.Duration(1+rng.IntN(20))*time.Second, rng)
+			t.Logf("page size %s, formats %v: %d pages compared, %d decoded", page, picked, r.Compared, r.Decoded)
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// result is a differential run's report and the natively prepared copy.
+type result struct {
+	pagediff.Report
+	native string
+}
+
+// differential creates one table per format on s, runs churn on them for load while
+// mariadb-backup copies the server, prepares the copy both ways and compares them.
+func differential(t *testing.T, s *testdb.Server, formats []string, load time.Duration, rng *rand.Rand) result {
+	t.Helper()
 	db := s.DB(t)
-	for _, f := range []string{"DYNAMIC", "REDUNDANT", "COMPACT", "COMPRESSED"} {
-		mustExec(t, db, fmt.Sprintf("CREATE TABLE test.t_%s (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), KEY(k)) ROW_FORMAT=%s", f, f))
+	for i, f := range formats {
+		mustExec(t, db, fmt.Sprintf("CREATE TABLE test.t%d (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) %s", i, f))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- churn(ctx, db) }()
-	time.Sleep(2 * time.Second)
+	go func() { done <- churn(ctx, db, len(formats), rng.Uint64()) }()
+	time.Sleep(load)
 	dir := filepath.Join(t.TempDir(), "b")
 	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
@@ -48,111 +108,43 @@ func TestMatchesMariabackupPrepare(t *testing.T) {
 		t.Fatalf("mariadb-backup --prepare: %v\n%s", err, out)
 	}
 	prepareNative(t, native)
-	compareDirs(t, oracle, native)
-	s2 := testdb.Start(t, testdb.Options{Datadir: native})
-	var n int
-	if err := s2.DB(t).QueryRow("SELECT COUNT(*) FROM test.t_DYNAMIC").Scan(&n); err != nil {
+	hist, err := apply.ReadHistory(filepath.Join(dir, "ib_logfile0"), nil, "")
+	if err != nil {
 		t.Fatal(err)
 	}
+	dec, err := pagediff.CodecDecoder(oracle, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pagediff.Dirs(oracle, native, pagediff.Options{Decode: dec, Explain: hist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Compared == 0 {
+		t.Fatal("no page compared")
+	}
+	return result{Report: r, native: native}
 }
 
-// churn inserts, updates and deletes rows in the four tables until ctx ends.
-func churn(ctx context.Context, db *sql.DB) error {
+// churn inserts, updates and deletes rows of tables t0..t(n-1) until ctx ends.
+func churn(ctx context.Context, db *sql.DB, n int, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 3))
 	for i := 0; ctx.Err() == nil; i++ {
-		for _, f := range []string{"DYNAMIC", "REDUNDANT", "COMPACT", "COMPRESSED"} {
-			q := []string{
-				fmt.Sprintf("INSERT INTO test.t_%s (k, v) VALUES (%d, REPEAT('x', %d)), (%d, 'y'), (%d, REPEAT('z', 150))", f, i%97, i%180, i%13, i),
-				fmt.Sprintf("UPDATE test.t_%s SET v = REPEAT('u', %d), k = k + 1 WHERE id %% 7 = %d", f, i%190, i%7),
-				fmt.Sprintf("DELETE FROM test.t_%s WHERE id %% 11 = %d LIMIT 3", f, i%11),
-			}
-			for _, stmt := range q {
-				if _, err := db.ExecContext(ctx, stmt); err != nil && ctx.Err() == nil {
-					return fmt.Errorf("%s: %w", stmt, err)
-				}
-			}
+		t := fmt.Sprintf("test.t%d", rng.IntN(n))
+		q := []string{
+			fmt.Sprintf("INSERT INTO %s (k, v, b) VALUES (%d, REPEAT('x', %d), NULL), (%d, 'y', REPEAT('b', %d)), (%d, REPEAT('z', 150), NULL)", t, i%97, rng.IntN(200), i%13, rng.IntN(3000), i),
+			fmt.Sprintf("UPDATE %s SET v = REPEAT('u', %d), k = k + 1 WHERE id %% 7 = %d", t, rng.IntN(200), i%7),
+			fmt.Sprintf("DELETE FROM %s WHERE id %% 11 = %d LIMIT %d", t, i%11, 1+rng.IntN(5)),
+		}
+		stmt := q[rng.IntN(len(q))]
+		if _, err := db.ExecContext(ctx, stmt); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
 	return nil
-}
-
-// mustExec runs statements or fails the test.
-func mustExec(t *testing.T, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
-// copyDir copies a backup directory (cp -a) to a new dir named name.
-func copyDir(t *testing.T, src, name string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), name)
-	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
-	}
-	return dst
-}
-
-// compareDirs compares every page of every .ibd and ibdata1 in a and b.
-func compareDirs(t *testing.T, a, b string) {
-	t.Helper()
-	var bad []string
-	err := filepath.Walk(a, func(path string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(a, path)
-		if !strings.HasSuffix(rel, ".ibd") && rel != "ibdata1" && !strings.HasPrefix(rel, "undo") {
-			return nil
-		}
-		x, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		y, err := os.ReadFile(filepath.Join(b, rel))
-		if err != nil {
-			return err
-		}
-		bad = append(bad, comparePages(rel, x, y)...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bad) > 0 {
-		if len(bad) > 20 {
-			bad = append(bad[:20], fmt.Sprintf("... %d more", len(bad)-20))
-		}
-		t.Fatalf("native apply differs from mariadb-backup --prepare:\n%s", strings.Join(bad, "\n"))
-	}
-}
-
-// comparePages lists the pages of one tablespace file that differ.
-func comparePages(rel string, x, y []byte) []string {
-	if len(x) != len(y) {
-		return []string{fmt.Sprintf("%s: %d bytes, native %d", rel, len(x), len(y))}
-	}
-	h, err := innodb.ParseSpaceHeader(x)
-	if err != nil {
-		return []string{fmt.Sprintf("%s: %v", rel, err)}
-	}
-	ps := h.Flags.PhysicalSize()
-	var bad []string
-	for off := 0; off+ps <= len(x); off += ps {
-		p, q := x[off:off+ps], y[off:off+ps]
-		if bytes.Equal(p, q) {
-			continue
-		}
-		i := 0
-		for p[i] == q[i] {
-			i++
-		}
-		bad = append(bad, fmt.Sprintf("%s page %d: first difference at byte %d (%#02x, native %#02x); page LSN %d, native %d; type %d",
-			rel, off/ps, i, p[i], q[i], innodb.PageLSN(p), innodb.PageLSN(q), innodb.PageType(p)))
-	}
-	return bad
 }
 
 // TestAppliedCopyStarts rolls a backup of an idle server forward and starts the stock
@@ -181,6 +173,26 @@ func TestAppliedCopyStarts(t *testing.T) {
 	if strings.Contains(string(log), "Starting crash recovery") || strings.Contains(string(log), "to recover") {
 		t.Fatalf("the server recovered the applied copy:\n%s", log)
 	}
+}
+
+// mustExec runs statements or fails the test.
+func mustExec(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// copyDir copies a backup directory (cp -a) to a new dir named name.
+func copyDir(t *testing.T, src, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	return dst
 }
 
 // prepareNative prepares a backup directory with ferry's native apply only.
