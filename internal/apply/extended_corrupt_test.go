@@ -14,7 +14,7 @@ type base struct {
 	heap, reuse, first, del []byte
 }
 
-func basePage(t *testing.T, size int, compact bool) base {
+func basePage(t testing.TB, size int, compact bool) base {
 	tp := newTPage(t, size, compact)
 	for k := 1; k <= 9; k++ {
 		tp.insert(k-1, simpleRec(tp.rf, k*10))

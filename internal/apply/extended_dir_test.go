@@ -135,7 +135,8 @@ func TestDirection(t *testing.T) {
 		step(2, 65, dirNoDirection, 0) // before the last insert, but the page goes RIGHT
 		step(2, 64, dirLeft, 1)
 		step(2, 63, dirLeft, 2)
-		step(5, 66, dirNoDirection, 0)
+		step(3, 635, dirNoDirection, 0) // after the last insert, but the page goes LEFT
+		step(6, 66, dirNoDirection, 0)
 		tp.remove(0) // PAGE_LAST_INSERT := 0
 		step(0, 10, dirNoDirection, 0)
 

@@ -26,7 +26,7 @@ func (r tRec) extra(rf recFmt) int { return rf.extra + len(r.varHdr) }
 
 // tPage is a page under test and its model.
 type tPage struct {
-	t      *testing.T
+	t      testing.TB
 	f      []byte
 	pageNo uint32
 	rf     recFmt
@@ -37,7 +37,7 @@ type tPage struct {
 	last   string         // the last operation, for messages
 }
 
-func newTPage(t *testing.T, size int, compact bool) *tPage {
+func newTPage(t testing.TB, size int, compact bool) *tPage {
 	f := make([]byte, size)
 	const pageNo = 7
 	binary.BigEndian.PutUint32(f[offPageNo:], pageNo)
