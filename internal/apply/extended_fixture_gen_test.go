@@ -51,7 +51,7 @@ func TestGenerateExtendedFixture(t *testing.T) {
 	if os.Getenv(fixtureEnv) != "1" {
 		t.Skip("set " + fixtureEnv + "=1 to capture the fixtures from a real server")
 	}
-	for _, ps := range []string{"16k", "4k"} {
+	for _, ps := range []string{"16k", "4k", "64k"} {
 		t.Run(ps, func(t *testing.T) { generateFixture(t, ps) })
 	}
 }

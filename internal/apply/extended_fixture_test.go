@@ -34,7 +34,7 @@ func readFxFile(t *testing.T, path string) fxFile {
 // except the checksum and LSN fields. WRITE, MEMSET, MEMMOVE and INIT_PAGE are
 // applied by a small test-only applier (replayBasic); EXTENDED by applyExtended.
 func TestExtendedFixture(t *testing.T) {
-	for _, ps := range []string{"16k", "4k"} {
+	for _, ps := range []string{"16k", "4k", "64k"} {
 		t.Run(ps, func(t *testing.T) {
 			fx := readFxFile(t, fixturePath(ps))
 			seen := map[string]int{}
@@ -64,6 +64,9 @@ func TestExtendedFixture(t *testing.T) {
 				if seen[extendedName(sub)] == 0 {
 					t.Errorf("the fixture has no %s record", extendedName(sub))
 				}
+			}
+			if seen["slot split"] == 0 || seen["slot merge"] == 0 {
+				t.Errorf("the fixture splits %d and merges %d directory slots", seen["slot split"], seen["slot merge"])
 			}
 		})
 	}
@@ -106,10 +109,19 @@ func replayPage(pg fxPage, size int, seen map[string]int) (freed bool, err error
 			binary.BigEndian.PutUint32(f[34:], pg.Space)
 			freed, last = false, offPageTyp
 		case 0x20:
+			slots := u16(f, phNDirSlots)
 			if err := applyExtended(f, pg.Page, r.Body); err != nil {
 				return false, fmt.Errorf("LSN %d: %w", r.LSN, err)
 			}
 			seen[extendedName(r.Body[0])]++
+			if sub := r.Body[0]; sub >= extInsertHeapRed && sub <= extDeleteDynamic {
+				switch n := u16(f, phNDirSlots); {
+				case n > slots:
+					seen["slot split"]++
+				case n < slots:
+					seen["slot merge"]++
+				}
+			}
 			last = offPageTyp
 		case 0x30, 0x40, 0x50:
 			if last, err = replayBasic(f, r, last); err != nil {
