@@ -46,7 +46,8 @@ const fixtureEnv = "FERRY_APPLY_GEN_FIXTURE"
 func fixturePath(ps string) string { return filepath.Join("testdata", "extended_"+ps+".json.gz") }
 
 // TestGenerateExtendedFixture captures the fixtures of TestExtendedFixture from a
-// private mariadbd. It runs only with FERRY_APPLY_GEN_FIXTURE=1 (it starts servers).
+// private mariadbd. It runs only with FERRY_APPLY_GEN_FIXTURE=1 (testdata/gen.sh): it
+// starts servers.
 func TestGenerateExtendedFixture(t *testing.T) {
 	if os.Getenv(fixtureEnv) != "1" {
 		t.Skip("set " + fixtureEnv + "=1 to capture the fixtures from a real server")
