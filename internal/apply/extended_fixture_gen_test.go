@@ -101,6 +101,11 @@ func generateFixture(t *testing.T, ps string) {
 			"INSERT IGNORE INTO fx.%s SELECT seq*10+3, 1, 'x' FROM fx.seq_1_to_100",
 			"UPDATE fx.%s SET v = 'short' WHERE id % 9 = 2",
 			"DELETE FROM fx.%s WHERE id > 700",
+			"ALTER TABLE fx.%s ADD COLUMN c INT DEFAULT 5, ALGORITHM=INSTANT",
+			"INSERT INTO fx.%s (id, k, v, c) SELECT seq*2+3001, seq%3, 'after-instant', seq FROM fx.seq_1_to_50",
+			"ALTER TABLE fx.%s ADD COLUMN d INT DEFAULT 1 FIRST, ALGORITHM=INSTANT",
+			"ALTER TABLE fx.%s DROP COLUMN c, ALGORITHM=INSTANT",
+			"UPDATE fx.%s SET v = 'dropped' WHERE id % 13 = 0",
 		} {
 			s.Exec(t, sprintfTable(q, tb.name))
 		}
@@ -145,7 +150,7 @@ func preparedTrx(t *testing.T, s *testdb.Server) {
 	defer conn.Close()
 	for _, q := range []string{
 		"XA START 'fx'",
-		"INSERT INTO fx.t_red SELECT seq*2+2001, 3, REPEAT('p', seq%50) FROM fx.seq_1_to_200",
+		"INSERT INTO fx.t_red (id, k, v) SELECT seq*2+2001, 3, REPEAT('p', seq%50) FROM fx.seq_1_to_200",
 		"UPDATE fx.t_dyn SET v = REPEAT('u', 70) WHERE id < 200",
 		"DELETE FROM fx.t_cmp WHERE id < 100",
 		"XA END 'fx'",

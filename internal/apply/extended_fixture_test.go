@@ -65,6 +65,14 @@ func TestExtendedFixture(t *testing.T) {
 					t.Errorf("the fixture has no %s record", extendedName(sub))
 				}
 			}
+			for _, k := range []string{"MIN_REC insert", "INSTANT status insert"} {
+				if seen[k] == 0 {
+					t.Errorf("the fixture has no %s", k)
+				}
+			}
+			if ps != "64k" && seen["node pointer insert"] == 0 {
+				t.Error("the fixture has no insert on a non-leaf page")
+			}
 			if seen["slot split"] == 0 || seen["slot merge"] == 0 {
 				t.Errorf("the fixture splits %d and merges %d directory slots", seen["slot split"], seen["slot merge"])
 			}
@@ -114,6 +122,7 @@ func replayPage(pg fxPage, size int, seen map[string]int) (freed bool, err error
 				return false, fmt.Errorf("LSN %d: %w", r.LSN, err)
 			}
 			seen[extendedName(r.Body[0])]++
+			countInsertKinds(r.Body, f, seen)
 			if sub := r.Body[0]; sub >= extInsertHeapRed && sub <= extDeleteDynamic {
 				switch n := u16(f, phNDirSlots); {
 				case n > slots:
@@ -184,4 +193,25 @@ func pageKind(f []byte) string {
 		return "compact index"
 	}
 	return "redundant index"
+}
+
+// countInsertKinds counts inserts of metadata records (instant ALTER TABLE, with the
+// MIN_REC flag or the INSTANT status) and of node pointers (non-leaf pages).
+func countInsertKinds(payload, f []byte, seen map[string]int) {
+	if payload[0] < extInsertHeapRed || payload[0] > extInsertReuseDyn {
+		return
+	}
+	in, err := parseInsert(payload)
+	if err != nil {
+		return
+	}
+	if in.enc&1 != 0 {
+		seen["MIN_REC insert"]++
+	}
+	if payload[0] >= extInsertHeapDyn && in.enc&statusInstant != 0 {
+		seen["INSTANT status insert"]++
+	}
+	if u16(f, phLevel) != 0 {
+		seen["node pointer insert"]++
+	}
 }
