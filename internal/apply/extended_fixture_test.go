@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func readFxFile(t *testing.T, path string) fxFile {
+func readFxFile(t testing.TB, path string) fxFile {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {

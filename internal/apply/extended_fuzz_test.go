@@ -16,6 +16,18 @@ func fuzzBases(t testing.TB) ([][]byte, [][]byte) {
 			seeds = append(seeds, b.heap, b.reuse, b.first, b.del)
 		}
 	}
+	// Real pages and records captured from the server (TestExtendedFixture).
+	fx := readFxFile(t, fixturePath("4k"))
+	for i, pg := range fx.Pages {
+		if i%10 == 0 {
+			pages = append(pages, pg.After)
+		}
+		for j, r := range pg.Recs {
+			if r.Type == 0x20 && j%50 == 0 {
+				seeds = append(seeds, r.Body)
+			}
+		}
+	}
 	undo := make([]byte, 4096)
 	copy(undo[offPageNo:], []byte{0, 0, 0, 7})
 	undoPageInit(undo)
@@ -29,7 +41,7 @@ func fuzzBases(t testing.TB) ([][]byte, [][]byte) {
 func FuzzApplyExtended(f *testing.F) {
 	pages, seeds := fuzzBases(f)
 	for i, s := range seeds {
-		f.Add(byte(i/4), []byte{}, s)
+		f.Add(byte(i), []byte{}, s)
 		f.Add(byte(i/4), []byte{0, 51, 0x12, 0, 60, 1}, s)
 	}
 	f.Fuzz(func(t *testing.T, sel byte, muts []byte, payload []byte) {
