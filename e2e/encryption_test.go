@@ -167,6 +167,15 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 		}
 		checkRestored(t, src, load, datadir, clonedGTID(t, out.stdout), args, want, checkSecrets)
 	})
+	t.Run("a page ferry does not decrypt", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "data-fallback")
+		cnf := filepath.Join(tmp, "fallback.cnf")
+		out := ferry(t, []string{"FERRY_TEST_FAIL=apply-decrypt"}, append([]string{"restore", "--datadir", datadir, "--write-cnf", cnf, "--target-dir", dir}, keyArgs...)...)
+		if out.err != nil || !strings.Contains(out.stderr, fellBack) || !strings.Contains(out.stderr, "injected decryption failure") {
+			t.Fatalf("the restore did not fall back to the server with the reason: %v\n%s", out.err, out.stderr)
+		}
+		checkRestored(t, src, load, datadir, restoredGTID(t, out.stdout), cnfArgs(t, cnf), want, checkSecrets)
+	})
 	for _, c := range []struct {
 		name string
 		from []string

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,8 +53,35 @@ func ferry(t testing.TB, env []string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	t.Logf("ferry %s: err=%v\n%s", strings.Join(args, " "), err, tail(errb.String(), 30))
+	checkNative(t, env, errb.String())
 	return result{out.String(), errb.String(), err}
 }
+
+// fellBack is what ferry logs when the stock server recovers a copy instead of ferry's
+// native redo apply.
+const fellBack = "the stock server recovers the copy instead of ferry"
+
+// checkNative fails the test when a restore, prepare or clone fell back to the server's
+// recovery for a reason other than one the test injected (FERRY_TEST_FAIL) or a page
+// format native apply leaves to the server: every e2e restore is then also a test of
+// the native apply.
+func checkNative(t testing.TB, env []string, stderr string) {
+	t.Helper()
+	i := strings.Index(stderr, fellBack)
+	if i < 0 || slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "FERRY_TEST_FAIL=") }) {
+		return
+	}
+	line, _, _ := strings.Cut(stderr[i:], "\n")
+	for _, ok := range nativeGaps {
+		if strings.Contains(line, ok) {
+			return
+		}
+	}
+	t.Errorf("ferry fell back to the server's recovery: %s", line)
+}
+
+// nativeGaps are the reasons native apply gives for what it does not apply yet.
+var nativeGaps = []string{"page_compressed algorithm not supported"}
 
 // mustFerry runs ferry and fails the test if it exits non-zero.
 func mustFerry(t testing.TB, args ...string) result {

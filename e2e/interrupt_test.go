@@ -257,7 +257,7 @@ func (m *matrix) failedRecovery(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			datadir := m.datadir()
-			r := wantFail(t, nil, "mariadbd exited during recovery", append(c.args(datadir), "--mariadbd", fake)...)
+			r := wantFail(t, nil, "mariadbd exited during recovery", append(c.args(datadir), "--mariadbd", fake, "--recovery", "server")...)
 			if c.next == "" && len(leftBeside(t, datadir)) > 0 {
 				t.Errorf("a failed recovery left %v", leftBeside(t, datadir))
 			}

@@ -148,7 +148,7 @@ func TestMoveKeepsTheBackup(t *testing.T) {
 	// A recovery that fails (its mariadbd exits) keeps the moved files in staging.
 	fake := writeFile(t, tmp, "mariadbd-fails", "#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd \"$@\";; esac\nexit 1\n")
 	os.Chmod(fake, 0o755)
-	r := wantFail(t, nil, "--resume", append(move, "--mariadbd", fake)...)
+	r := wantFail(t, nil, "--resume", append(move, "--mariadbd", fake, "--recovery", "server")...)
 	if !strings.Contains(lastLine(r.stderr), "recovery had begun") {
 		t.Fatalf("a failed recovery says %q", lastLine(r.stderr))
 	}

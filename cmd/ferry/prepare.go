@@ -28,10 +28,37 @@ func newPrepareCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.Dir, "target-dir", "", "backup directory to prepare (required)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary of the backup's version (default: found on PATH or /usr/sbin)")
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	addRecoveryFlag(f, &cfg.Recovery)
 	addKeyFlags(f, &cfg.Keys)
 	cmd.MarkFlagRequired("target-dir")
 	return cmd
 }
+
+// addRecoveryFlag adds --recovery, how the copy's redo is applied.
+func addRecoveryFlag(f *pflag.FlagSet, r *restore.Recovery) {
+	f.Var((*recoveryValue)(r), "recovery", "how the redo is applied: auto (ferry applies it, or the stock server's recovery when ferry cannot), native (ferry only, an error instead), server (the stock server's crash recovery)")
+}
+
+// recoveryValue is a restore.Recovery as a flag value.
+type recoveryValue restore.Recovery
+
+// String returns the mode's name.
+func (v *recoveryValue) String() string {
+	if *v == "" {
+		return "auto"
+	}
+	return string(*v)
+}
+
+// Set parses a mode.
+func (v *recoveryValue) Set(s string) error {
+	r, err := restore.ParseRecovery(s)
+	*v = recoveryValue(r)
+	return err
+}
+
+// Type names the value in help.
+func (v *recoveryValue) Type() string { return "mode" }
 
 // addKeyFlags adds the flags that name this host's key files for a backup whose
 // server encrypted data at rest (file_key_management).

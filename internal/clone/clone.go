@@ -59,6 +59,7 @@ type Config struct {
 	StartTimeout time.Duration
 	Mariadbd     string
 	UseMemory    string
+	Recovery     restore.Recovery // how the copy's redo is applied
 	DataDirs     restore.DataDirs // where DATA DIRECTORY tablespaces go on this host
 	InPlace      *restore.InPlace // swap the datadir's contents, not the directory (see restore.InPlace)
 	// BeforeSwap checks the prepared copy's coordinates before it replaces the datadir
@@ -130,7 +131,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	rcfg := restore.Config{Source: src, Datadir: datadir, Replace: cfg.Replace, Owner: cfg.Owner, Mariadbd: cfg.Mariadbd,
-		UseMemory: cfg.UseMemory, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
+		UseMemory: cfg.UseMemory, Recovery: cfg.Recovery, Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, DataDirs: cfg.DataDirs, Keys: cfg.Keys,
 		InPlace: cfg.InPlace, BeforeSwap: cfg.BeforeSwap, FromSource: cfg.FromSource}
 	res, err := restore.Restore(ctx, rcfg)
 	if err != nil {

@@ -34,3 +34,10 @@ func At(ctx context.Context, name string, n int) {
 	case <-time.After(time.Minute):
 	}
 }
+
+// FailEnv names a failure to inject: ferry then behaves as if that step failed (for
+// example "apply-record", a redo record native apply does not know).
+const FailEnv = "FERRY_TEST_FAIL"
+
+// Fails tells whether the environment asks step name to fail.
+func Fails(name string) bool { return os.Getenv(FailEnv) == name }

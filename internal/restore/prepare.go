@@ -21,8 +21,9 @@ import (
 // PrepareConfig configures ferry prepare.
 type PrepareConfig struct {
 	Dir       string
-	Mariadbd  string // explicit binary; default found on PATH
-	UseMemory string // buffer pool for recovery, default 256M
+	Mariadbd  string   // explicit binary; default found on PATH
+	UseMemory string   // buffer pool for recovery, default 256M
+	Recovery  Recovery // native apply (with or without fallback) or the server's recovery
 	Keys      keyfile.Files
 	Log       *slog.Logger
 }
@@ -48,7 +49,7 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	// Files the recovery does not touch keep their checksum; the margin covers coarse
 	// file timestamps.
 	since := time.Now().Add(-2 * time.Second)
-	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
+	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log); err != nil {
 		return err
 	}
 	return b.markPrepared(version, since)
@@ -65,27 +66,29 @@ func errLogBeside(dir string) string {
 // recoverDir starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery run and
 // recovered transactions roll back, and shuts it down cleanly. The server's error log
 // is errLog, kept if recovery fails.
-func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 0)
+func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 0)
 }
 
 // recoverPartial is recoverDir on a copy that holds only some of the backup's
 // tablespaces (a table restore): recovery skips the redo of the missing ones
 // (innodb_force_recovery=1) instead of refusing to start.
-func recoverPartial(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 1)
+func recoverPartial(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 1)
 }
 
 // recoverKeepOpen is recoverDir without the rollback: transactions open in the copy stay
 // open (innodb_force_recovery=3, which also keeps purge from running), so that a later
 // link of an incremental chain, in which they may have committed, applies on the copy.
-func recoverKeepOpen(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, keys, log, 3)
+func recoverKeepOpen(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
+	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 3)
 }
 
-// recoverRun runs crash recovery on dir with innodb_force_recovery at force (0, 1 for
-// a partial copy, 3 to keep transactions open).
-func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, keys keyfile.Files, log *slog.Logger, force int) error {
+// recoverRun applies the redo of the copy in dir: natively unless mode says otherwise,
+// or by the server's crash recovery with innodb_force_recovery at force (0, 1 for a
+// partial copy, 3 to keep transactions open). Native apply never rolls back: the
+// transactions open at the backup's end roll back when the restored server starts.
+func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger, force int) error {
 	keepOpen := force == 3
 	if mem == "" {
 		mem = "256M"
@@ -98,6 +101,13 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 	abs, _ := filepath.Abs(dir)
 	opts, logSize, err := readyForRecovery(b, abs, keys, log)
 	if err != nil {
+		return err
+	}
+	faultpoint.At(ctx, "recovery", 1)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if done, err := applyNative(ctx, abs, opts, mode, force == 1, log); done || err != nil {
 		return err
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))
@@ -124,10 +134,6 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, ke
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: abs, RunDir: run, Args: args, ErrLog: errLog}
-	faultpoint.At(ctx, "recovery", 1)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
 	if err := recoverChecked(ctx, pc, dir, opts, keys, log, keepOpen); err != nil {
 		if ctx.Err() != nil {
 			os.Remove(errLog) // interrupted, not failed: the log tells nothing

@@ -30,6 +30,9 @@ type Config struct {
 	Mariadbd string
 	// UseMemory is the buffer pool of the recovery run.
 	UseMemory string
+	// Recovery says how the redo is applied: natively (the default, falling back to the
+	// server's recovery when ferry cannot), natively only, or by the server.
+	Recovery Recovery
 	// InPlace, if set, swaps the datadir's contents and keeps the directory (a Galera
 	// joiner's); the old contents are kept aside as with Replace.
 	InPlace *InPlace
@@ -193,7 +196,7 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		if err != nil {
 			return err
 		}
-		return recoverKeepOpen(ctx, b, dir, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Keys, cfg.Log)
+		return recoverKeepOpen(ctx, b, dir, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log)
 	}
 	b, err := cfg.Source.Fill(ctx, staging, env)
 	if err != nil {
@@ -223,7 +226,7 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 			recover = recoverPartial
 			cfg.Log.Info("prepare: the copy holds only some tables: recovery leaves the others out")
 		}
-		if err := recover(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Keys, cfg.Log); err != nil {
+		if err := recover(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log); err != nil {
 			return nil, err
 		}
 		if cfg.Want != nil {

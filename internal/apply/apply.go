@@ -1,0 +1,415 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/faultpoint"
+	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/redo"
+	"golang.org/x/sync/errgroup"
+)
+
+// Config says what to roll forward and how.
+type Config struct {
+	Dir       string     // the datadir (a backup directory or a restore's staging copy)
+	DataFiles []DataFile // the system tablespace's files; default ibdata1
+	PageSize  int        // innodb_page_size; default 16384
+	// Partial: the copy holds only some tablespaces; records of the others are skipped
+	// (as innodb_force_recovery=1 does), instead of being an error.
+	Partial   bool
+	Keys      redo.KeyFunc // for an encrypted redo log
+	Algorithm string       // file_key_management_encryption_algorithm
+	// EncryptTables is innodb_encrypt_tables: whether pages of tables with
+	// ENCRYPTED=DEFAULT are written encrypted (those with ENCRYPTED=YES always are).
+	EncryptTables bool
+	// CompressionLevel is innodb_compression_level, the level page_compressed pages are
+	// written with during recovery (0: the server's default, 6).
+	CompressionLevel int
+	Parallel         int // pages rolled at once; default GOMAXPROCS
+	Memory           int // bytes of redo records held per batch; default 256 MiB
+	Log              *slog.Logger
+}
+
+// Result is what Dir did.
+type Result struct {
+	CheckpointLSN, EndLSN uint64
+	RedoBytes             uint64 // bytes of redo from the checkpoint to the end
+	Batches               int
+	Pages                 int // pages written
+	Took                  time.Duration
+}
+
+// ErrNotApplied wraps every reason why Dir left the data files for the server's
+// recovery; a *RecordError or an error about the log or the files says which.
+var ErrNotApplied = errors.New("native redo apply not possible")
+
+// Dir rolls every page of the datadir forward to the end of its ib_logfile0 (a backup
+// log from a ferry or mariadb-backup copy), then replaces the log with an empty one
+// whose checkpoint is the end LSN, so that the server starts with nothing to recover.
+// Running it again after it was killed gives the same bytes: a page already rolled
+// carries the LSN of its last change, and the log is replaced last. An error wrapping
+// ErrNotApplied means the redo or a page is one ferry does not apply: the log is then
+// untouched, and the pages written so far hold states the server's recovery passes
+// through too, so its recovery on the same files gives its usual result.
+func Dir(ctx context.Context, cfg Config) (Result, error) {
+	t0 := time.Now()
+	a, err := newApplier(cfg)
+	if errors.Is(err, ErrKey) {
+		return Result{}, err
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrNotApplied, err)
+	}
+	defer a.close()
+	res, err := a.run(ctx)
+	if err != nil {
+		var re *RecordError
+		if errors.As(err, &re) || errors.Is(err, errUnsupported) {
+			return res, fmt.Errorf("%w: %w", ErrNotApplied, err)
+		}
+		return res, err
+	}
+	if err := a.sync(); err != nil {
+		return res, err
+	}
+	if err := replaceLog(cfg.Dir, res.EndLSN); err != nil {
+		return res, err
+	}
+	res.Took = time.Since(t0)
+	return res, nil
+}
+
+// errUnsupported marks a datadir or log ferry does not apply (not a record).
+var errUnsupported = errors.New("unsupported")
+
+// applier is one run of Dir.
+type applier struct {
+	cfg      Config
+	logPath  string
+	spaces   map[uint32]*space
+	deferred map[string]*os.File
+	logs     map[uint32]*spaceLog
+	end      uint64 // end LSN of the redo: no page may be newer
+	written  map[*space]bool
+	arena    []byte
+	pages    int // pages written so far, for the test pause point apply-page
+	// injectDecrypt (FERRY_TEST_FAIL=apply-decrypt) refuses the first encrypted page read.
+	injectDecrypt bool
+}
+
+// newApplier opens the datadir's tablespaces.
+func newApplier(cfg Config) (*applier, error) {
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 16384
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Memory <= 0 {
+		cfg.Memory = 256 << 20
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	spaces, deferred, err := openSpaces(cfg.Dir, cfg.DataFiles)
+	if err != nil {
+		return nil, err
+	}
+	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
+		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
+	for _, sp := range spaces {
+		if err := a.setCodec(sp); err == nil {
+			err = a.checkKey(sp)
+		}
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// close closes the files.
+func (a *applier) close() { closeAll(a.spaces, a.deferred) }
+
+// run parses the log in batches of at most cfg.Memory bytes of records and rolls the
+// pages of each batch forward.
+func (a *applier) run(ctx context.Context) (Result, error) {
+	var res Result
+	end, err := a.logEnd()
+	if err != nil {
+		return res, err
+	}
+	a.end = end
+	p := &parser{b: newBatch(), spaces: a.logs, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{}, inject: faultpoint.Fails("apply-record")}
+	flush := func() error {
+		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
+			return nil
+		}
+		n, err := a.applyBatch(ctx, p.b)
+		res.Pages += n
+		res.Batches++
+		p.b = newBatch()
+		return err
+	}
+	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
+		if err := p.add(m); err != nil {
+			return err
+		}
+		if len(p.b.arena) >= a.cfg.Memory {
+			return flush()
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return res, err
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	res.CheckpointLSN, res.EndLSN = ll.Checkpoint.LSN, ll.EndLSN
+	res.RedoBytes = ll.EndLSN - ll.Checkpoint.LSN
+	return res, nil
+}
+
+// logEnd finds the end LSN of the log (the first pass: pages newer than it are
+// refused, as the server refuses pages "in the future").
+func (a *applier) logEnd() (uint64, error) {
+	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(redo.MTR) error { return nil })
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errUnsupported, err)
+	}
+	return ll.EndLSN, nil
+}
+
+// applyBatch extends and trims files as the batch's records say, then rolls its pages
+// forward in parallel. It returns the number of pages written.
+func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
+	a.arena = b.arena
+	if err := a.trimAndExtend(b); err != nil {
+		return 0, err
+	}
+	jobs, err := a.jobs(b)
+	if err != nil {
+		return 0, err
+	}
+	// Page 0 first: a tablespace created during the copy learns from it whether its
+	// other pages are encrypted.
+	n0, err := a.roll(ctx, b, pageZeros(jobs))
+	if err != nil {
+		return n0, err
+	}
+	for _, j := range jobs {
+		if j.sp.deferred && j.sp.codec == nil && !j.sp.codecSet {
+			j.sp.codecSet = true
+			if err := a.setCodec(j.sp); err != nil {
+				return n0, err
+			}
+		}
+	}
+	n, err := a.roll(ctx, b, otherPages(jobs))
+	return n0 + n, err
+}
+
+// pageZeros returns the jobs of page 0.
+func pageZeros(jobs []pageJob) []pageJob {
+	var out []pageJob
+	for _, j := range jobs {
+		if j.id.Page == 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// otherPages returns the jobs of pages other than page 0.
+func otherPages(jobs []pageJob) []pageJob {
+	var out []pageJob
+	for _, j := range jobs {
+		if j.id.Page != 0 {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// roll rolls the pages of jobs forward in parallel and returns how many were written.
+func (a *applier) roll(ctx context.Context, b *batch, jobs []pageJob) (int, error) {
+	var written int
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	next := make(chan pageJob)
+	for range a.cfg.Parallel {
+		g.Go(func() error {
+			buf := make([]byte, 2<<16) // the page and its encoded form
+			for j := range next {
+				ok, err := a.rollPage(j, b.arena, buf)
+				if err != nil {
+					return err
+				}
+				if ok {
+					mu.Lock()
+					written++
+					a.written[j.sp] = true
+					a.pages++
+					n := a.pages
+					mu.Unlock()
+					faultpoint.At(gctx, "apply-page", n)
+				}
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		defer close(next)
+		for _, j := range jobs {
+			select {
+			case next <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	return written, g.Wait()
+}
+
+// jobs lists the batch's pages in (space, page) order with their tablespaces.
+func (a *applier) jobs(b *batch) ([]pageJob, error) {
+	jobs := make([]pageJob, 0, len(b.pages))
+	for id, pl := range b.pages {
+		if len(pl.groups) == 0 {
+			continue
+		}
+		sp, err := a.spaceOf(id.Space)
+		if err != nil {
+			return nil, err
+		}
+		if sp == nil {
+			continue // partial copy: not restored
+		}
+		jobs = append(jobs, pageJob{id: id, log: pl, sp: sp})
+	}
+	sort.Slice(jobs, func(i, k int) bool {
+		if jobs[i].id.Space != jobs[k].id.Space {
+			return jobs[i].id.Space < jobs[k].id.Space
+		}
+		return jobs[i].id.Page < jobs[k].id.Page
+	})
+	return jobs, nil
+}
+
+// spaceOf returns the open tablespace with id, binding a deferred file (page 0 not
+// valid yet) by the name the redo gives it. It returns nil for a tablespace the copy
+// lacks when the copy is partial.
+func (a *applier) spaceOf(id uint32) (*space, error) {
+	if sp := a.spaces[id]; sp != nil {
+		return sp, nil
+	}
+	sl := a.logs[id]
+	if sl != nil && sl.name != "" {
+		if f := a.deferred[localName(sl.name)]; f != nil {
+			if !sl.hasFlags || innodb.SpaceFlags(sl.flags).PageSize() == 0 {
+				return nil, &RecordError{Space: id, Record: "WRITE", Reason: "the redo creates the tablespace without valid FSP_SPACE_FLAGS"}
+			}
+			delete(a.deferred, localName(sl.name))
+			sp := &space{id: id, segs: []segment{{f: f, path: filepath.Join(a.cfg.Dir, localName(sl.name))}},
+				flags: innodb.SpaceFlags(sl.flags), hasFlags: true, deferred: true}
+			a.spaces[id] = sp
+			return sp, nil
+		}
+	}
+	if a.cfg.Partial || (sl != nil && sl.created && isTemporary(sl.name)) {
+		return nil, nil
+	}
+	name := "?"
+	if sl != nil {
+		name = sl.name
+	}
+	return nil, fmt.Errorf("%w: the redo changes tablespace %d (%s), which has no file in %s", errUnsupported, id, name, a.cfg.Dir)
+}
+
+// isTemporary tells whether a tablespace name is one of the server's intermediate
+// tables (#sql-alter-…, #sql-ib…): a backup leaves out such a table created during the
+// copy, and the server drops it when it starts.
+func isTemporary(name string) bool { return strings.HasPrefix(filepath.Base(name), "#sql") }
+
+// localName turns a file name from the redo ("./db/t.ibd") into a path relative to
+// the datadir.
+func localName(name string) string {
+	return filepath.Clean(strings.TrimPrefix(name, "./"))
+}
+
+// trimAndExtend truncates undo tablespaces the batch trims and extends every file
+// shorter than the size the redo gives its tablespace (§7.1), before pages are written.
+func (a *applier) trimAndExtend(b *batch) error {
+	for _, t := range b.trims {
+		sp := a.spaces[t.space]
+		if sp == nil {
+			continue
+		}
+		if err := sp.last().f.Truncate(int64(t.pages) * int64(sp.physSize())); err != nil {
+			return fmt.Errorf("trim undo tablespace %s: %w", sp.path(), err)
+		}
+		a.written[sp] = true
+	}
+	for id, sl := range a.logs {
+		if sl.recvSize == 0 || sl.deleted {
+			continue
+		}
+		sp, err := a.spaceOf(id)
+		if err != nil || sp == nil {
+			continue // reported when one of its pages is rolled
+		}
+		if err := sp.extend(sl.recvSize); err != nil {
+			return err
+		}
+		a.written[sp] = true
+	}
+	return nil
+}
+
+// extend makes the tablespace's last file hold at least pages pages in all.
+func (s *space) extend(pages uint32) error {
+	g := s.last()
+	want := (int64(pages) - int64(g.first)) * int64(s.physSize())
+	if s.deferred {
+		want = want / 4096 * 4096
+	}
+	st, err := g.f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() >= want {
+		return nil
+	}
+	if err := g.f.Truncate(want); err != nil {
+		return fmt.Errorf("extend %s: %w", g.path, err)
+	}
+	return nil
+}
+
+// arenaOf returns a group's records.
+func (a *applier) arenaOf(g group) []byte { return a.arena[g.off : g.off+g.n] }
+
+// sync makes every written file durable.
+func (a *applier) sync() error {
+	for sp := range a.written {
+		for _, g := range sp.segs {
+			if err := g.f.Sync(); err != nil {
+				return fmt.Errorf("sync %s: %w", g.path, err)
+			}
+		}
+	}
+	return nil
+}

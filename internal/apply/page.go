@@ -1,0 +1,125 @@
+package apply
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ferry-backup/ferry/internal/faultpoint"
+	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/redo"
+)
+
+// pageJob is one page of a batch to roll forward.
+type pageJob struct {
+	id  redo.PageID
+	log *pageLog
+	sp  *space
+}
+
+// rollPage reads one page (unless the redo builds it), applies the groups newer than
+// its FIL_PAGE_LSN and writes it back if any applied. buf is scratch of at least the
+// page's physical size. It returns whether the page was written.
+func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
+	pl, sp := j.log, j.sp
+	if pl.freed {
+		return false, nil // FREE_PAGE alone: the server leaves the page as it is
+	}
+	if reason := sp.unsupported(); reason != "" {
+		return false, a.refuse(j, pl.groups[0], reason)
+	}
+	frame, out := buf[:sp.physSize()], buf[sp.physSize():2*sp.physSize()]
+	var pageLSN uint64
+	first := arena[pl.groups[0].off:]
+	if !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
+		return false, a.refuse(j, pl.groups[0], "records after FREE_PAGE without INIT_PAGE")
+	}
+	if pl.init {
+		clear(frame)
+	} else {
+		if err := sp.readPage(frame, j.id.Page); err != nil {
+			return false, err
+		}
+		if innodb.IsZero(frame) {
+			return false, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
+		}
+		if sp.codec != nil {
+			if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
+				return false, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
+			}
+			if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
+				return false, a.refuse(j, pl.groups[0], err.Error())
+			}
+		}
+		if reason := a.checkRead(sp, frame, j.id); reason != "" {
+			return false, a.refuse(j, pl.groups[0], reason)
+		}
+		pageLSN = innodb.PageLSN(frame)
+	}
+	var applied *group
+	for i := range pl.groups {
+		g := &pl.groups[i]
+		if g.start < pageLSN {
+			continue
+		}
+		if err := applyGroup(frame, arena[g.off:g.off+g.n], sp.flags.ZipSize() != 0); err != nil {
+			return false, a.refuse(j, *g, err.Error())
+		}
+		applied = g
+	}
+	if applied == nil {
+		return false, nil // every group was older: the page is not rewritten
+	}
+	if sp.flags.ZipSize() != 0 {
+		innodb.SealZipPage(frame, j.id.Page, applied.end)
+	} else {
+		innodb.SealPage(frame, j.id.Space, j.id.Page, sp.flags, applied.end)
+	}
+	if sp.codec != nil {
+		if _, err := sp.codec.Encode(out, frame, j.id.Page); err != nil {
+			return false, a.refuse(j, *applied, err.Error())
+		}
+		frame = out
+	}
+	return true, sp.writePage(frame, j.id.Page)
+}
+
+// checkRead is the server's test of a page read for recovery: checksum, page id and
+// an LSN not in the future. It returns why the page cannot be rolled forward, or "".
+func (a *applier) checkRead(sp *space, frame []byte, id redo.PageID) string {
+	h := innodb.SpaceHeader{SpaceID: id.Space, Flags: sp.flags}
+	if err := innodb.NewChecker(h, false).Check(frame, id.Page); err != nil {
+		return err.Error()
+	}
+	if no := innodb.PageNo(frame); no != id.Page {
+		return fmt.Sprintf("the page says it is page %d", no)
+	}
+	if s := binary.BigEndian.Uint32(frame[34:]); s != id.Space {
+		return fmt.Sprintf("the page says it is in tablespace %d", s)
+	}
+	if l := innodb.PageLSN(frame); l > a.end {
+		return fmt.Sprintf("FIL_PAGE_LSN %d is past the end of the redo (%d)", l, a.end)
+	}
+	return ""
+}
+
+// unsupported says why ferry does not write pages of this tablespace, or "".
+func (s *space) unsupported() string {
+	switch {
+	case s.crypt && s.codec == nil:
+		return "the tablespace is encrypted and no key file was given"
+	case s.flags.PageCompressed() && s.codec == nil:
+		return "the tablespace is page_compressed and its codec is not set up"
+	}
+	return ""
+}
+
+// refuse is the error for a page ferry does not roll forward.
+func (a *applier) refuse(j pageJob, g group, reason string) error {
+	recs := a.arenaOf(g)
+	name := "?"
+	w := recWalker{recs: recs}
+	if w.next() {
+		name = recordName(w.typ, w.body)
+	}
+	return &RecordError{Space: j.id.Space, Page: j.id.Page, LSN: g.start, Record: name, Reason: reason}
+}

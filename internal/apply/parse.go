@@ -1,0 +1,275 @@
+package apply
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ferry-backup/ferry/internal/faultpoint"
+
+	"github.com/ferry-backup/ferry/internal/redo"
+)
+
+// Record types (bits 6..4 of a page record's first byte; mrec_type_t).
+const (
+	recFree     = 0x00
+	recInit     = 0x10
+	recExtended = 0x20
+	recWrite    = 0x30
+	recMemset   = 0x40
+	recMemmove  = 0x50
+	recReserved = 0x60
+	recOption   = 0x70
+)
+
+// recordName names a record type for messages.
+func recordName(typ byte, body []byte) string {
+	switch typ {
+	case recFree:
+		return "FREE_PAGE"
+	case recInit:
+		return "INIT_PAGE"
+	case recExtended:
+		if len(body) > 0 {
+			return "EXTENDED/" + extendedName(body[0])
+		}
+		return "EXTENDED"
+	case recWrite:
+		return "WRITE"
+	case recMemset:
+		return "MEMSET"
+	case recMemmove:
+		return "MEMMOVE"
+	case recReserved:
+		return "RESERVED"
+	}
+	return "OPTION"
+}
+
+// group is the records of one mini-transaction for one page, verbatim (page ids
+// included), in the batch's arena.
+type group struct {
+	start, end uint64
+	off, n     int
+}
+
+// pageLog is what a batch holds for one page.
+type pageLog struct {
+	groups []group
+	// init: the first group starts with INIT_PAGE, so the page is built, not read.
+	// freed: the page's log is FREE_PAGE alone (the page is left as it is).
+	init, freed bool
+}
+
+// spaceLog is what the whole log says about one tablespace.
+type spaceLog struct {
+	name     string // the file name of its last FILE_CREATE/FILE_MODIFY/FILE_RENAME
+	deleted  bool   // FILE_DELETE: its records are dropped
+	created  bool   // FILE_CREATE in this log: the tablespace is newer than the checkpoint
+	recvSize uint32 // the last nonzero FSP_SIZE the redo writes to page 0
+	flags    uint32 // the last FSP_SPACE_FLAGS the redo writes to page 0
+	hasFlags bool
+}
+
+// trim is a TRIM_PAGES record: an undo tablespace truncated to pages.
+type trim struct {
+	space uint32
+	pages uint32
+}
+
+// batch is the records of a run of mini-transactions, by page.
+type batch struct {
+	arena []byte
+	pages map[redo.PageID]*pageLog
+	trims []trim
+	first uint64 // start LSN of the batch's first mini-transaction
+}
+
+// newBatch returns an empty batch.
+func newBatch() *batch { return &batch{pages: map[redo.PageID]*pageLog{}} }
+
+// parser splits mini-transactions into per-page groups.
+type parser struct {
+	b        *batch
+	spaces   map[uint32]*spaceLog
+	pageSize int                    // innodb_page_size: no record is longer
+	cur      map[redo.PageID]*group // this mini-transaction's group per page
+	inject   bool                   // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
+}
+
+// space returns the log state of space id, creating it.
+func (p *parser) space(id uint32) *spaceLog {
+	s := p.spaces[id]
+	if s == nil {
+		s = &spaceLog{}
+		p.spaces[id] = s
+	}
+	return s
+}
+
+// add files the records of one mini-transaction.
+func (p *parser) add(m redo.MTR) error {
+	ops, err := redo.FileOps(m.Recs, m.Start)
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		p.fileOp(op)
+	}
+	clear(p.cur)
+	w := recWalker{recs: m.Recs}
+	for w.next() {
+		if w.err != nil {
+			return p.corrupt(m, w, w.err.Error())
+		}
+		if w.file {
+			continue
+		}
+		if err := p.record(m, &w); err != nil {
+			return err
+		}
+	}
+	if w.err != nil {
+		return &RecordError{LSN: m.Start, Record: "?", Reason: w.err.Error()}
+	}
+	return nil
+}
+
+// fileOp applies a file-level record to the tablespace's log state.
+func (p *parser) fileOp(op redo.FileOp) {
+	s := p.space(op.SpaceID)
+	switch op.Kind {
+	case redo.FileDelete:
+		s.deleted = true
+		p.dropSpace(op.SpaceID)
+	case redo.FileRename:
+		s.name = op.NewName
+	default:
+		s.name, s.deleted = op.Name, false
+		s.created = s.created || op.Kind == redo.FileCreate
+	}
+}
+
+// corrupt is the error for a record the server's parser refuses.
+func (p *parser) corrupt(m redo.MTR, w recWalker, reason string) error {
+	return &RecordError{Space: w.id.Space, Page: w.id.Page, LSN: m.Start, Record: recordName(w.typ, w.body), Reason: reason}
+}
+
+// record files one page record, with the parse-time checks of the server.
+func (p *parser) record(m redo.MTR, w *recWalker) error {
+	if len(w.rec) > p.pageSize {
+		return p.corrupt(m, *w, "record longer than a page")
+	}
+	switch w.typ {
+	case recReserved:
+		return p.corrupt(m, *w, "reserved record type")
+	case recOption:
+		return nil // OPT_PAGE_CHECKSUM is written by debug builds only
+	case recFree, recInit:
+		if w.same || len(w.body) != 0 {
+			return p.corrupt(m, *w, "FREE_PAGE or INIT_PAGE with a payload or without page ids")
+		}
+	case recExtended:
+		if len(w.body) == 0 {
+			return p.corrupt(m, *w, "empty EXTENDED record")
+		}
+		if w.body[0] == extTrimPages {
+			return p.trim(m, w)
+		}
+		if p.inject {
+			return p.corrupt(m, *w, "injected unknown record ("+faultpoint.FailEnv+"=apply-record)")
+		}
+	default:
+		if len(w.body) == 0 {
+			return p.corrupt(m, *w, "empty record")
+		}
+	}
+	if p.spaces[w.id.Space] != nil && p.spaces[w.id.Space].deleted {
+		return nil
+	}
+	if w.id.Page == 0 {
+		p.pageZero(w)
+	}
+	p.store(m, w)
+	return nil
+}
+
+// store appends the record to its page's group of this mini-transaction.
+func (p *parser) store(m redo.MTR, w *recWalker) {
+	pl := p.b.pages[w.id]
+	if pl == nil {
+		pl = &pageLog{}
+		p.b.pages[w.id] = pl
+	}
+	if w.typ == recFree || w.typ == recInit {
+		pl.groups, pl.init, pl.freed = pl.groups[:0], w.typ == recInit, w.typ == recFree
+		delete(p.cur, w.id)
+	} else if pl.freed && len(pl.groups) > 0 && p.cur[w.id] == nil {
+		pl.freed = false // records after FREE_PAGE: apply refuses the page
+	}
+	g := p.cur[w.id]
+	if g == nil {
+		pl.groups = append(pl.groups, group{start: m.Start, end: m.End, off: len(p.b.arena)})
+		g = &pl.groups[len(pl.groups)-1]
+		p.cur[w.id] = g
+	}
+	if g != &pl.groups[len(pl.groups)-1] { // the slice grew: find the group again
+		g = &pl.groups[len(pl.groups)-1]
+		p.cur[w.id] = g
+	}
+	if g.off+g.n != len(p.b.arena) { // another page's records came between
+		p.b.arena = append(p.b.arena, p.b.arena[g.off:g.off+g.n]...)
+		g.off = len(p.b.arena) - g.n
+	}
+	// A same-page record follows its page's previous record, so the group reads alone.
+	p.b.arena = append(p.b.arena, w.rec...)
+	g.n = len(p.b.arena) - g.off
+}
+
+// pageZero notes the tablespace size and flags a WRITE to page 0 sets (§7.1).
+func (p *parser) pageZero(w *recWalker) {
+	if w.typ != recWrite {
+		return
+	}
+	at, data := w.writeRange()
+	s := p.space(w.id.Space)
+	if at <= fspSize && at+len(data) >= fspSize+4 {
+		if v := binary.BigEndian.Uint32(data[fspSize-at:]); v != 0 {
+			s.recvSize = v
+		}
+	}
+	if at <= fspFlags && at+len(data) >= fspFlags+4 {
+		s.flags, s.hasFlags = binary.BigEndian.Uint32(data[fspFlags-at:]), true
+	}
+}
+
+// trim handles TRIM_PAGES: the undo tablespace is rebuilt from this mini-transaction
+// on, so every older record of it is dropped.
+func (p *parser) trim(m redo.MTR, w *recWalker) error {
+	if len(w.body) != 1 || w.same {
+		return p.corrupt(m, *w, "malformed TRIM_PAGES")
+	}
+	p.dropSpace(w.id.Space)
+	p.b.trims = append(p.b.trims, trim{space: w.id.Space, pages: w.id.Page})
+	return nil
+}
+
+// dropSpace drops the records the batch holds for a tablespace.
+func (p *parser) dropSpace(id uint32) {
+	for pid := range p.b.pages {
+		if pid.Space == id {
+			delete(p.b.pages, pid)
+			delete(p.cur, pid)
+		}
+	}
+}
+
+// FSP header fields on page 0.
+const (
+	fspSize  = 38 + 8
+	fspFlags = 38 + 16
+)
+
+// describe is a short account of the batch for messages.
+func (b *batch) describe() string {
+	return fmt.Sprintf("%d pages, %d bytes of records", len(b.pages), len(b.arena))
+}

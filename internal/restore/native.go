@@ -1,0 +1,146 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
+)
+
+// Recovery says how a copy's redo is applied.
+type Recovery string
+
+// Recovery modes.
+const (
+	// RecoveryAuto applies the redo natively and falls back to the server's recovery
+	// when ferry cannot (the default).
+	RecoveryAuto Recovery = ""
+	// RecoveryNative applies the redo natively and fails instead of falling back.
+	RecoveryNative Recovery = "native"
+	// RecoveryServer runs the stock server's crash recovery.
+	RecoveryServer Recovery = "server"
+)
+
+// ParseRecovery reads a recovery mode: auto, native or server.
+func ParseRecovery(s string) (Recovery, error) {
+	switch s {
+	case "", "auto":
+		return RecoveryAuto, nil
+	case "native", "server":
+		return Recovery(s), nil
+	}
+	return "", fmt.Errorf("recovery %q: want auto, native or server", s)
+}
+
+// applyNative rolls the copy in dir forward with ferry's own redo apply. done is false
+// when the copy needs the server's recovery instead (auto mode; the reason is logged).
+func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recovery, partial bool, log *slog.Logger) (done bool, err error) {
+	if mode == RecoveryServer {
+		return false, nil
+	}
+	cfg, err := nativeConfig(dir, opts, partial, log)
+	if err == nil {
+		faultpoint.At(ctx, "native-apply", 1)
+		var res apply.Result
+		res, err = apply.Dir(ctx, cfg)
+		if err == nil {
+			log.Info("prepare: redo applied natively; the copy needs no recovery", "redo_bytes", res.RedoBytes,
+				"pages", res.Pages, "batches", res.Batches, "end_lsn", res.EndLSN, "took", res.Took.Round(1e6))
+			return true, nil
+		}
+	}
+	if errors.Is(err, apply.ErrKey) {
+		return false, fmt.Errorf("prepare: %w: --key-file %s is not the source's key file, or --key-password-file is wrong", err, keyFileOf(opts))
+	}
+	if mode == RecoveryNative || !errors.Is(err, apply.ErrNotApplied) {
+		return false, fmt.Errorf("prepare: %w", err)
+	}
+	log.Warn("prepare: the stock server recovers the copy instead of ferry", "reason", err)
+	return false, nil
+}
+
+// keyFileOf names this host's key file, for messages.
+func keyFileOf(opts ServerOptions) string { return opts.keyFiles.KeyFile }
+
+// nativeConfig is the apply configuration for a copy in dir with the backup's options.
+func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger) (apply.Config, error) {
+	keys, alg, err := opts.LogKeys()
+	if err != nil {
+		return apply.Config{}, err
+	}
+	// A backup of a server encrypting at rest is taken to have innodb_encrypt_tables on:
+	// tables with ENCRYPTED=DEFAULT and encryption metadata are written encrypted.
+	cfg := apply.Config{Dir: dir, Partial: partial, Keys: keys, Algorithm: alg, Log: log, PageSize: 16384, EncryptTables: opts.Encrypted()}
+	for _, o := range opts.Layout {
+		switch o.Name {
+		case "innodb_page_size":
+			if cfg.PageSize, err = sizeValue(o.Value); err != nil {
+				return cfg, err
+			}
+		case "innodb_compression_level":
+			if cfg.CompressionLevel, err = strconv.Atoi(o.Value); err != nil {
+				return cfg, fmt.Errorf("innodb_compression_level %q: %w", o.Value, err)
+			}
+		case "innodb_checksum_algorithm":
+			if !strings.Contains(o.Value, "crc32") {
+				return cfg, fmt.Errorf("%w: innodb_checksum_algorithm=%s (ferry writes crc32 checksums)", apply.ErrNotApplied, o.Value)
+			}
+		}
+	}
+	for _, o := range opts.Layout {
+		if o.Name == "innodb_data_file_path" {
+			if cfg.DataFiles, err = dataFiles(o.Value, cfg.PageSize); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// dataFiles reads innodb_data_file_path (already validated) into the system
+// tablespace's files and their sizes in pages.
+func dataFiles(v string, pageSize int) ([]apply.DataFile, error) {
+	var files []apply.DataFile
+	for _, f := range strings.Split(v, ";") {
+		parts := strings.Split(f, ":")
+		if len(parts) < 2 {
+			return nil, fmt.Errorf("innodb_data_file_path %q: %q has no size", v, f)
+		}
+		size, err := sizeValue(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("innodb_data_file_path %q: %w", v, err)
+		}
+		files = append(files, apply.DataFile{Name: parts[0], Pages: uint64(size / pageSize)})
+	}
+	return files, nil
+}
+
+// sizeValue reads a size with an optional K, M, G or T suffix.
+func sizeValue(s string) (int, error) {
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("size %q is not a positive number with an optional K, M, G or T", s)
+	}
+	return v * mult, nil
+}
