@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/ferry-backup/ferry/internal/redo"
 )
 
 // simpleRec is a small record for key k (3 data bytes, shared variable header).
@@ -160,7 +162,7 @@ func TestInsertAllShared(t *testing.T) {
 		dup := simpleRec(tp.rf, 1)
 		dup.key = 2
 		p := tp.insertPayload(1, dup)
-		if _, n := extVarint(p[len(p)-1:]); n != 1 || tp.stats["no literal"] != 1 {
+		if _, n := redo.Varint(p[len(p)-1:]); n != 1 || tp.stats["no literal"] != 1 {
 			t.Fatalf("payload %x does not end with data_c", p)
 		}
 		tp.insert(1, dup)

@@ -32,13 +32,12 @@ type fxPage struct {
 	Recs          []fxRec
 }
 
-// fxRec is one page record: the start LSN of its mini-transaction, the same_page
-// flag, the type (high nibble) and the bytes after the page identifier.
+// fxRec is one page record, verbatim, and the start LSN of its mini-transaction.
+// The records of one mini-transaction for one page form a group that starts with
+// a record carrying the page id.
 type fxRec struct {
-	LSN  uint64
-	Same bool
-	Type byte
-	Body []byte
+	LSN uint64
+	Raw []byte
 }
 
 const fixtureEnv = "FERRY_APPLY_GEN_FIXTURE"
@@ -189,7 +188,7 @@ func pageOf(file []byte, n uint32, size int) []byte {
 
 func hasExtended(rs []fxRec) bool {
 	for _, r := range rs {
-		if r.Type == 0x20 {
+		if r.Raw[0]&0x70 == recExtended {
 			return true
 		}
 	}
@@ -239,58 +238,19 @@ func parseLog(t *testing.T, file []byte, lsn uint64) map[fxID][]fxRec {
 
 // recLen is the total length of the record at the start of b, 0 if b is too short.
 func recLen(b []byte) int {
-	l := int(b[0] & 15)
-	if l != 0 {
-		return 1 + l
-	}
-	if len(b) < 2 {
-		return 0
-	}
-	v, n := extVarint(b[1:])
-	if n > 3 || n > len(b)-1 {
-		return 0
-	}
-	return 1 + n + v + 15 - n
+	n, _ := redo.RecordLen(b)
+	return n
 }
 
 // splitMtr adds the page records of one mini-transaction to out.
 func splitMtr(m []byte, lsn uint64, out map[fxID][]fxRec) {
-	var id fxID
-	page := false
-	for p := 0; p < len(m); {
-		n := recLen(m[p:])
-		b := m[p]
-		body := m[p+1 : p+n]
-		if b&15 == 0 {
-			_, vl := extVarint(body)
-			body = body[vl:]
+	w := recWalker{recs: m}
+	for w.next() {
+		if !w.file {
+			id := fxID{w.id.Space, w.id.Page}
+			out[id] = append(out[id], fxRec{LSN: lsn, Raw: append([]byte(nil), w.rec...)})
 		}
-		same := b&0x80 != 0 && page
-		if !same {
-			sp, l1 := longVarint(body)
-			pg, l2 := longVarint(body[l1:])
-			body = body[l1+l2:]
-			if b&0x80 != 0 { // FILE_ record
-				p += n
-				continue
-			}
-			id, page = fxID{uint32(sp), uint32(pg)}, true
-		}
-		out[id] = append(out[id], fxRec{LSN: lsn, Same: same, Type: b & 0x70, Body: append([]byte(nil), body...)})
-		p += n
 	}
-}
-
-// longVarint decodes a varint of up to 5 bytes (space ids and page numbers).
-func longVarint(b []byte) (uint64, int) {
-	switch n := extVarintLen(b[0]); n {
-	case 4:
-		return (uint64(b[0]&0x0F)<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])) + 0x204080, 4
-	case 5:
-		return (uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])) + 0x10204080, 5
-	}
-	v, n := extVarint(b)
-	return uint64(v), n
 }
 
 func writeFixture(t *testing.T, path string, fx fxFile) {

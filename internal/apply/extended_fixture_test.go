@@ -31,8 +31,8 @@ func readFxFile(t testing.TB, path string) fxFile {
 // for pages that received EXTENDED records (captured by TestGenerateExtendedFixture)
 // on the page images of the clean shutdown before them, and compares the result
 // with the images the server flushed at the next clean shutdown, byte for byte
-// except the checksum and LSN fields. WRITE, MEMSET, MEMMOVE and INIT_PAGE are
-// applied by a small test-only applier (replayBasic); EXTENDED by applyExtended.
+// except the checksum and LSN fields. Every record goes through the engine's
+// applyRecord, so WRITE, MEMSET, MEMMOVE and INIT_PAGE are checked too.
 func TestExtendedFixture(t *testing.T) {
 	for _, ps := range []string{"16k", "4k", "64k"} {
 		t.Run(ps, func(t *testing.T) {
@@ -40,7 +40,7 @@ func TestExtendedFixture(t *testing.T) {
 			seen := map[string]int{}
 			compared := map[string]int{}
 			for _, pg := range fx.Pages {
-				freed, err := replayPage(pg, fx.PageSize, seen)
+				freed, err := replayPage(pg, seen)
 				if err != nil {
 					t.Fatalf("space %d page %d: %v", pg.Space, pg.Page, err)
 				}
@@ -95,93 +95,55 @@ func comparePages(got, want []byte) int {
 }
 
 // replayPage applies the groups of pg.Recs at or above the page's FIL_PAGE_LSN to
-// pg.Before in place. It reports whether the page ended freed (not written).
-func replayPage(pg fxPage, size int, seen map[string]int) (freed bool, err error) {
+// pg.Before in place, record by record with the engine's applyRecord. It reports
+// whether the page ended freed (not written).
+func replayPage(pg fxPage, seen map[string]int) (freed bool, err error) {
 	f := pg.Before
 	pageLSN := binary.BigEndian.Uint64(f[16:])
-	last := 0
-	for _, r := range pg.Recs {
-		if r.LSN < pageLSN {
+	for i := 0; i < len(pg.Recs); {
+		lsn := pg.Recs[i].LSN
+		var group []byte
+		for ; i < len(pg.Recs) && pg.Recs[i].LSN == lsn; i++ {
+			group = append(group, pg.Recs[i].Raw...)
+		}
+		if lsn < pageLSN {
 			continue
 		}
-		if !r.Same {
-			last = 0
-		}
-		switch r.Type {
-		case 0x00: // FREE_PAGE
-			freed, last = true, 1
-		case 0x10: // INIT_PAGE
-			clear(f)
-			binary.BigEndian.PutUint32(f[4:], pg.Page)
-			copy(f[8:16], bytes.Repeat([]byte{0xFF}, 8))
-			binary.BigEndian.PutUint32(f[34:], pg.Space)
-			freed, last = false, offPageTyp
-		case 0x20:
+		w := recWalker{recs: group}
+		for w.next() {
 			slots := u16(f, phNDirSlots)
-			if err := applyExtended(f, pg.Page, r.Body); err != nil {
-				return false, fmt.Errorf("LSN %d: %w", r.LSN, err)
+			if err := applyRecord(f, &w, false); err != nil {
+				return false, fmt.Errorf("LSN %d: %s: %w", lsn, recordName(w.typ, w.body), err)
 			}
-			seen[extendedName(r.Body[0])]++
-			countInsertKinds(r.Body, f, seen)
-			if sub := r.Body[0]; sub >= extInsertHeapRed && sub <= extDeleteDynamic {
-				switch n := u16(f, phNDirSlots); {
-				case n > slots:
-					seen["slot split"]++
-				case n < slots:
-					seen["slot merge"]++
-				}
+			switch w.typ {
+			case recFree:
+				freed = true
+			case recInit:
+				freed = false
+			case recExtended:
+				countExtended(w.body, slots, f, seen)
 			}
-			last = offPageTyp
-		case 0x30, 0x40, 0x50:
-			if last, err = replayBasic(f, r, last); err != nil {
-				return false, fmt.Errorf("LSN %d: %w", r.LSN, err)
-			}
+		}
+		if w.err != nil {
+			return false, fmt.Errorf("LSN %d: %w", lsn, w.err)
 		}
 	}
 	return freed, nil
 }
 
-// replayBasic applies a WRITE, MEMSET or MEMMOVE record (log_phys_t::apply) for the
-// fixture test; the engine's own implementation is not part of this file.
-func replayBasic(f []byte, r fxRec, last int) (int, error) {
-	b := r.Body
-	off, n := extVarint(b)
-	if n > 3 || n >= len(b) {
-		return 0, fmt.Errorf("bad offset")
-	}
-	last += off
-	b = b[n:]
-	if r.Type == 0x30 {
-		if last+len(b) > len(f) {
-			return 0, fmt.Errorf("WRITE beyond the page")
+// countExtended counts an applied EXTENDED record by subtype and by what it did to
+// the page directory (slots: N_DIR_SLOTS before it).
+func countExtended(payload []byte, slots int, f []byte, seen map[string]int) {
+	seen[extendedName(payload[0])]++
+	countInsertKinds(payload, f, seen)
+	if sub := payload[0]; sub >= extInsertHeapRed && sub <= extDeleteDynamic {
+		switch n := u16(f, phNDirSlots); {
+		case n > slots:
+			seen["slot split"]++
+		case n < slots:
+			seen["slot merge"]++
 		}
-		copy(f[last:], b)
-		return last + len(b), nil
 	}
-	l, n := extVarint(b)
-	if n > 3 || n > len(b) || last+l > len(f) {
-		return 0, fmt.Errorf("bad length")
-	}
-	b = b[n:]
-	if r.Type == 0x40 {
-		for i := 0; i < l; i++ {
-			f[last+i] = b[i%len(b)]
-		}
-		return last + l, nil
-	}
-	s, n := extVarint(b)
-	if n != len(b) {
-		return 0, fmt.Errorf("bad MEMMOVE source")
-	}
-	src := last + s>>1 + 1
-	if s&1 != 0 {
-		src = last - s>>1 - 1
-	}
-	if src < 8 || src+l > len(f) {
-		return 0, fmt.Errorf("MEMMOVE source out of the page")
-	}
-	copy(f[last:last+l], f[src:src+l])
-	return last + l, nil
 }
 
 // pageKind names the kind of a page image for coverage messages.

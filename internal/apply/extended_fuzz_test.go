@@ -23,8 +23,8 @@ func fuzzBases(t testing.TB) ([][]byte, [][]byte) {
 			pages = append(pages, pg.After)
 		}
 		for j, r := range pg.Recs {
-			if r.Type == 0x20 && j%50 == 0 {
-				seeds = append(seeds, r.Body)
+			if w := (recWalker{recs: r.Raw}); j%50 == 0 && w.next() && w.typ == recExtended {
+				seeds = append(seeds, w.body)
 			}
 		}
 	}
