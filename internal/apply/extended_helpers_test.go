@@ -46,9 +46,9 @@ func newTPage(t testing.TB, size int, compact bool) *tPage {
 		f[size-8+i] = 0xEE // trailer: left alone too
 	}
 	sub := byte(extInitRedundant)
-	rf := fmtRedundant
+	rf := redundantFmt()
 	if compact {
-		sub, rf = extInitDynamic, fmtCompact
+		sub, rf = extInitDynamic, compactFmt()
 	}
 	if err := applyExtended(f, pageNo, []byte{sub}); err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func TestInitRowFormat(t *testing.T) {
 	for _, c := range []struct {
 		sub                 byte
 		nHeap, top, inf, sp int
-		tmpl                []byte
+		tmpl                string
 	}{
 		{extInitRedundant, 2, 125, 101, 116, emptyRedundant},
 		{extInitDynamic, 0x8002, 120, 99, 112, emptyCompact},
