@@ -189,3 +189,32 @@ func TestHeapNoOnLargePage(t *testing.T) {
 		t.Fatal("data not written")
 	}
 }
+
+// TestPrevWraps checks the 16-bit wrap of the predecessor offset: on compact pages
+// the server computes it modulo 65536, so prev+65536 names the same record; on
+// REDUNDANT pages it does not wrap and the record is refused.
+func TestPrevWraps(t *testing.T) {
+	bothFormats(t, func(t *testing.T, compact bool) {
+		b := basePage(t, 16384, compact)
+		wrapped := func(p []byte) []byte {
+			prev, n := redo.Varint(p[1:])
+			return append(append([]byte{p[0]}, encVarint(int(prev)+65536)...), p[1+n:]...)
+		}
+		for _, p := range [][]byte{b.heap, b.del} {
+			want := append([]byte(nil), b.tp.f...)
+			if err := applyExtended(want, b.tp.pageNo, p); err != nil {
+				t.Fatal(err)
+			}
+			got := append([]byte(nil), b.tp.f...)
+			err := applyExtended(got, b.tp.pageNo, wrapped(p))
+			switch {
+			case !compact && err == nil:
+				t.Errorf("%s with prev+65536 applied on a REDUNDANT page", extendedName(p[0]))
+			case compact && err != nil:
+				t.Errorf("%s with prev+65536: %v", extendedName(p[0]), err)
+			case compact && !bytes.Equal(got, want):
+				t.Errorf("%s with prev+65536 differs at byte %d", extendedName(p[0]), firstDiff(got, want))
+			}
+		}
+	})
+}
