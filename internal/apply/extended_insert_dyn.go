@@ -120,7 +120,9 @@ func writeCompactRecord(p *extPage, t *insertTarget, in extInsert, buf, h int) {
 	if isLeaf(p) {
 		status = in.enc & statusInstant
 	}
-	p.write(buf, []byte{byte(in.enc&3) << 4, byte(h >> 5), byte((h&31)<<3 | status)})
+	p.set8(buf, (in.enc&3)<<4)
+	p.set8(buf+1, h>>5)
+	p.set8(buf+2, (h&31)<<3|status)
 	r := buf + newExtra
 	p.set16(r-2, t.nextRec-r)
 }
