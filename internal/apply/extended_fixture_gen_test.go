@@ -68,6 +68,13 @@ func generateFixture(t *testing.T, ps string) {
 		s.Exec(t, "CREATE TABLE fx."+tb.name+" (id INT PRIMARY KEY, k INT, v VARCHAR(300), KEY(k)) ENGINE=InnoDB ROW_FORMAT="+tb.format)
 		s.Exec(t, "INSERT INTO fx."+tb.name+" SELECT seq*2, seq%7, REPEAT(CHAR(97+seq%5), seq%40) FROM fx.seq_1_to_400")
 	}
+	for _, f := range []string{"REDUNDANT", "DYNAMIC"} {
+		// Long columns: REDUNDANT keeps a 768-byte prefix and a pointer to the rest
+		// (2-byte field offsets with the extern flag), DYNAMIC only the pointer.
+		tb := "fx.t_blob_" + f
+		s.Exec(t, "CREATE TABLE "+tb+" (id INT PRIMARY KEY, b TEXT) ENGINE=InnoDB ROW_FORMAT="+f)
+		s.Exec(t, "INSERT INTO "+tb+" SELECT seq, REPEAT(CHAR(97+seq%7), 200*(seq%20)) FROM fx.seq_1_to_60")
+	}
 	files := map[uint32]string{0: "ibdata1"}
 	rows, err := s.DB(t).Query("SELECT SPACE, NAME FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME LIKE 'fx/%'")
 	if err != nil {
@@ -111,6 +118,12 @@ func generateFixture(t *testing.T, ps string) {
 	}
 	// Let purge remove the deleted records (DELETE_ROW_FORMAT_*), then shut down
 	// without the slow shutdown's final purge, which would free the undo pages.
+	for _, f := range []string{"REDUNDANT", "DYNAMIC"} {
+		tb := "fx.t_blob_" + f
+		s.Exec(t, "DELETE FROM "+tb+" WHERE id % 4 = 0")
+		s.Exec(t, "UPDATE "+tb+" SET b = REPEAT('q', 100*(id%30)) WHERE id % 3 = 0")
+		s.Exec(t, "INSERT INTO "+tb+" SELECT seq*4, REPEAT('r', 150*(seq%25)) FROM fx.seq_1_to_15")
+	}
 	s.Exec(t, "SET GLOBAL innodb_max_purge_lag_wait=0")
 	preparedTrx(t, s)
 	s.Exec(t, "SET GLOBAL innodb_fast_shutdown=1")

@@ -65,7 +65,7 @@ func TestExtendedFixture(t *testing.T) {
 					t.Errorf("the fixture has no %s record", extendedName(sub))
 				}
 			}
-			for _, k := range []string{"MIN_REC insert", "INSTANT status insert"} {
+			for _, k := range []string{"MIN_REC insert", "INSTANT status insert", "2-byte offsets insert"} {
 				if seen[k] == 0 {
 					t.Errorf("the fixture has no %s", k)
 				}
@@ -169,6 +169,9 @@ func countInsertKinds(payload, f []byte, seen map[string]int) {
 	}
 	if in.enc&1 != 0 {
 		seen["MIN_REC insert"]++
+	}
+	if payload[0] <= extInsertReuseRed && in.enc&4 == 0 {
+		seen["2-byte offsets insert"]++
 	}
 	if payload[0] >= extInsertHeapDyn && in.enc&statusInstant != 0 {
 		seen["INSTANT status insert"]++
