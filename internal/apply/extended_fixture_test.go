@@ -111,7 +111,7 @@ func replayPage(pg fxPage, seen map[string]int) (freed bool, err error) {
 		}
 		w := recWalker{recs: group}
 		for w.next() {
-			slots := u16(f, phNDirSlots)
+			before := dirState{u16(f, phNDirSlots), u16(f, phNHeap), u16(f, phGarbage)}
 			if err := applyRecord(f, &w, false); err != nil {
 				return false, fmt.Errorf("LSN %d: %s: %w", lsn, recordName(w.typ, w.body), err)
 			}
@@ -121,7 +121,7 @@ func replayPage(pg fxPage, seen map[string]int) (freed bool, err error) {
 			case recInit:
 				freed = false
 			case recExtended:
-				countExtended(w.body, slots, f, seen)
+				countExtended(w.body, before, f, seen)
 			}
 		}
 		if w.err != nil {
@@ -131,17 +131,32 @@ func replayPage(pg fxPage, seen map[string]int) (freed bool, err error) {
 	return freed, nil
 }
 
+// dirState is what an EXTENDED record's effect is classified by.
+type dirState struct{ slots, nHeap, garbage int }
+
 // countExtended counts an applied EXTENDED record by subtype and by what it did to
-// the page directory (slots: N_DIR_SLOTS before it).
-func countExtended(payload []byte, slots int, f []byte, seen map[string]int) {
+// the page directory and heap (before: the state before it).
+func countExtended(payload []byte, before dirState, f []byte, seen map[string]int) {
 	seen[extendedName(payload[0])]++
 	countInsertKinds(payload, f, seen)
-	if sub := payload[0]; sub >= extInsertHeapRed && sub <= extDeleteDynamic {
-		switch n := u16(f, phNDirSlots); {
-		case n > slots:
-			seen["slot split"]++
-		case n < slots:
-			seen["slot merge"]++
+	sub := payload[0]
+	if sub < extInsertHeapRed || sub > extDeleteDynamic {
+		return
+	}
+	switch n := u16(f, phNDirSlots); {
+	case n > before.slots:
+		seen["slot split"]++
+	case n < before.slots:
+		seen["slot merge"]++
+	}
+	if sub >= extDeleteRedundant {
+		switch {
+		case u16(f, phNHeap) < before.nHeap && u16(f, phGarbage) < before.garbage:
+			seen["delete top with garbage above"]++
+		case u16(f, phNHeap) < before.nHeap:
+			seen["delete top"]++
+		default:
+			seen["delete to free list"]++
 		}
 	}
 }

@@ -218,15 +218,18 @@ func (tp *tPage) remove(i int) {
 	} else {
 		p = append([]byte{extDeleteRedundant}, encVarint(prevOff-oldInfimum)...)
 	}
-	slots := u16(tp.f, phNDirSlots)
+	slots, garbage := u16(tp.f, phNDirSlots), u16(tp.f, phGarbage)
 	tp.last = fmt.Sprintf("%s %x of record %d", extendedName(p[0]), p, rec)
 	if err := applyExtended(tp.f, tp.pageNo, p); err != nil {
 		tp.t.Fatalf("delete key %d at %d: %v", r.key, i, err)
 	}
-	if u16(tp.f, phFree) == rec {
+	switch {
+	case u16(tp.f, phFree) == rec:
 		tp.free[rec] = [2]int{r.extra(tp.rf), len(r.data)}
 		tp.stats["delete to free list"]++
-	} else {
+	case u16(tp.f, phGarbage) < garbage:
+		tp.stats["delete top with garbage above"]++
+	default:
 		tp.stats["delete top"]++
 	}
 	tp.recs = append(tp.recs[:i], tp.recs[i+1:]...)
