@@ -86,7 +86,7 @@ func TestInsertDeleteModel(t *testing.T) {
 				rng := rand.New(rand.NewSource(int64(size) + 1))
 				tp := newTPage(t, size, compact)
 				used := map[int]bool{}
-				for step := 0; step < 3000; step++ {
+				for step := 0; step < 2000; step++ {
 					pDel := 1 // growing phase: 1 in 10 operations deletes
 					if step/500%2 == 1 {
 						pDel = 7 // shrinking phase
