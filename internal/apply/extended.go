@@ -20,13 +20,6 @@ const (
 	extTrimPages       = 10
 )
 
-var extNames = [...]string{
-	"INIT_ROW_FORMAT_REDUNDANT", "INIT_ROW_FORMAT_DYNAMIC", "UNDO_INIT", "UNDO_APPEND",
-	"INSERT_HEAP_REDUNDANT", "INSERT_REUSE_REDUNDANT", "INSERT_HEAP_DYNAMIC",
-	"INSERT_REUSE_DYNAMIC", "DELETE_ROW_FORMAT_REDUNDANT", "DELETE_ROW_FORMAT_DYNAMIC",
-	"TRIM_PAGES",
-}
-
 // applyExtended applies the payload of one EXTENDED record (subtype byte first) to the
 // uncompressed page frame of page pageNo. It returns an error, and leaves frame
 // unchanged, when the server would find the record or the page corrupt.
@@ -42,6 +35,7 @@ func applyExtended(frame []byte, pageNo uint32, payload []byte) error {
 	return nil
 }
 
+// applyExtendedSub checks the page size and the subtype's length rules, then applies.
 func applyExtendedSub(frame []byte, pageNo uint32, payload []byte) error {
 	if len(frame) < 4096 || len(frame)&(len(frame)-1) != 0 || len(frame) > 65536 {
 		return fmt.Errorf("page size %d is not a power of 2 from 4096 to 65536", len(frame))
@@ -93,8 +87,29 @@ func applyExtendedSub(frame []byte, pageNo uint32, payload []byte) error {
 
 // extendedName names an EXTENDED subtype for messages, e.g. "INSERT_HEAP_DYNAMIC".
 func extendedName(subtype byte) string {
-	if int(subtype) < len(extNames) {
-		return extNames[subtype]
+	switch subtype {
+	case extInitRedundant:
+		return "INIT_ROW_FORMAT_REDUNDANT"
+	case extInitDynamic:
+		return "INIT_ROW_FORMAT_DYNAMIC"
+	case extUndoInit:
+		return "UNDO_INIT"
+	case extUndoAppend:
+		return "UNDO_APPEND"
+	case extInsertHeapRed:
+		return "INSERT_HEAP_REDUNDANT"
+	case extInsertReuseRed:
+		return "INSERT_REUSE_REDUNDANT"
+	case extInsertHeapDyn:
+		return "INSERT_HEAP_DYNAMIC"
+	case extInsertReuseDyn:
+		return "INSERT_REUSE_DYNAMIC"
+	case extDeleteRedundant:
+		return "DELETE_ROW_FORMAT_REDUNDANT"
+	case extDeleteDynamic:
+		return "DELETE_ROW_FORMAT_DYNAMIC"
+	case extTrimPages:
+		return "TRIM_PAGES"
 	}
 	return "EXTENDED(" + strconv.Itoa(int(subtype)) + ")"
 }

@@ -90,7 +90,7 @@ func finishDelete(p *extPage, rf recFmt, t *deleteTarget, dataSize, extraSize in
 
 // deleteRedundant applies DELETE_ROW_FORMAT_REDUNDANT (page_apply_delete_redundant).
 func deleteRedundant(p *extPage, pageNo uint32, prev int) error {
-	rf := fmtRedundant
+	rf := redundantFmt()
 	var t deleteTarget
 	var err error
 	if t.lastSlot, err = checkDeletePage(p, pageNo, rf); err != nil {
@@ -124,7 +124,7 @@ func deleteRedundant(p *extPage, pageNo uint32, prev int) error {
 // deleteDynamic applies DELETE_ROW_FORMAT_DYNAMIC (page_apply_delete_dynamic). The
 // header and data sizes come from the record, as the server trusts them.
 func deleteDynamic(p *extPage, pageNo uint32, prev, hdrSize, dataSize int) error {
-	rf := fmtCompact
+	rf := compactFmt()
 	var t deleteTarget
 	var err error
 	if t.lastSlot, err = checkDeletePage(p, pageNo, rf); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/ferry-backup/ferry/internal/redo"
 )
 
 // simpleRec is a small record for key k (3 data bytes, shared variable header).
@@ -135,7 +137,8 @@ func TestDirection(t *testing.T) {
 		step(2, 65, dirNoDirection, 0) // before the last insert, but the page goes RIGHT
 		step(2, 64, dirLeft, 1)
 		step(2, 63, dirLeft, 2)
-		step(5, 66, dirNoDirection, 0)
+		step(3, 635, dirNoDirection, 0) // after the last insert, but the page goes LEFT
+		step(6, 66, dirNoDirection, 0)
 		tp.remove(0) // PAGE_LAST_INSERT := 0
 		step(0, 10, dirNoDirection, 0)
 
@@ -159,7 +162,7 @@ func TestInsertAllShared(t *testing.T) {
 		dup := simpleRec(tp.rf, 1)
 		dup.key = 2
 		p := tp.insertPayload(1, dup)
-		if _, n := extVarint(p[len(p)-1:]); n != 1 || tp.stats["no literal"] != 1 {
+		if _, n := redo.Varint(p[len(p)-1:]); n != 1 || tp.stats["no literal"] != 1 {
 			t.Fatalf("payload %x does not end with data_c", p)
 		}
 		tp.insert(1, dup)
@@ -185,4 +188,33 @@ func TestHeapNoOnLargePage(t *testing.T) {
 	if !bytes.Equal(tp.f[rec:rec+3], r.data) {
 		t.Fatal("data not written")
 	}
+}
+
+// TestPrevWraps checks the 16-bit wrap of the predecessor offset: on compact pages
+// the server computes it modulo 65536, so prev+65536 names the same record; on
+// REDUNDANT pages it does not wrap and the record is refused.
+func TestPrevWraps(t *testing.T) {
+	bothFormats(t, func(t *testing.T, compact bool) {
+		b := basePage(t, 16384, compact)
+		wrapped := func(p []byte) []byte {
+			prev, n := redo.Varint(p[1:])
+			return append(append([]byte{p[0]}, encVarint(int(prev)+65536)...), p[1+n:]...)
+		}
+		for _, p := range [][]byte{b.heap, b.del} {
+			want := append([]byte(nil), b.tp.f...)
+			if err := applyExtended(want, b.tp.pageNo, p); err != nil {
+				t.Fatal(err)
+			}
+			got := append([]byte(nil), b.tp.f...)
+			err := applyExtended(got, b.tp.pageNo, wrapped(p))
+			switch {
+			case !compact && err == nil:
+				t.Errorf("%s with prev+65536 applied on a REDUNDANT page", extendedName(p[0]))
+			case compact && err != nil:
+				t.Errorf("%s with prev+65536: %v", extendedName(p[0]), err)
+			case compact && !bytes.Equal(got, want):
+				t.Errorf("%s with prev+65536 differs at byte %d", extendedName(p[0]), firstDiff(got, want))
+			}
+		}
+	})
 }

@@ -26,7 +26,7 @@ func (r tRec) extra(rf recFmt) int { return rf.extra + len(r.varHdr) }
 
 // tPage is a page under test and its model.
 type tPage struct {
-	t      *testing.T
+	t      testing.TB
 	f      []byte
 	pageNo uint32
 	rf     recFmt
@@ -37,7 +37,7 @@ type tPage struct {
 	last   string         // the last operation, for messages
 }
 
-func newTPage(t *testing.T, size int, compact bool) *tPage {
+func newTPage(t testing.TB, size int, compact bool) *tPage {
 	f := make([]byte, size)
 	const pageNo = 7
 	binary.BigEndian.PutUint32(f[offPageNo:], pageNo)
@@ -46,9 +46,9 @@ func newTPage(t *testing.T, size int, compact bool) *tPage {
 		f[size-8+i] = 0xEE // trailer: left alone too
 	}
 	sub := byte(extInitRedundant)
-	rf := fmtRedundant
+	rf := redundantFmt()
 	if compact {
-		sub, rf = extInitDynamic, fmtCompact
+		sub, rf = extInitDynamic, compactFmt()
 	}
 	if err := applyExtended(f, pageNo, []byte{sub}); err != nil {
 		t.Fatal(err)
@@ -218,15 +218,18 @@ func (tp *tPage) remove(i int) {
 	} else {
 		p = append([]byte{extDeleteRedundant}, encVarint(prevOff-oldInfimum)...)
 	}
-	slots := u16(tp.f, phNDirSlots)
+	slots, garbage := u16(tp.f, phNDirSlots), u16(tp.f, phGarbage)
 	tp.last = fmt.Sprintf("%s %x of record %d", extendedName(p[0]), p, rec)
 	if err := applyExtended(tp.f, tp.pageNo, p); err != nil {
 		tp.t.Fatalf("delete key %d at %d: %v", r.key, i, err)
 	}
-	if u16(tp.f, phFree) == rec {
+	switch {
+	case u16(tp.f, phFree) == rec:
 		tp.free[rec] = [2]int{r.extra(tp.rf), len(r.data)}
 		tp.stats["delete to free list"]++
-	} else {
+	case u16(tp.f, phGarbage) < garbage:
+		tp.stats["delete top with garbage above"]++
+	default:
 		tp.stats["delete top"]++
 	}
 	tp.recs = append(tp.recs[:i], tp.recs[i+1:]...)

@@ -2,16 +2,13 @@ package apply
 
 import "fmt"
 
-// Infimum and supremum of an empty page (page0page.cc), written at PAGE_DATA.
-var (
-	emptyRedundant = []byte{
-		0x08, 0x01, 0x00, 0x00, 0x03, 0x00, 0x74, 'i', 'n', 'f', 'i', 'm', 'u', 'm', 0,
-		0x09, 0x01, 0x00, 0x08, 0x03, 0x00, 0x00, 's', 'u', 'p', 'r', 'e', 'm', 'u', 'm', 0,
-	}
-	emptyCompact = []byte{
-		0x01, 0x00, 0x02, 0x00, 0x0d, 'i', 'n', 'f', 'i', 'm', 'u', 'm', 0,
-		0x01, 0x00, 0x0b, 0x00, 0x00, 's', 'u', 'p', 'r', 'e', 'm', 'u', 'm',
-	}
+// Infimum and supremum of an empty page (page0page.cc), written at PAGE_DATA:
+// REDUNDANT headers hold the end offset of the one field, n_owned 1, heap number,
+// one field with 1-byte offsets and an absolute next; COMPACT ones n_owned 1, heap
+// number and status, and a relative next.
+const (
+	emptyRedundant = "\x08\x01\x00\x00\x03\x00\x74infimum\x00" + "\x09\x01\x00\x08\x03\x00\x00supremum\x00"
+	emptyCompact   = "\x01\x00\x02\x00\x0dinfimum\x00" + "\x01\x00\x0b\x00\x00supremum"
 )
 
 // pageCreate makes the frame an empty index page (page_create_low). It keeps the

@@ -9,7 +9,7 @@ func checkCompactPage(p *extPage, pageNo uint32, in extInsert) (nSlots, h int, e
 	case h < 0x8002 || h&0x7FFF >= p.size/newExtra || h&0x7FFF < nSlots:
 		return 0, 0, p.corrupt("PAGE_N_HEAP %#x with %d slots", h, nSlots)
 	}
-	if err := checkIndexPage(p, pageNo, fmtCompact); err != nil {
+	if err := checkIndexPage(p, pageNo, compactFmt()); err != nil {
 		return 0, 0, err
 	}
 	if in.enc&statusInstant != 0 && !isLeaf(p) {
@@ -27,7 +27,7 @@ func isLeaf(p *extPage) bool { return p.u16(phLevel) == 0 }
 // insertDynamic applies INSERT_HEAP_DYNAMIC or INSERT_REUSE_DYNAMIC
 // (page_apply_insert_dynamic).
 func insertDynamic(p *extPage, pageNo uint32, in extInsert) error {
-	rf := fmtCompact
+	rf := compactFmt()
 	nSlots, h, err := checkCompactPage(p, pageNo, in)
 	if err != nil {
 		return err
@@ -74,7 +74,7 @@ func insertDynamic(p *extPage, pageNo uint32, in extInsert) error {
 // record's would (COMPACT). It returns the start of the new header and the freed
 // record's heap number.
 func takeCompactFree(p *extPage, t *insertTarget, shift, extra, dataSize int) (buf, heapNo int, err error) {
-	rf := fmtCompact
+	rf := compactFmt()
 	free := p.u16(phFree)
 	if free < rf.heapBot+newExtra || free > t.heapTop {
 		return 0, 0, p.corrupt("PAGE_FREE %d outside the heap", free)
@@ -120,7 +120,9 @@ func writeCompactRecord(p *extPage, t *insertTarget, in extInsert, buf, h int) {
 	if isLeaf(p) {
 		status = in.enc & statusInstant
 	}
-	p.write(buf, []byte{byte(in.enc&3) << 4, byte(h >> 5), byte((h&31)<<3 | status)})
+	p.set8(buf, (in.enc&3)<<4)
+	p.set8(buf+1, h>>5)
+	p.set8(buf+2, (h&31)<<3|status)
 	r := buf + newExtra
 	p.set16(r-2, t.nextRec-r)
 }

@@ -34,7 +34,7 @@ func checkRedundantPage(p *extPage, pageNo uint32) (nSlots, h int, err error) {
 	case h < nSlots || h < 2 || h >= p.size/oldExtra:
 		return 0, 0, p.corrupt("PAGE_N_HEAP %#x with %d slots", h, nSlots)
 	}
-	return nSlots, h, checkIndexPage(p, pageNo, fmtRedundant)
+	return nSlots, h, checkIndexPage(p, pageNo, redundantFmt())
 }
 
 // checkIndexPage checks the page type, the page number and the supremum's next field.
@@ -53,7 +53,7 @@ func checkIndexPage(p *extPage, pageNo uint32, rf recFmt) error {
 // insertRedundant applies INSERT_HEAP_REDUNDANT or INSERT_REUSE_REDUNDANT
 // (page_apply_insert_redundant).
 func insertRedundant(p *extPage, pageNo uint32, in extInsert) error {
-	rf := fmtRedundant
+	rf := redundantFmt()
 	nSlots, h, err := checkRedundantPage(p, pageNo)
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func insertRedundant(p *extPage, pageNo uint32, in extInsert) error {
 
 // checkRedundantPrev checks the predecessor and its successor (REDUNDANT).
 func checkRedundantPrev(p *extPage, t *insertTarget, hdrC int) error {
-	rf := fmtRedundant
+	rf := redundantFmt()
 	prev := t.prevRec
 	if prev != rf.infimum && (prev < rf.heapBot+oldExtra+1 || prev > t.heapTop) {
 		return p.corrupt("predecessor %d outside the heap", prev)
@@ -134,7 +134,7 @@ func buildRedundantHeader(p *extPage, t *insertTarget, in extInsert) ([]byte, in
 	if extra-hc > len(in.lit) {
 		return nil, 0, p.corrupt("%d literal bytes, header needs %d", len(in.lit), extra-hc)
 	}
-	if err := findInsertOwner(p, fmtRedundant, t); err != nil {
+	if err := findInsertOwner(p, redundantFmt(), t); err != nil {
 		return nil, 0, err
 	}
 	hdr := make([]byte, extra)
@@ -175,7 +175,7 @@ func setOldHeapNo(hdr []byte, h int) {
 // takeRedundantFree checks the head of the PAGE_FREE list and takes it for a record
 // of need bytes (REDUNDANT): the new header starts where the freed one did.
 func takeRedundantFree(p *extPage, t *insertTarget, hdr []byte, need int) (int, error) {
-	rf := fmtRedundant
+	rf := redundantFmt()
 	free := p.u16(phFree)
 	if free < rf.heapBot+oldExtra || free > t.heapTop {
 		return 0, p.corrupt("PAGE_FREE %d outside the heap", free)

@@ -9,10 +9,13 @@ type recFmt struct {
 	extra    int // fixed header bytes before each record origin
 }
 
-var (
-	fmtRedundant = recFmt{false, oldInfimum, oldSupremum, oldSupremumEnd, oldExtra}
-	fmtCompact   = recFmt{true, newInfimum, newSupremum, newSupremumEnd, newExtra}
-)
+// redundantFmt is the ROW_FORMAT=REDUNDANT record format.
+func redundantFmt() recFmt {
+	return recFmt{false, oldInfimum, oldSupremum, oldSupremumEnd, oldExtra}
+}
+
+// compactFmt is the COMPACT/DYNAMIC record format.
+func compactFmt() recFmt { return recFmt{true, newInfimum, newSupremum, newSupremumEnd, newExtra} }
 
 // owned returns the n_owned nibble of the record at rec.
 func (rf recFmt) owned(p *extPage, rec int) int { return p.u8(rec-rf.extra) & 0x0F }

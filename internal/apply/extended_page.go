@@ -16,10 +16,18 @@ type extPage struct {
 	offs []int32 // journal: offset of each saved span
 	lens []int32 // journal: length of each saved span
 	old  []byte  // journal: the saved bytes, span after span
+
+	// Initial journal storage: enough for an insert or delete of a short record
+	// without allocating.
+	offBuf, lenBuf [32]int32
+	oldBuf         [512]byte
 }
 
+// newExtPage returns the journaled view of frame.
 func newExtPage(frame []byte) *extPage {
-	return &extPage{f: frame, size: len(frame)}
+	p := &extPage{f: frame, size: len(frame)}
+	p.offs, p.lens, p.old = p.offBuf[:0], p.lenBuf[:0], p.oldBuf[:0]
+	return p
 }
 
 // in reports whether [off, off+n) lies inside the frame; if not it marks the page bad.
