@@ -183,10 +183,18 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// logEnd finds the end LSN of the log (the first pass: pages newer than it are
-// refused, as the server refuses pages "in the future").
+// logEnd is the first pass over the log: it checks every record as the server's parser
+// does, so that a record ferry refuses is found before any page is written, and finds
+// the end LSN (pages newer than it are refused, as the server refuses pages "in the
+// future").
 func (a *applier) logEnd() (uint64, error) {
-	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(redo.MTR) error { return nil })
+	p := &parser{b: newBatch(), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{},
+		inject: faultpoint.Fails("apply-record"), dry: true}
+	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, p.add)
+	var re *RecordError
+	if errors.As(err, &re) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errUnsupported, err)
 	}

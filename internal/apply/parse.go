@@ -94,6 +94,7 @@ type parser struct {
 	pageSize int                    // innodb_page_size: no record is longer
 	cur      map[redo.PageID]*group // this mini-transaction's group per page
 	inject   bool                   // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
+	dry      bool                   // check the records only: store nothing (the first pass)
 }
 
 // space returns the log state of space id, creating it.
@@ -184,6 +185,9 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 		}
 	}
 	if p.spaces[w.id.Space] != nil && p.spaces[w.id.Space].deleted {
+		return nil
+	}
+	if p.dry {
 		return nil
 	}
 	if w.id.Page == 0 {
