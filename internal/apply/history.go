@@ -36,7 +36,7 @@ func ReadHistory(path string, keys redo.KeyFunc, algorithm string) (*History, er
 			return fmt.Errorf("LSN %d: %w", m.Start, w.err)
 		}
 		for id, types := range seen {
-			freed := types[0] == "FREE_PAGE"
+			freed := types[len(types)-1] == "FREE_PAGE"
 			if prev, ok := h.last[id]; ok && prev.freed && !freed && types[0] != "INIT_PAGE" {
 				freed = true // records after FREE_PAGE without INIT_PAGE: still a freed page
 			}

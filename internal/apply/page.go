@@ -22,9 +22,14 @@ type pageJob struct {
 func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	pl, sp := j.log, j.sp
 	if pl.freed {
-		return false, nil // FREE_PAGE alone: the server leaves the page as it is
+		// FREE_PAGE alone: the server leaves the page as it is, except in a
+		// page_compressed tablespace, where it punches the page out of the file.
+		if sp.flags.PageCompressed() {
+			return true, sp.punch(j.id.Page)
+		}
+		return false, nil
 	}
-	if reason := sp.unsupported(); reason != "" {
+	if reason := sp.unsupported(); reason != "" && j.id.Page != 0 { // page 0 is never encrypted nor compressed
 		return false, a.refuse(j, pl.groups[0], reason)
 	}
 	frame, out := buf[:sp.physSize()], buf[sp.physSize():2*sp.physSize()]

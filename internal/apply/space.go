@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"golang.org/x/sys/unix"
 )
 
 // DataFile is one file of the system tablespace (innodb_data_file_path), in order.
@@ -73,6 +74,18 @@ func (s *space) writePage(b []byte, no uint32) error {
 	f, off := s.locate(no)
 	if _, err := f.WriteAt(b, off); err != nil {
 		return fmt.Errorf("write page %d of %s: %w", no, s.path(), err)
+	}
+	return nil
+}
+
+// punch frees the blocks of page no (a freed page of a page_compressed tablespace, as
+// the server punches it: reads then give zeros). A file system that cannot punch keeps
+// the page as it is, as the server's write does there.
+func (s *space) punch(no uint32) error {
+	f, off := s.locate(no)
+	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, int64(s.physSize()))
+	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("punch page %d of %s: %w", no, s.path(), err)
 	}
 	return nil
 }
