@@ -125,6 +125,10 @@ func newApplier(cfg Config) (*applier, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ps := spaces[0].flags.PageSize(); ps != cfg.PageSize {
+		closeAll(spaces, deferred)
+		return nil, fmt.Errorf("%w: the backup says innodb_page_size=%d, its system tablespace has %d-byte pages", errUnsupported, cfg.PageSize, ps)
+	}
 	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
 		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
 	for _, sp := range spaces {
