@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/ferry-backup/ferry/internal/aesnopad"
 )
 
 // Encryption metadata on page 0 (fil_space_crypt_t, fil0crypt.cc): after the 6-byte
@@ -418,23 +420,5 @@ func (c *PageCrypt) pageKey(version uint32) (cipher.Block, error) {
 
 // transform encrypts or decrypts b in place under block and iv, in the plugin's mode.
 func (c *PageCrypt) transform(block cipher.Block, b, iv []byte, encrypt bool) {
-	if c.ctr {
-		cipher.NewCTR(block, iv).XORKeyStream(b, b)
-		return
-	}
-	full := len(b) / aes.BlockSize * aes.BlockSize
-	if full > 0 {
-		if encrypt {
-			cipher.NewCBCEncrypter(block, iv).CryptBlocks(b[:full], b[:full])
-		} else {
-			cipher.NewCBCDecrypter(block, iv).CryptBlocks(b[:full], b[:full])
-		}
-	}
-	if full < len(b) {
-		var mask [aes.BlockSize]byte
-		block.Encrypt(mask[:], iv)
-		for i := full; i < len(b); i++ {
-			b[i] ^= mask[i-full]
-		}
-	}
+	aesnopad.Transform(block, c.ctr, b, iv, encrypt)
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/aesnopad"
 )
 
 // KeyFunc returns the key management plugin's key with an id and version.
@@ -114,25 +116,7 @@ func (c *LogCrypt) crypt(recs, nonce []byte, encrypt bool) error {
 
 // transform encrypts or decrypts b in place with the record key and iv.
 func (c *LogCrypt) transform(b, iv []byte, encrypt bool) {
-	if c.ctr {
-		cipher.NewCTR(c.block, iv).XORKeyStream(b, b)
-		return
-	}
-	full := len(b) / aes.BlockSize * aes.BlockSize
-	if full > 0 {
-		if encrypt {
-			cipher.NewCBCEncrypter(c.block, iv).CryptBlocks(b[:full], b[:full])
-		} else {
-			cipher.NewCBCDecrypter(c.block, iv).CryptBlocks(b[:full], b[:full])
-		}
-	}
-	if full < len(b) {
-		var mask [aes.BlockSize]byte
-		c.block.Encrypt(mask[:], iv)
-		for i := full; i < len(b); i++ {
-			b[i] ^= mask[i-full]
-		}
-	}
+	aesnopad.Transform(c.block, c.ctr, b, iv, encrypt)
 }
 
 // recordHeaderLen is the number of type and length bytes at the start of record r.
