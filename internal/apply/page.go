@@ -17,8 +17,8 @@ type pageJob struct {
 }
 
 // rollPage reads one page (unless the redo builds it), applies the groups newer than
-// its FIL_PAGE_LSN and writes it back if any applied. buf is scratch of at least the
-// page's physical size. It returns whether the page was written.
+// its FIL_PAGE_LSN and writes it back if any applied. buf is scratch of at least twice
+// the page's physical size. It returns whether the page was written.
 func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	pl, sp := j.log, j.sp
 	if pl.freed {
@@ -33,32 +33,9 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 		return false, a.refuse(j, pl.groups[0], reason)
 	}
 	frame, out := buf[:sp.physSize()], buf[sp.physSize():2*sp.physSize()]
-	var pageLSN uint64
-	first := arena[pl.groups[0].off:]
-	if !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
-		return false, a.refuse(j, pl.groups[0], "records after FREE_PAGE without INIT_PAGE")
-	}
-	if pl.init {
-		clear(frame)
-	} else {
-		if err := sp.readPage(frame, j.id.Page); err != nil {
-			return false, err
-		}
-		if innodb.IsZero(frame) {
-			return false, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
-		}
-		if sp.codec != nil {
-			if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
-				return false, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
-			}
-			if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
-				return false, a.refuse(j, pl.groups[0], err.Error())
-			}
-		}
-		if reason := a.checkRead(sp, frame, j.id); reason != "" {
-			return false, a.refuse(j, pl.groups[0], reason)
-		}
-		pageLSN = innodb.PageLSN(frame)
+	pageLSN, err := a.readForRoll(j, arena, frame)
+	if err != nil {
+		return false, err
 	}
 	var applied *group
 	for i := range pl.groups {
@@ -74,18 +51,58 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	if applied == nil {
 		return false, nil // every group was older: the page is not rewritten
 	}
+	return true, a.writeRolled(j, frame, out, applied.end)
+}
+
+// readForRoll puts the page as recovery starts from into frame: zeros if its log starts
+// with INIT_PAGE, else the page read, decrypted, decompressed and checked. It returns
+// the page's FIL_PAGE_LSN (0 for a built page).
+func (a *applier) readForRoll(j pageJob, arena, frame []byte) (uint64, error) {
+	pl, sp := j.log, j.sp
+	if first := arena[pl.groups[0].off:]; !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
+		return 0, a.refuse(j, pl.groups[0], "records after FREE_PAGE without INIT_PAGE")
+	}
+	if pl.init {
+		clear(frame)
+		return 0, nil
+	}
+	if err := sp.readPage(frame, j.id.Page); err != nil {
+		return 0, err
+	}
+	if innodb.IsZero(frame) {
+		return 0, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
+	}
+	if sp.codec != nil {
+		if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
+			return 0, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
+		}
+		if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
+			return 0, a.refuse(j, pl.groups[0], err.Error())
+		}
+	}
+	if reason := a.checkRead(sp, frame, j.id); reason != "" {
+		return 0, a.refuse(j, pl.groups[0], reason)
+	}
+	return innodb.PageLSN(frame), nil
+}
+
+// writeRolled sets the rolled page's LSN and the fields the server computes when it
+// writes a page, encrypts and compresses it as the tablespace wants (into out), and
+// writes it.
+func (a *applier) writeRolled(j pageJob, frame, out []byte, lsn uint64) error {
+	sp := j.sp
 	if sp.flags.ZipSize() != 0 {
-		innodb.SealZipPage(frame, j.id.Page, applied.end)
+		innodb.SealZipPage(frame, j.id.Page, lsn)
 	} else {
-		innodb.SealPage(frame, j.id.Space, j.id.Page, sp.flags, applied.end)
+		innodb.SealPage(frame, j.id.Space, j.id.Page, sp.flags, lsn)
 	}
 	if sp.codec != nil {
 		if _, err := sp.codec.Encode(out, frame, j.id.Page); err != nil {
-			return false, a.refuse(j, *applied, err.Error())
+			return &RecordError{Space: j.id.Space, Page: j.id.Page, LSN: lsn, Record: "(write)", Reason: err.Error()}
 		}
 		frame = out
 	}
-	return true, sp.writePage(frame, j.id.Page)
+	return sp.writePage(frame, j.id.Page)
 }
 
 // checkRead is the server's test of a page read for recovery: checksum, page id and
