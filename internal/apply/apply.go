@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 )
 
 // Config says what to roll forward and how.
@@ -35,7 +36,7 @@ type Config struct {
 	// CompressionLevel is innodb_compression_level, the level page_compressed pages are
 	// written with during recovery (0: the server's default, 6).
 	CompressionLevel int
-	Parallel         int // pages rolled at once; default GOMAXPROCS
+	Parallel         int // pages rolled at once; default 4 per core, at least 16
 	Memory           int // bytes of redo records held per batch; default 256 MiB
 	Log              *slog.Logger
 }
@@ -47,6 +48,8 @@ type Result struct {
 	Batches               int
 	Pages                 int // pages written
 	Took                  time.Duration
+	Check                 time.Duration // the first pass over the log
+	Roll                  time.Duration // reading, applying and writing pages (parsing aside)
 }
 
 // ErrNotApplied wraps every reason why Dir left the data files for the server's
@@ -94,15 +97,16 @@ var errUnsupported = errors.New("unsupported")
 
 // applier is one run of Dir.
 type applier struct {
-	cfg      Config
-	logPath  string
-	spaces   map[uint32]*space
-	deferred map[string]*os.File
-	logs     map[uint32]*spaceLog
-	end      uint64 // end LSN of the redo: no page may be newer
-	written  map[*space]bool
-	arena    []byte
-	pages    int // pages written so far, for the test pause point apply-page
+	cfg       Config
+	logPath   string
+	spaces    map[uint32]*space
+	deferred  map[string]*os.File
+	logs      map[uint32]*spaceLog
+	end       uint64 // end LSN of the redo: no page may be newer
+	redoBytes uint64 // from the checkpoint to the end
+	written   map[*space]bool
+	arena     []byte
+	pages     int // pages written so far, for the test pause point apply-page
 	// injectDecrypt (FERRY_TEST_FAIL=apply-decrypt) refuses the first encrypted page read.
 	injectDecrypt bool
 }
@@ -113,7 +117,9 @@ func newApplier(cfg Config) (*applier, error) {
 		cfg.PageSize = 16384
 	}
 	if cfg.Parallel <= 0 {
-		cfg.Parallel = runtime.GOMAXPROCS(0)
+		// Reads of pages not in the page cache wait on the disk: more pages in flight
+		// than cores keep both busy.
+		cfg.Parallel = max(16, 4*runtime.GOMAXPROCS(0))
 	}
 	if cfg.Memory <= 0 {
 		cfg.Memory = 256 << 20
@@ -151,20 +157,26 @@ func (a *applier) close() { closeAll(a.spaces, a.deferred) }
 // pages of each batch forward.
 func (a *applier) run(ctx context.Context) (Result, error) {
 	var res Result
+	t0 := time.Now()
 	end, err := a.logEnd()
 	if err != nil {
 		return res, err
 	}
-	a.end = end
-	p := &parser{b: newBatch(), spaces: a.logs, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{}, inject: faultpoint.Fails("apply-record")}
+	a.end, res.Check = end, time.Since(t0)
+	// One arena for every batch, big enough that it never grows: a batch ends once it
+	// holds cfg.Memory bytes, and a mini-transaction is at most MTRSizeMax.
+	arena := make([]byte, 0, min(uint64(a.cfg.Memory), a.redoBytes)+redo.MTRSizeMax)
+	p := &parser{b: newBatch(arena), spaces: a.logs, pageSize: a.cfg.PageSize, inject: faultpoint.Fails("apply-record")}
 	flush := func() error {
 		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
 			return nil
 		}
+		t1 := time.Now()
 		n, err := a.applyBatch(ctx, p.b)
+		res.Roll += time.Since(t1)
 		res.Pages += n
 		res.Batches++
-		p.b = newBatch()
+		p.b = newBatch(p.b.arena[:0])
 		return err
 	}
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
@@ -192,7 +204,7 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 // the end LSN (pages newer than it are refused, as the server refuses pages "in the
 // future").
 func (a *applier) logEnd() (uint64, error) {
-	p := &parser{b: newBatch(), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize, cur: map[redo.PageID]*group{},
+	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize,
 		inject: faultpoint.Fails("apply-record"), dry: true}
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, p.add)
 	var re *RecordError
@@ -202,6 +214,7 @@ func (a *applier) logEnd() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", errUnsupported, err)
 	}
+	a.redoBytes = ll.EndLSN - ll.Checkpoint.LSN
 	return ll.EndLSN, nil
 }
 
@@ -216,6 +229,7 @@ func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	prefetch(jobs)
 	// Page 0 first: a tablespace created during the copy learns from it whether its
 	// other pages are encrypted.
 	n0, err := a.roll(ctx, b, pageZeros(jobs))
@@ -235,6 +249,35 @@ func (a *applier) applyBatch(ctx context.Context, b *batch) (int, error) {
 	}
 	n, err := a.roll(ctx, b, otherPages(jobs))
 	return n0 + n, err
+}
+
+// prefetch asks the kernel to read ahead the pages of jobs (sorted by tablespace and
+// page) that the batch reads, in runs of neighbouring pages, so that the reads of the
+// roll find them in the page cache.
+func prefetch(jobs []pageJob) {
+	const gap = 8 // pages between two reads that still make one run
+	for i := 0; i < len(jobs); {
+		j := i
+		for j+1 < len(jobs) && jobs[j+1].sp == jobs[i].sp && jobs[j+1].id.Page-jobs[j].id.Page <= gap {
+			j++
+		}
+		if sp := jobs[i].sp; !allBuilt(jobs[i : j+1]) {
+			f, off := sp.locate(jobs[i].id.Page)
+			n := int64(jobs[j].id.Page-jobs[i].id.Page+1) * int64(sp.physSize())
+			unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED) // advice only: an error changes nothing
+		}
+		i = j + 1
+	}
+}
+
+// allBuilt tells whether every page of jobs is built from INIT_PAGE or freed (none is read).
+func allBuilt(jobs []pageJob) bool {
+	for _, j := range jobs {
+		if !j.log.init && !j.log.freed {
+			return false
+		}
+	}
+	return true
 }
 
 // pageZeros returns the jobs of page 0.

@@ -3,6 +3,7 @@ package apply
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 
@@ -84,17 +85,20 @@ type batch struct {
 	first uint64 // start LSN of the batch's first mini-transaction
 }
 
-// newBatch returns an empty batch.
-func newBatch() *batch { return &batch{pages: map[redo.PageID]*pageLog{}} }
+// newBatch returns an empty batch whose records go into arena (emptied, reused).
+func newBatch(arena []byte) *batch {
+	return &batch{arena: arena[:0], pages: map[redo.PageID]*pageLog{}}
+}
 
 // parser splits mini-transactions into per-page groups.
 type parser struct {
 	b        *batch
 	spaces   map[uint32]*spaceLog
-	pageSize int                    // innodb_page_size: no record is longer
-	cur      map[redo.PageID]*group // this mini-transaction's group per page
-	inject   bool                   // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
-	dry      bool                   // check the records only: store nothing (the first pass)
+	pageSize int           // innodb_page_size: no record is longer
+	pending  []pending     // this mini-transaction's page records
+	order    []redo.PageID // its pages, in order of first record
+	inject   bool          // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
+	dry      bool          // check the records only: store nothing (the first pass)
 }
 
 // space returns the log state of space id, creating it.
@@ -116,7 +120,7 @@ func (p *parser) add(m redo.MTR) error {
 	for _, op := range ops {
 		p.fileOp(op)
 	}
-	clear(p.cur)
+	p.pending = p.pending[:0]
 	w := recWalker{recs: m.Recs}
 	for w.next() {
 		if w.err != nil {
@@ -131,6 +135,9 @@ func (p *parser) add(m redo.MTR) error {
 	}
 	if w.err != nil {
 		return &RecordError{LSN: m.Start, Record: "?", Reason: w.err.Error()}
+	}
+	if !p.dry {
+		p.storeMtr(m)
 	}
 	return nil
 }
@@ -193,40 +200,59 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 	if w.id.Page == 0 {
 		p.pageZero(w)
 	}
-	p.store(m, w)
+	p.store(w)
 	return nil
 }
 
-// store appends the record to its page's group of this mini-transaction.
-func (p *parser) store(m redo.MTR, w *recWalker) {
-	pl := p.b.pages[w.id]
-	if pl == nil {
-		pl = &pageLog{}
-		p.b.pages[w.id] = pl
+// pending is one page record of the mini-transaction being parsed.
+type pending struct {
+	id  redo.PageID
+	typ byte
+	rec []byte // in the MTR's records: valid while the mini-transaction is parsed
+}
+
+// store keeps the record until the mini-transaction ends (storeMtr).
+func (p *parser) store(w *recWalker) {
+	p.pending = append(p.pending, pending{id: w.id, typ: w.typ, rec: w.rec})
+}
+
+// storeMtr files the mini-transaction's records as one group per page, each group
+// contiguous in the arena. A FREE_PAGE or INIT_PAGE drops the page's earlier records,
+// in this mini-transaction and before.
+func (p *parser) storeMtr(m redo.MTR) {
+	p.order = p.order[:0]
+	for _, r := range p.pending {
+		if !slices.Contains(p.order, r.id) {
+			p.order = append(p.order, r.id)
+		}
 	}
-	if w.typ == recFree || w.typ == recInit {
-		pl.groups, pl.init, pl.freed = pl.groups[:0], w.typ == recInit, w.typ == recFree
-		delete(p.cur, w.id)
-	} else if pl.freed && len(pl.groups) > 0 && p.cur[w.id] == nil {
-		pl.freed = false // records after FREE_PAGE: apply refuses the page
+	for _, id := range p.order {
+		from, kind := 0, byte(0xFF)
+		for i, r := range p.pending {
+			if r.id == id && (r.typ == recFree || r.typ == recInit) {
+				from, kind = i, r.typ
+			}
+		}
+		pl := p.b.pages[id]
+		if pl == nil {
+			pl = &pageLog{}
+			p.b.pages[id] = pl
+		}
+		switch {
+		case kind != 0xFF:
+			pl.groups, pl.init, pl.freed = pl.groups[:0], kind == recInit, kind == recFree
+		case pl.freed && len(pl.groups) > 0:
+			pl.freed = false // records after FREE_PAGE: apply refuses the page
+		}
+		off := len(p.b.arena)
+		for _, r := range p.pending[from:] {
+			if r.id == id {
+				p.b.arena = append(p.b.arena, r.rec...)
+			}
+		}
+		pl.groups = append(pl.groups, group{start: m.Start, end: m.End, off: off, n: len(p.b.arena) - off})
 	}
-	g := p.cur[w.id]
-	if g == nil {
-		pl.groups = append(pl.groups, group{start: m.Start, end: m.End, off: len(p.b.arena)})
-		g = &pl.groups[len(pl.groups)-1]
-		p.cur[w.id] = g
-	}
-	if g != &pl.groups[len(pl.groups)-1] { // the slice grew: find the group again
-		g = &pl.groups[len(pl.groups)-1]
-		p.cur[w.id] = g
-	}
-	if g.off+g.n != len(p.b.arena) { // another page's records came between
-		p.b.arena = append(p.b.arena, p.b.arena[g.off:g.off+g.n]...)
-		g.off = len(p.b.arena) - g.n
-	}
-	// A same-page record follows its page's previous record, so the group reads alone.
-	p.b.arena = append(p.b.arena, w.rec...)
-	g.n = len(p.b.arena) - g.off
+	p.pending = p.pending[:0]
 }
 
 // pageZero notes the tablespace size and flags a WRITE to page 0 sets (§7.1).
@@ -262,9 +288,9 @@ func (p *parser) dropSpace(id uint32) {
 	for pid := range p.b.pages {
 		if pid.Space == id {
 			delete(p.b.pages, pid)
-			delete(p.cur, pid)
 		}
 	}
+	p.pending = slices.DeleteFunc(p.pending, func(r pending) bool { return r.id.Space == id })
 }
 
 // FSP header fields on page 0.

@@ -1,0 +1,77 @@
+package apply_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// TestApplyProfile builds a backup with a lot of redo (FERRY_APPLY_PROFILE=seconds of
+// load) and applies it, for go test -cpuprofile: where the apply's time goes.
+func TestApplyProfile(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("FERRY_APPLY_PROFILE"))
+	if err != nil {
+		t.Skip("set FERRY_APPLY_PROFILE to a load duration")
+	}
+	s := testdb.Start(t, testdb.Options{LogFileSize: "2G"})
+	db := s.DB(t)
+	for i, f := range formats[:3] {
+		mustExec(t, db, "CREATE TABLE test.t"+string(rune('0'+i))+" (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) "+f)
+	}
+	for i := range 3 {
+		mustExec(t, db, fmt.Sprintf("INSERT INTO test.t%d (k, v) SELECT seq, REPEAT('p', 100) FROM test.seq_1_to_300000", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for w := range 2 {
+		go func() { done <- spread(ctx, db, uint64(w)+rand.Uint64()) }()
+	}
+	time.Sleep(d)
+	dir := filepath.Join(t.TempDir(), "b")
+	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
+	}
+	cancel()
+	<-done
+	<-done
+	renameNew(t, dir)
+	// mariadb-backup starts its copy of the log at the checkpoint: make the load's redo
+	// part of it by applying what the whole log holds.
+	t0 := time.Now()
+	res, err := apply.Dir(context.Background(), apply.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d MB of redo, %d pages, %d batches in %v", res.RedoBytes>>20, res.Pages, res.Batches, time.Since(t0))
+}
+
+// spread updates, deletes and inserts single rows at random places of t0..t2, so that
+// the redo touches many pages (as sysbench oltp_write_only does).
+func spread(ctx context.Context, db *sql.DB, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	for ctx.Err() == nil {
+		t, id := rng.IntN(3), 1+rng.IntN(300000)
+		var q string
+		switch rng.IntN(4) {
+		case 0:
+			q = fmt.Sprintf("DELETE FROM test.t%d WHERE id = %d", t, id)
+		case 1:
+			q = fmt.Sprintf("INSERT INTO test.t%d (k, v) VALUES (%d, REPEAT('i', %d))", t, id, rng.IntN(150))
+		default:
+			q = fmt.Sprintf("UPDATE test.t%d SET k = k + 1, v = REPEAT('u', %d) WHERE id = %d", t, rng.IntN(150), id)
+		}
+		if _, err := db.ExecContext(ctx, q); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
