@@ -25,18 +25,24 @@ const (
 // unchanged, when the server would find the record or the page corrupt.
 // TRIM_PAGES never reaches it (the caller handles it while parsing).
 func applyExtended(frame []byte, pageNo uint32, payload []byte) error {
+	return applyExtendedUndo(frame, pageNo, payload, true)
+}
+
+// applyExtendedUndo is applyExtended; with undo false a refused record may leave the
+// frame partly changed (the engine, which then drops the page, saves the journal).
+func applyExtendedUndo(frame []byte, pageNo uint32, payload []byte, undo bool) error {
 	if len(payload) == 0 {
 		return fmt.Errorf("EXTENDED record without a subtype")
 	}
 	sub := payload[0]
-	if err := applyExtendedSub(frame, pageNo, payload); err != nil {
+	if err := applyExtendedSub(frame, pageNo, payload, undo); err != nil {
 		return fmt.Errorf("%s: %w", extendedName(sub), err)
 	}
 	return nil
 }
 
 // applyExtendedSub checks the page size and the subtype's length rules, then applies.
-func applyExtendedSub(frame []byte, pageNo uint32, payload []byte) error {
+func applyExtendedSub(frame []byte, pageNo uint32, payload []byte, undo bool) error {
 	if len(frame) < 4096 || len(frame)&(len(frame)-1) != 0 || len(frame) > 65536 {
 		return fmt.Errorf("page size %d is not a power of 2 from 4096 to 65536", len(frame))
 	}
@@ -64,21 +70,21 @@ func applyExtendedSub(frame []byte, pageNo uint32, payload []byte) error {
 			return err
 		}
 		if sub&2 != 0 {
-			return insertDynamic(newExtPage(frame), pageNo, in)
+			return insertDynamic(extView(frame, undo), pageNo, in)
 		}
-		return insertRedundant(newExtPage(frame), pageNo, in)
+		return insertRedundant(extView(frame, undo), pageNo, in)
 	case extDeleteRedundant:
 		prev, err := parseDeleteRedundant(payload)
 		if err != nil {
 			return err
 		}
-		return deleteRedundant(newExtPage(frame), pageNo, prev)
+		return deleteRedundant(extView(frame, undo), pageNo, prev)
 	case extDeleteDynamic:
 		prev, hdr, data, err := parseDeleteDynamic(payload)
 		if err != nil {
 			return err
 		}
-		return deleteDynamic(newExtPage(frame), pageNo, prev, hdr, data)
+		return deleteDynamic(extView(frame, undo), pageNo, prev, hdr, data)
 	case extTrimPages:
 		return fmt.Errorf("applied while parsing the log, not to a page")
 	}

@@ -9,9 +9,10 @@ import "fmt"
 // first write (a directory split or balance that would walk off the record list)
 // can put the frame back exactly as it was.
 type extPage struct {
-	f    []byte
-	size int
-	bad  string // first out-of-frame access, if any
+	f      []byte
+	size   int
+	bad    string // first out-of-frame access, if any
+	noUndo bool   // no journal: the caller drops the frame if the record is refused
 
 	offs []int32 // journal: offset of each saved span
 	lens []int32 // journal: length of each saved span
@@ -28,6 +29,15 @@ func newExtPage(frame []byte) *extPage {
 	p := &extPage{f: frame, size: len(frame)}
 	p.offs, p.lens, p.old = p.offBuf[:0], p.lenBuf[:0], p.oldBuf[:0]
 	return p
+}
+
+// extView returns the view of frame for the engine: without the journal when undo is
+// false (the engine drops a page whose record is refused, so nothing needs undoing).
+func extView(frame []byte, undo bool) *extPage {
+	if undo {
+		return newExtPage(frame)
+	}
+	return &extPage{f: frame, size: len(frame), noUndo: true}
 }
 
 // in reports whether [off, off+n) lies inside the frame; if not it marks the page bad.
@@ -70,7 +80,7 @@ func (p *extPage) save(off, n int) bool {
 	if !p.in(off, n) {
 		return false
 	}
-	if n == 0 {
+	if n == 0 || p.noUndo {
 		return true
 	}
 	p.offs = append(p.offs, int32(off))

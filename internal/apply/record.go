@@ -40,7 +40,7 @@ func applyRecord(frame []byte, w *recWalker, zip bool) error {
 		if zip {
 			return fmt.Errorf("EXTENDED record for a ROW_FORMAT=COMPRESSED page")
 		}
-		return applyExtended(frame, w.id.Page, w.body)
+		return applyExtendedUndo(frame, w.id.Page, w.body, false)
 	case recWrite, recMemset, recMemmove:
 		return applyBytes(frame, w)
 	}

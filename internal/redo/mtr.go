@@ -71,12 +71,34 @@ func skipRecords(b []byte) (int, mtr) {
 		if b[p] <= 1 {
 			return p, mtr{status: mtrOK}
 		}
-		n, st := recordLen(b[p:])
-		if st.status != mtrOK {
-			return 0, st
+		n, st := recordSize(b[p:])
+		if st != mtrOK {
+			_, m := recordLen(b[p:]) // the reason
+			return 0, m
 		}
 		p += n
 	}
+}
+
+// recordSize returns the total length of the record at the start of b (its header
+// byte plus everything after it), and whether it is valid or needs more bytes; it is
+// recordLen without the reason, for the hot paths. It does not check that the record
+// fits in b.
+func recordSize(b []byte) (int, mtrStatus) {
+	if n := int(b[0] & 0x0F); n != 0 {
+		return 1 + n, mtrOK
+	}
+	if len(b) < 2 {
+		return 0, mtrPremature
+	}
+	v, n := decodeVarint(b[1:])
+	switch {
+	case n == 0 || (n <= len(b)-1 && v >= MTRSizeMax):
+		return 0, mtrInvalid
+	case n > len(b)-1:
+		return 0, mtrPremature
+	}
+	return 1 + int(v) + 15, mtrOK
 }
 
 // recordLen returns the total length of the record at the start of b (its

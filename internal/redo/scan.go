@@ -146,8 +146,8 @@ func RecordLen(b []byte) (int, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
-	n, st := recordLen(b)
-	return n, st.status == mtrOK && n <= len(b)
+	n, st := recordSize(b)
+	return n, st == mtrOK && n <= len(b)
 }
 
 // RecordBody returns the bytes of the record r after its header byte and length varint.
