@@ -375,6 +375,7 @@ for ((r = 1; r <= RUNS; r++)); do
     RC=0
     if [[ $what == ferry-* ]]; then
       timed_rc "$what" "$r" "$F_REST" "${CMD[$what]}"
+      ((RC == 0)) || kv "failed_$what" 1               # its times are no result: no ratio from them
       # the apply's or the recovery's own time, from ferry's log
       took=$(logval "$LOGS/$what-$r.log" "prepare: redo applied natively; the copy needs no recovery" took)
       [[ -n $took ]] || took=$(logval "$LOGS/$what-$r.log" "prepare: recovery finished" took)
@@ -484,11 +485,13 @@ report() {
       print "\n| ratio | value | target | met |\n|---|---|---|---|"
       for (i = 1; i <= nm; i++) {
         fc = agg(W, "ferry-restore-chain-" M[i], "med"); ffr = agg(W, "ferry-restore-full-" M[i], "med")
-        r = ratio(fc, ffr); printf "| ferry chain restore / ferry full restore, wall, `--recovery %s` | %s | ≤ 1.30 | %s |\n", M[i], r, met(r, 1.30)
+        r = (K["failed_ferry-restore-chain-" M[i]] || K["failed_ferry-restore-full-" M[i]]) ? "– (a restore failed)" : ratio(fc, ffr)
+        printf "| ferry chain restore / ferry full restore, wall, `--recovery %s` | %s | ≤ 1.30 | %s |\n", M[i], r, r ~ /^–/ ? "–" : met(r, 1.30)
       }
       printf "| mariadb-backup chain / mariadb-backup full (copy + prepare + copy-back), wall | %s | – | – |\n", ratio(mc, mf)
       for (i = 1; i <= nm; i++)
-        printf "| ferry chain restore `--recovery %s` / mariadb-backup chain (copy + prepare + incrementals + copy-back), wall | %s | – | – |\n", M[i], ratio(agg(W, "ferry-restore-chain-" M[i], "med"), mc)
+        printf "| ferry chain restore `--recovery %s` / mariadb-backup chain (copy + prepare + incrementals + copy-back), wall | %s | – | – |\n", M[i],
+          K["failed_ferry-restore-chain-" M[i]] ? "– (the restore failed)" : ratio(agg(W, "ferry-restore-chain-" M[i], "med"), mc)
       print "\ncheck: a server on the restored datadir; CHECKSUM TABLE of every sbtest table vs the source'"'"'s when the full backups were taken (full) or after the last incremental (chain). mariadb-backup prepares in place and its `--prepare --incremental-dir` deletes the .delta files it applied, so M (and for the chain the MIk) are copied first (the copy step); ferry restore copies the backups itself and leaves them unchanged (checked). apply / recovery: the `took` ferry logs for its native apply (`prepare: redo applied natively`) or the stock server'"'"'s recovery (`prepare: recovery finished`)."
       nfd = 0
       while ((getline line < findfile) > 0) { if (!nfd++) print "\nFindings (ferry failed or fell back; not worked around):\n"; print "- " line }
