@@ -48,8 +48,13 @@
 #      of the source is saved again (the state Ik and MIk hold).
 #   5. restores, RUNS times each, alternating (odd runs in this order, even runs reversed), cold
 #      page cache, each target removed first:
-#        ferry full:   `ferry restore --target-dir F --datadir X --parallel P --use-memory PREPARE_MEMORY`
+#        ferry full:   `ferry restore --target-dir F --datadir X --parallel P --use-memory PREPARE_MEMORY
+#                      --recovery M` for each mode M of RECOVERY (native: ferry applies the redo;
+#                      server: the stock mariadbd's crash recovery), and the apply or recovery
+#                      time it logs (took= of "prepare: redo applied natively; ..." or "prepare:
+#                      recovery finished")
 #        ferry chain:  `ferry restore --target-dir F --incremental-dir I1 ... --incremental-dir I5 --datadir X ...`
+#                      the same way, for each mode
 #        mb full:      `cp -a M W`, `mariadb-backup --prepare --use-memory=PREPARE_MEMORY --target-dir=W`,
 #                      `mariadb-backup --copy-back --parallel=P --target-dir=W --datadir=Z`
 #        mb chain:     the same with, between prepare and copy-back, `mariadb-backup --prepare
@@ -61,7 +66,9 @@
 #      mtimes of F, M, the Ik and MIk compared before and after the first run).
 #      Check of the last run of each: a server (socket only) on the restored datadir, CHECKSUM
 #      TABLE of every sbtest table must equal the source's saved at step 1 (full) or step 4
-#      (chain); any mismatch makes the script exit non-zero after the report.
+#      (chain); any mismatch makes the script exit non-zero after the report, and so does a ferry
+#      restore that failed (the other restores still run; the report lists it with its log's
+#      last line).
 # The updates change rows of the shared dataset (same tables, same row count), as the write loads
 # of the other scripts do.
 # Ratios and targets: ferry redo / ferry full wall <= 0.10; ferry redo / mariadb-backup
@@ -92,6 +99,7 @@
 #   UPDATE_THREADS [2]                sysbench threads of every update
 #   RAND_TYPE [special]               sysbench --rand-type of every update (special is sysbench's default)
 #   CHAIN [5]                         incrementals in the restored chain (>= 1)
+#   RECOVERY ["native server"]        ferry restore --recovery modes measured (auto, native, server)
 #   PORT [3310]                       TCP port of the private server (bound to 127.0.0.1)
 #   QUIET_MAX [120]                   max seconds to wait for 0 dirty pages before a run
 #   TOOL_TIMEOUT [1800]               seconds before a single timed command is killed
@@ -113,6 +121,7 @@ UPDATE_PCT=${UPDATE_PCT:-1}
 UPDATE_THREADS=${UPDATE_THREADS:-2}
 RAND_TYPE=${RAND_TYPE:-special}
 CHAIN=${CHAIN:-5}
+RECOVERY=${RECOVERY:-native server}
 
 LOGS="$BENCH_DIR/logs-incremental"                # per-command logs (the other scripts keep theirs)
 RESULTS="$BENCH_DIR/incremental-results.md"
@@ -132,6 +141,8 @@ CLEAN_RESTORED=("$F_REST")
 [[ $SKIP_FERRY == 1 || $FERRY_ONLY == 1 ]] && die "this script compares ferry with mariadb-backup: SKIP_FERRY=1 / FERRY_ONLY=1 are not supported"
 [[ $REDO_SIZE =~ ^[1-9][0-9]*[KMG]$ ]] || die "REDO_SIZE must be a size such as 2G, not '$REDO_SIZE'"
 [[ $SCAN_REDO_SIZE =~ ^[1-9][0-9]*[KMG]$ ]] || die "SCAN_REDO_SIZE must be a size such as 1G, not '$SCAN_REDO_SIZE'"
+for m in $RECOVERY; do [[ $m =~ ^(auto|native|server)$ ]] || die "RECOVERY must list auto, native or server, not '$m'"; done
+[[ -n ${RECOVERY// /} ]] || die "RECOVERY is empty"
 [[ $UPDATE_PCT =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "UPDATE_PCT must be a number (percent of the rows)"
 [[ $UPDATE_THREADS =~ ^[1-9][0-9]*$ ]] || die "UPDATE_THREADS must be a positive integer"
 [[ $CHAIN =~ ^[1-9][0-9]*$ ]] || die "CHAIN must be a positive integer"
@@ -338,8 +349,10 @@ for ((k = 1; k <= CHAIN; k++)); do
 done
 F_RESTORE="$(q "$FERRY") restore --target-dir $(q "$F_FULL") --datadir $(q "$F_REST") --parallel $PARALLEL --use-memory $PREPARE_MEMORY"
 declare -A CMD
-CMD[ferry-restore-full]=$F_RESTORE
-CMD[ferry-restore-chain]="$F_RESTORE$INC_ARGS"
+for m in $RECOVERY; do
+  CMD[ferry-restore-full-$m]="$F_RESTORE --recovery $m"
+  CMD[ferry-restore-chain-$m]="$F_RESTORE$INC_ARGS --recovery $m"
+done
 mb_restore() {  # mb_restore LABEL COPY [INC-STEPS]: copy, prepare, [incrementals], copy-back
   printf '%s' "$(step_time "$1-copy") bash -o pipefail -c $(q "$2") \
 && $(step_time "$1-prepare") mariadb-backup --no-defaults --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$M_WORK")${3:-} \
@@ -352,22 +365,39 @@ INPUTS=("$F_FULL" "$M_FULL")
 for ((k = 1; k <= CHAIN; k++)); do INPUTS+=("$(f_inc "$k")" "$(m_inc "$k")"); done
 tree_state "${INPUTS[@]}" >"$LOGS/inputs-before.txt"
 
-TOOLS=(ferry-restore-full ferry-restore-chain mb-restore-full mb-restore-chain)
+TOOLS=()
+for m in $RECOVERY; do TOOLS+=("ferry-restore-full-$m" "ferry-restore-chain-$m"); done
+TOOLS+=(mb-restore-full mb-restore-chain)
 for ((r = 1; r <= RUNS; r++)); do
   for what in $(order "$r"); do
     clean_restored "$F_REST"; rm -rf "$M_REST" "$M_WORK" "$M_WORK_INC"
     drop_caches
-    if [[ $what == ferry-* ]]; then size=$F_REST; else size=$M_REST; fi
-    timed "$what" "$r" "$size" "${CMD[$what]}"
+    RC=0
+    if [[ $what == ferry-* ]]; then
+      timed_rc "$what" "$r" "$F_REST" "${CMD[$what]}"
+      ((RC == 0)) || kv "failed_$what" 1               # its times are no result: no ratio from them
+      # the apply's or the recovery's own time, from ferry's log
+      took=$(logval "$LOGS/$what-$r.log" "prepare: redo applied natively; the copy needs no recovery" took)
+      [[ -n $took ]] || took=$(logval "$LOGS/$what-$r.log" "prepare: recovery finished" took)
+      kv "took_$what-$r" "$(secs "$took")"
+      if grep -q 'prepare: the stock server recovers the copy instead of ferry' "$LOGS/$what-$r.log"; then
+        finding "$what run $r fell back to the server's recovery: $(grep 'prepare: the stock server recovers' "$LOGS/$what-$r.log" | tail -n1)"
+      fi
+      if [[ $what == *-native ]] && ((RC == 0)) && ! grep -q 'prepare: redo applied natively' "$LOGS/$what-$r.log"; then
+        finding "$what run $r: exit 0 but no native apply line (log: $LOGS/$what-$r.log)"
+      fi
+    else
+      timed "$what" "$r" "$M_REST" "${CMD[$what]}"
+    fi
     if ((r == 1)); then
       tree_state "${INPUTS[@]}" >"$LOGS/inputs-after.txt"
       cmp -s "$LOGS/inputs-before.txt" "$LOGS/inputs-after.txt" ||
         die "$what changed the backups it restored from (diff $LOGS/inputs-before.txt $LOGS/inputs-after.txt)"
     fi
-    if ((r == RUNS)) && [[ $SKIP_CHECK != 1 ]]; then
+    if ((r == RUNS && RC == 0)) && [[ $SKIP_CHECK != 1 ]]; then
       case $what in
-        ferry-restore-full) check_against "$F_REST" "$LOGS/checksum-full.txt" ferry-full ;;
-        ferry-restore-chain) check_against "$F_REST" "$LOGS/checksum-chain.txt" ferry-chain ;;
+        ferry-restore-full-*) check_against "$F_REST" "$LOGS/checksum-full.txt" "ferry-${what#ferry-restore-}" ;;
+        ferry-restore-chain-*) check_against "$F_REST" "$LOGS/checksum-chain.txt" "ferry-${what#ferry-restore-}" ;;
         mb-restore-full) check_against "$M_REST" "$LOGS/checksum-full.txt" mb-full ;;
         mb-restore-chain) check_against "$M_REST" "$LOGS/checksum-chain.txt" mb-chain ;;
       esac
@@ -383,7 +413,7 @@ report() {
   report_gawk -v kvfile="$KV" -v check="$([[ $SKIP_CHECK == 1 ]] && echo "not run (SKIP_CHECK=1)")" \
       -v events="$EVENTS" -v utest="$UPDATE_TEST" -v upct="$UPDATE_PCT" -v uthreads="$UPDATE_THREADS" \
       -v randtype="$RAND_TYPE" -v redosize="$REDO_SIZE" -v scanredo="$SCAN_REDO_SIZE" -v chain="$CHAIN" \
-      -v pmem="$PREPARE_MEMORY" -v ferryargs="$FERRY_ARGS" '
+      -v pmem="$PREPARE_MEMORY" -v ferryargs="$FERRY_ARGS" -v recovery="$RECOVERY" -v findfile="$LOGS/findings.txt" '
     FILENAME == kvfile { K[$1] = $2; next }'"$AWK_LIB"'
     function mb(x) { return x == "" ? "–" : sprintf("%.1f", x / 1e6) }
     function pct(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f %%", 100 * a / b) }
@@ -395,6 +425,13 @@ report() {
         mb(agg(B, label, "med")), key == "" ? "–" : mb(K[key "_bytes"]), key == "" ? "–" : K[key "_data"],
         key == "" ? "–" : pct(K[key "_data"], K["innodb_pages"]) }
     function step(label) { return f(agg(W, label, "med"), "%.2f") }
+    # median of the apply or recovery time ferry logged over the runs of label ("" if none)
+    function tookmed(label,   i, m, v) { m = 0; for (i = 1; i <= runs; i++) if (K["took_" label "-" i] != "") v[++m] = K["took_" label "-" i] + 0; return m ? median(v, m) : "" }
+    # one restore row of ferry: name, label in $RAW, name of its check
+    function frow(name, label, ck) {
+      printf "| %s | %d | %s | %s | %s | %s | %s %s | %s |\n", name, cnt[label], f(agg(W, label, "med"), "%.2f"), f(agg(W, label, "min"), "%.2f"),
+        f(agg(C, label, "med"), "%.2f"), f(agg(R, label, "max") / 1024, "%.0f"), label ~ /-server$/ ? "recovery" : "apply", f(tookmed(label), "%.2f"),
+        check != "" ? check : (K["check_" ck] == "" ? "– (failed: see below)" : K["check_" ck]) }
     function sumstep(label,   k, i, s) { k = cnt[label]; if (!k) return ""; for (i = 1; i <= k; i++) s += W[label, i]; return s / runs }
     END {
       ps = K["page_size"]; chg = K["mb_data"] * ps
@@ -435,22 +472,34 @@ report() {
       printf "\nRestores (cold page cache, %d run(s) each, alternating; ferry `--parallel %d --use-memory %s`, mariadb-backup `--prepare --use-memory=%s`, `--copy-back --parallel=%d`):\n\n", runs, par, pmem, pmem, par
       print "| restore | n | wall s median | wall s min | CPU s | max RSS MiB | steps (median s) | check |"
       print "|---|---|---|---|---|---|---|---|"
-      printf "| `ferry restore --target-dir F` | %d | %s | %s | %s | %s | – | %s |\n", cnt["ferry-restore-full"], f(agg(W, "ferry-restore-full", "med"), "%.2f"), f(agg(W, "ferry-restore-full", "min"), "%.2f"),
-        f(agg(C, "ferry-restore-full", "med"), "%.2f"), f(agg(R, "ferry-restore-full", "max") / 1024, "%.0f"), check != "" ? check : K["check_ferry-full"]
-      printf "| `ferry restore --target-dir F --incremental-dir I1 … I%d` | %d | %s | %s | %s | %s | – | %s |\n", chain, cnt["ferry-restore-chain"], f(agg(W, "ferry-restore-chain", "med"), "%.2f"), f(agg(W, "ferry-restore-chain", "min"), "%.2f"),
-        f(agg(C, "ferry-restore-chain", "med"), "%.2f"), f(agg(R, "ferry-restore-chain", "max") / 1024, "%.0f"), check != "" ? check : K["check_ferry-chain"]
+      nm = split(recovery, M, " ")
+      for (i = 1; i <= nm; i++) {
+        frow("`ferry restore --target-dir F --recovery " M[i] "`", "ferry-restore-full-" M[i], "ferry-full-" M[i])
+        frow("`ferry restore --target-dir F --incremental-dir I1 … I" chain " --recovery " M[i] "`", "ferry-restore-chain-" M[i], "ferry-chain-" M[i])
+      }
       printf "| mariadb-backup: copy M, `--prepare`, `--copy-back` | %d | %s | %s | %s | %s | copy %s, prepare %s, copy-back %s | %s |\n", cnt["mb-restore-full"], f(agg(W, "mb-restore-full", "med"), "%.2f"), f(agg(W, "mb-restore-full", "min"), "%.2f"),
         f(agg(C, "mb-restore-full", "med"), "%.2f"), f(agg(R, "mb-restore-full", "max") / 1024, "%.0f"), step("mb-full-copy"), step("mb-full-prepare"), step("mb-full-copyback"), check != "" ? check : K["check_mb-full"]
       printf "| mariadb-backup: copy M, `--prepare`, %d x `--prepare --incremental-dir MIk`, `--copy-back` | %d | %s | %s | %s | %s | copy %s, prepare %s, incrementals %s (sum), copy-back %s | %s |\n", chain, cnt["mb-restore-chain"], f(agg(W, "mb-restore-chain", "med"), "%.2f"), f(agg(W, "mb-restore-chain", "min"), "%.2f"),
         f(agg(C, "mb-restore-chain", "med"), "%.2f"), f(agg(R, "mb-restore-chain", "max") / 1024, "%.0f"), step("mb-chain-copy"), step("mb-chain-prepare"), f(sumstep("mb-chain-prepare-inc"), "%.2f"), step("mb-chain-copyback"), check != "" ? check : K["check_mb-chain"]
-      fc = agg(W, "ferry-restore-chain", "med"); ffr = agg(W, "ferry-restore-full", "med"); mc = agg(W, "mb-restore-chain", "med"); mf = agg(W, "mb-restore-full", "med")
+      mc = agg(W, "mb-restore-chain", "med"); mf = agg(W, "mb-restore-full", "med")
       print "\n| ratio | value | target | met |\n|---|---|---|---|"
-      r = ratio(fc, ffr); printf "| ferry chain restore / ferry full restore, wall | %s | ≤ 1.30 | %s |\n", r, met(r, 1.30)
+      for (i = 1; i <= nm; i++) {
+        fc = agg(W, "ferry-restore-chain-" M[i], "med"); ffr = agg(W, "ferry-restore-full-" M[i], "med")
+        r = (K["failed_ferry-restore-chain-" M[i]] || K["failed_ferry-restore-full-" M[i]]) ? "– (a restore failed)" : ratio(fc, ffr)
+        printf "| ferry chain restore / ferry full restore, wall, `--recovery %s` | %s | ≤ 1.30 | %s |\n", M[i], r, r ~ /^–/ ? "–" : met(r, 1.30)
+      }
       printf "| mariadb-backup chain / mariadb-backup full (copy + prepare + copy-back), wall | %s | – | – |\n", ratio(mc, mf)
-      printf "| ferry chain restore / mariadb-backup chain (copy + prepare + incrementals + copy-back), wall | %s | – | – |\n", ratio(fc, mc)
-      print "\ncheck: a server on the restored datadir; CHECKSUM TABLE of every sbtest table vs the source'"'"'s when the full backups were taken (full) or after the last incremental (chain). mariadb-backup prepares in place and its `--prepare --incremental-dir` deletes the .delta files it applied, so M (and for the chain the MIk) are copied first (the copy step); ferry restore copies the backups itself and leaves them unchanged (checked)."
+      for (i = 1; i <= nm; i++)
+        printf "| ferry chain restore `--recovery %s` / mariadb-backup chain (copy + prepare + incrementals + copy-back), wall | %s | – | – |\n", M[i],
+          K["failed_ferry-restore-chain-" M[i]] ? "– (the restore failed)" : ratio(agg(W, "ferry-restore-chain-" M[i], "med"), mc)
+      print "\ncheck: a server on the restored datadir; CHECKSUM TABLE of every sbtest table vs the source'"'"'s when the full backups were taken (full) or after the last incremental (chain). mariadb-backup prepares in place and its `--prepare --incremental-dir` deletes the .delta files it applied, so M (and for the chain the MIk) are copied first (the copy step); ferry restore copies the backups itself and leaves them unchanged (checked). apply / recovery: the `took` ferry logs for its native apply (`prepare: redo applied natively`) or the stock server'"'"'s recovery (`prepare: recovery finished`)."
+      nfd = 0
+      while ((getline line < findfile) > 0) { if (!nfd++) print "\nFindings (ferry failed or fell back; not worked around):\n"; print "- " line }
     }' "$KV" "$RAW"
 }
+: >"$LOGS/findings.txt"
+((${#FINDINGS[@]} == 0)) || printf '%s\n' "${FINDINGS[@]}" >"$LOGS/findings.txt"
 report | tee "$RESULTS"
 log "results written to $RESULTS; raw per-run data in $RAW and $KV"
+FAILED+=("${FINDINGS[@]}")
 ((${#FAILED[@]} == 0)) || die "$(printf '%s; ' "${FAILED[@]}")"

@@ -132,10 +132,12 @@ start_server() {
     </dev/null >/dev/null 2>&1 &
   pid=$!
   printf -v "$var" %s "$pid"
-  for ((i = 0; i < 1200; i++)); do            # up to 10 min (crash recovery of a big datadir)
+  local poll=${START_POLL:-0.5} n                 # START_POLL: seconds between probes (a script timing starts lowers it)
+  n=$(gawk -v p="$poll" 'BEGIN { print int(600 / p) }')
+  for ((i = 0; i < n; i++)); do               # up to 10 min (crash recovery of a big datadir)
     mariadb --no-defaults -S "$sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && return 0
     kill -0 "$pid" 2>/dev/null || { tail -n 15 "$err" >&2; die "mariadbd on $dir exited; log: $err"; }
-    sleep 0.5
+    sleep "$poll"
   done
   die "mariadbd on $dir did not answer within 10 min; log: $err"
 }
@@ -275,6 +277,32 @@ timed() {
 }
 # wall_of LABEL RUN: the wall time $RAW holds for that command.
 wall_of() { gawk -F'\t' -v l="$1" -v r="$2" '$1 == l && $2 == r { w = $3 } END { print w }' "$RAW"; }
+# secs GO-DURATION: seconds of a Go duration such as 1.475s, 850ms, 1m2.5s ("" stays "").
+secs() {
+  LC_ALL=C gawk -v d="$1" 'BEGIN { if (d == "") exit; t = 0
+    while (match(d, /^[0-9.]+(h|ms|m|s|µs|us|ns)/)) {
+      n = substr(d, 1, RLENGTH) + 0; u = substr(d, 1, RLENGTH); sub(/^[0-9.]+/, "", u); d = substr(d, RLENGTH + 1)
+      t += n * (u == "h" ? 3600 : u == "m" ? 60 : u == "s" ? 1 : u == "ms" ? 1e-3 : u == "ns" ? 1e-9 : 1e-6) }
+    printf "%.3f", t }'
+}
+# cpu_of LABEL RUN: user + sys CPU seconds of that command ($RAW).
+cpu_of() { gawk -F'\t' -v l="$1" -v r="$2" '$1 == l && $2 == r { c = $4 + $5 } END { if (c != "") printf "%.2f", c }' "$RAW"; }
+
+# finding TEXT: records something ferry did wrong (a failure, a missing log line, a fallback) in
+# FINDINGS; a script reports them and exits non-zero at its end instead of working around them.
+FINDINGS=()
+finding() { FINDINGS+=("$1"); log "FINDING: $1"; }
+
+# timed_rc LABEL RUN SIZE COMMAND: `timed`, but a failing COMMAND does not end the script: RC is
+# its exit status (0 if it succeeded); a failure is a finding, with its log's last line.
+timed_rc() {
+  local rcf="$LOGS/$1-$2.rc"
+  rm -f "$rcf"
+  timed "$1" "$2" "$3" "( $4 ) || { echo \$? >$(q "$rcf"); exit 0; }"
+  RC=0
+  [[ -f $rcf ]] && read -r RC <"$rcf"
+  ((RC == 0)) || finding "$1 (run $2) exited $RC: $(grep -v '^[[:space:]]*$' "$LOGS/$1-$2.log" | tail -n1) (log: $LOGS/$1-$2.log)"
+}
 # step_time LABEL: a /usr/bin/time prefix for one step inside a timed COMMAND (see timed).
 step_time() { printf "/usr/bin/time -a -o %s -f '%s %%e %%U %%S %%M'" "$(q "$LOGS/steps.time")" "$1"; }
 
