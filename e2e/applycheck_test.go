@@ -119,6 +119,9 @@ func compareApplied(t *testing.T, backupDir, oracle, native string, keyArgs []st
 	t.Logf("pagediff: %d pages in %d files compared, %d freed pages ignored, %d decoded, %d compared raw",
 		rep.Compared, rep.Files, rep.Ignored, rep.Decoded, rep.Undecoded)
 	if err := rep.Err(); err != nil {
+		for _, m := range rep.Mismatches {
+			t.Logf("mismatch: %s page %d byte %d (server %#02x, ferry %#02x) %s", m.File, m.Page, m.Offset, m.Oracle, m.Native, m.Problem)
+		}
 		t.Fatal(err)
 	}
 }

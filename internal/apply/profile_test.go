@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/pagediff"
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
@@ -78,4 +79,55 @@ func spread(ctx context.Context, db *sql.DB, seed uint64) error {
 		}
 	}
 	return nil
+}
+
+// TestApplySpreadDifferential is the differential check on the spread workload (many
+// pages of three 300k-row tables changed at random, as sysbench does): set
+// FERRY_APPLY_SPREAD to the load's duration.
+func TestApplySpreadDifferential(t *testing.T) {
+	d, err := time.ParseDuration(os.Getenv("FERRY_APPLY_SPREAD"))
+	if err != nil {
+		t.Skip("set FERRY_APPLY_SPREAD to a load duration")
+	}
+	s := testdb.Start(t, testdb.Options{LogFileSize: "2G"})
+	db := s.DB(t)
+	for i, f := range formats[:3] {
+		mustExec(t, db, fmt.Sprintf("CREATE TABLE test.t%d (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) %s", i, f))
+		mustExec(t, db, fmt.Sprintf("INSERT INTO test.t%d (k, v) SELECT seq, REPEAT('p', 100) FROM test.seq_1_to_300000", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for w := range 2 {
+		go func() { done <- spread(ctx, db, uint64(w)+rand.Uint64()) }()
+	}
+	time.Sleep(d)
+	dir := filepath.Join(t.TempDir(), "b")
+	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
+	}
+	cancel()
+	<-done
+	<-done
+	oracle, native := copyDir(t, dir, "oracle"), copyDir(t, dir, "native")
+	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+oracle).CombinedOutput(); err != nil {
+		t.Fatalf("mariadb-backup --prepare: %v\n%s", err, out)
+	}
+	renameNew(t, native)
+	res, err := apply.Dir(context.Background(), apply.Config{Dir: native, Memory: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d MB of redo, %d pages, %d batches", res.RedoBytes>>20, res.Pages, res.Batches)
+	hist, err := apply.ReadHistory(filepath.Join(dir, "ib_logfile0"), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pagediff.Dirs(oracle, native, pagediff.Options{Explain: hist})
+	if err == nil {
+		err = r.Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d pages compared", r.Compared)
 }
