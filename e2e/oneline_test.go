@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -137,9 +135,10 @@ func TestOneLine(t *testing.T) {
 	})
 }
 
-// interruptRestore starts ferry with args, sends it sig once its staging directory
-// exists (the restore has started writing), and returns its stderr and exit status.
-// A staging directory left behind must be named by the last line.
+// interruptRestore starts ferry with args, sends it sig once it has filled its staging
+// directory and stops where the redo apply starts (the pause point recovery=1: a
+// restore of a small backup is otherwise over before a signal lands), and returns its
+// stderr and exit status. A staging directory left behind must be named by the last line.
 func interruptRestore(t *testing.T, sig syscall.Signal, args ...string) (string, int) {
 	t.Helper()
 	var datadir string
@@ -148,30 +147,20 @@ func interruptRestore(t *testing.T, sig syscall.Signal, args ...string) (string,
 			datadir = args[i+1]
 		}
 	}
-	cmd := exec.Command(ferryBin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	staging := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-staging-*")
+	cmd, logPath := pausedFerry(t, "recovery=1", args...)
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	staging := filepath.Join(filepath.Dir(datadir), "."+filepath.Base(datadir)+".ferry-staging-*")
-	waitFor(t, time.Minute, "the restore's staging directory", func() bool {
-		m, _ := filepath.Glob(staging)
-		return len(m) > 0
-	})
-	time.Sleep(100 * time.Millisecond)
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
 		t.Fatalf("ferry did not end within a minute of %v", sig)
 	}
-	out := stderr.String()
+	b, _ := os.ReadFile(logPath)
+	out := string(b)
 	t.Logf("ferry %s, sent %v: exit status %d, %s", strings.Join(args, " "), sig, cmd.ProcessState.ExitCode(), lastLine(out))
 	if m, _ := filepath.Glob(staging); len(m) > 0 && !strings.Contains(lastLine(out), m[0]) {
 		t.Errorf("the interrupted restore left its staging directory %v without naming it", m)
