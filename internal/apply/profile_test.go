@@ -23,27 +23,7 @@ func TestApplyProfile(t *testing.T) {
 	if err != nil {
 		t.Skip("set FERRY_APPLY_PROFILE to a load duration")
 	}
-	s := testdb.Start(t, testdb.Options{LogFileSize: "2G"})
-	db := s.DB(t)
-	for i, f := range formats[:3] {
-		mustExec(t, db, "CREATE TABLE test.t"+string(rune('0'+i))+" (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) "+f)
-	}
-	for i := range 3 {
-		mustExec(t, db, fmt.Sprintf("INSERT INTO test.t%d (k, v) SELECT seq, REPEAT('p', 100) FROM test.seq_1_to_300000", i))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	for w := range 2 {
-		go func() { done <- spread(ctx, db, uint64(w)+rand.Uint64()) }()
-	}
-	time.Sleep(d)
-	dir := filepath.Join(t.TempDir(), "b")
-	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
-	}
-	cancel()
-	<-done
-	<-done
+	dir := spreadBackup(t, d)
 	renameNew(t, dir)
 	for _, par := range []int{2, 0} {
 		cp := copyDir(t, dir, fmt.Sprintf("p%d", par))
@@ -89,25 +69,7 @@ func TestApplySpreadDifferential(t *testing.T) {
 	if err != nil {
 		t.Skip("set FERRY_APPLY_SPREAD to a load duration")
 	}
-	s := testdb.Start(t, testdb.Options{LogFileSize: "2G"})
-	db := s.DB(t)
-	for i, f := range formats[:3] {
-		mustExec(t, db, fmt.Sprintf("CREATE TABLE test.t%d (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) %s", i, f))
-		mustExec(t, db, fmt.Sprintf("INSERT INTO test.t%d (k, v) SELECT seq, REPEAT('p', 100) FROM test.seq_1_to_300000", i))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	for w := range 2 {
-		go func() { done <- spread(ctx, db, uint64(w)+rand.Uint64()) }()
-	}
-	time.Sleep(d)
-	dir := filepath.Join(t.TempDir(), "b")
-	if out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput(); err != nil {
-		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
-	}
-	cancel()
-	<-done
-	<-done
+	dir := spreadBackup(t, d)
 	oracle, native := copyDir(t, dir, "oracle"), copyDir(t, dir, "native")
 	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+oracle).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-backup --prepare: %v\n%s", err, out)
@@ -130,4 +92,34 @@ func TestApplySpreadDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d pages compared", r.Compared)
+}
+
+// spreadBackup fills three 300k-row tables (one per row format), runs the spread load on
+// them for d and takes a mariadb-backup copy of the server under that load.
+func spreadBackup(t *testing.T, d time.Duration) string {
+	t.Helper()
+	s := testdb.Start(t, testdb.Options{LogFileSize: "2G"})
+	db := s.DB(t)
+	for i, f := range formats[:3] {
+		mustExec(t, db, fmt.Sprintf("CREATE TABLE test.t%d (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v VARCHAR(200), b BLOB, KEY(k)) %s", i, f))
+		mustExec(t, db, fmt.Sprintf("INSERT INTO test.t%d (k, v) SELECT seq, REPEAT('p', 100) FROM test.seq_1_to_300000", i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	for w := range 2 {
+		go func() { done <- spread(ctx, db, uint64(w)+rand.Uint64()) }()
+	}
+	time.Sleep(d)
+	dir := filepath.Join(t.TempDir(), "b")
+	out, err := exec.Command("mariadb-backup", "--backup", "--socket="+s.Socket, "--user=root", "--target-dir="+dir).CombinedOutput()
+	cancel()
+	for range 2 {
+		if lerr := <-done; lerr != nil {
+			t.Fatal(lerr)
+		}
+	}
+	if err != nil {
+		t.Fatalf("mariadb-backup --backup: %v\n%s", err, out)
+	}
+	return dir
 }
