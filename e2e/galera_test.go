@@ -47,7 +47,7 @@ func TestGaleraSST(t *testing.T) {
 	g := testdb.NewGalera(t, testdb.GaleraOptions{Nodes: 4, Ferry: ferryBin, Dirs: map[int]string{3: small}})
 	mountTmpfs(t, g.Nodes[1].Datadir, "1g") // n2's datadir is a mount point, as on most hosts
 	n1 := g.Bootstrap(t)
-	bank := testdb.NewBank(t, n1.DB(t), testdb.BankOptions{Accounts: 100, NoGTID: true})
+	bank := testdb.NewBank(t, n1.DB(t), testdb.BankOptions{Accounts: 100, NoGTID: true, Cluster: true})
 	n1.Exec(t, "CREATE DATABASE filler")
 	n1.Exec(t, "CREATE TABLE filler.t (id INT PRIMARY KEY, pad CHAR(240)) ENGINE=InnoDB")
 	n1.Exec(t, "INSERT INTO filler.t SELECT seq, REPEAT(MD5(seq), 7) FROM filler.seq_1_to_60000")
@@ -89,7 +89,7 @@ func TestGaleraSST(t *testing.T) {
 		}},
 	}
 	for _, s := range steps {
-		if !t.Run(s.name, s.run) {
+		if !t.Run(s.name, func(t *testing.T) { before := bank.NonPrimaryRetries(); s.run(t); load.check(t, g, bank, before) }) {
 			return
 		}
 	}
@@ -103,6 +103,9 @@ func TestGaleraSST(t *testing.T) {
 		compareChecksums(t, want, testdb.Checksums(t, n.DB(t)))
 		bank.Check(t, n.DB(t), "")
 		t.Logf("n%d: every table matches n1, bank invariants hold (%d transfers)", i+2, bank.Ops())
+	}
+	if n := bank.NonPrimaryRetries(); n > 0 {
+		t.Logf("n1 was briefly outside the primary component during the node failures: %d transfers retried", n)
 	}
 }
 
@@ -411,6 +414,8 @@ type commitLog struct {
 	errc    chan error
 	mu      sync.Mutex
 	samples []commitSample
+	err     error     // the load's error, once it stopped on one
+	errAt   time.Time // when
 }
 
 type commitSample struct {
@@ -423,7 +428,14 @@ func startCommitLog(t *testing.T, bank *testdb.Bank) *commitLog {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &commitLog{cancel: cancel, errc: make(chan error, 1)}
 	c.wg.Add(2)
-	go func() { defer c.wg.Done(); c.errc <- bank.Run(ctx, 1) }()
+	go func() {
+		defer c.wg.Done()
+		err := bank.Run(ctx, 1)
+		c.mu.Lock()
+		c.err, c.errAt = err, time.Now()
+		c.mu.Unlock()
+		c.errc <- err
+	}()
 	go func() {
 		defer c.wg.Done()
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -441,6 +453,57 @@ func startCommitLog(t *testing.T, bank *testdb.Bank) *commitLog {
 	}()
 	t.Cleanup(func() { cancel(); c.wg.Wait() })
 	return c
+}
+
+// check fails the test (the step that ran) if the load stopped on an error, and logs
+// it if the load had to retry transfers while n1 was outside the primary component
+// (retries counted before the step): either way with what each node's log says of the
+// cluster's membership around that moment.
+func (c *commitLog) check(t *testing.T, g *testdb.Galera, bank *testdb.Bank, before int64) {
+	t.Helper()
+	c.mu.Lock()
+	err, at := c.err, c.errAt
+	c.mu.Unlock()
+	if err != nil {
+		t.Fatalf("bank load stopped at %s: %v\n%s", at.Format("15:04:05.000"), err, viewLines(g, at.Add(-20*time.Second), at.Add(time.Second)))
+	}
+	if n := bank.NonPrimaryRetries() - before; n > 0 {
+		t.Logf("n1 left the primary component during this step: %d transfers retried; the cluster's view changes in the last minute:\n%s",
+			n, viewLines(g, time.Now().Add(-time.Minute), time.Now()))
+	}
+}
+
+// viewLines are the lines of every node's error log between from and to about the
+// cluster's membership, state or SSTs.
+func viewLines(g *testdb.Galera, from, to time.Time) string {
+	var b strings.Builder
+	for i, n := range g.Nodes {
+		fmt.Fprintf(&b, "--- n%d ---\n", i+1)
+		for _, l := range strings.Split(logOf(n), "\n") {
+			ts, err := time.ParseInLocation("2006-01-02 15:04:05", firstN(l, 19), time.Local)
+			if err == nil && !ts.Before(from.Truncate(time.Second)) && !ts.After(to) && isViewLine(l) {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// isViewLine reports a log line about Galera membership, state or SST.
+func isViewLine(l string) bool {
+	for _, k := range []string{"view", "View", "suspect", "partition", "Primary", "state change", "SST", "timed out", "inactive", "declaring", "forgetting"} {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func firstN(s string, n int) string {
+	if len(s) < n {
+		return s
+	}
+	return s[:n]
 }
 
 // stop ends the load and fails the test if it failed.

@@ -26,7 +26,16 @@ type BankOptions struct {
 	// write-set the cluster's domain, so the ledger's gtid column stays empty and
 	// Check's wantGTID must be "".
 	NoGTID bool
+	// Cluster: the server is a Galera node. A transfer refused because the node is
+	// briefly outside the primary component (a view change while other nodes are
+	// killed or restarted on a loaded host: errors 1047 and 1180) is rolled back by the
+	// server and retried, as a cluster's clients do, for up to ClusterWait.
+	Cluster bool
 }
+
+// ClusterWait bounds how long a Cluster bank retries one transfer while its node is
+// outside the primary component.
+const ClusterWait = time.Minute
 
 // Bank is a transfer workload in schema `bank` whose commits are serialised,
 // so ledger seq order is commit and GTID order.
@@ -39,6 +48,8 @@ type Bank struct {
 	mu   sync.Mutex
 	gtid map[int64]string
 	ops  atomic.Int64
+	// nonPrimary counts transfers retried because the node was not primary.
+	nonPrimary atomic.Int64
 }
 
 // InitialBalance is every account's starting balance.
@@ -135,14 +146,40 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// transferRetry runs one transfer, retrying deadlocks and lock wait timeouts.
+// NonPrimaryRetries is how many transfers a Cluster bank retried because its node was
+// outside the primary component.
+func (b *Bank) NonPrimaryRetries() int64 { return b.nonPrimary.Load() }
+
+// transferRetry runs one transfer, retrying deadlocks and lock wait timeouts, and on
+// a Cluster bank the refusals of a node outside the primary component.
 func (b *Bank) transferRetry(conn *sql.Conn) error {
+	var since time.Time
 	for {
 		err := b.transfer(conn)
-		if !retryable(err) {
+		switch {
+		case retryable(err):
+		case b.opt.Cluster && nonPrimary(err):
+			if since.IsZero() {
+				since = time.Now()
+			} else if time.Since(since) > ClusterWait {
+				return fmt.Errorf("the node stayed outside the primary component for %v: %w", ClusterWait, err)
+			}
+			b.nonPrimary.Add(1)
+			time.Sleep(100 * time.Millisecond)
+		default:
 			return err
 		}
 	}
+}
+
+// nonPrimary reports a Galera node's refusal while it is outside the primary
+// component: 1047 (WSREP has not yet prepared node for application use) or 1180 with
+// "Not connected to Primary Component" (the write-set could not be replicated, and
+// the transaction was rolled back).
+func nonPrimary(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1047 ||
+		me.Number == 1180 && strings.Contains(me.Message, "Not connected to Primary Component"))
 }
 
 // retryable reports a deadlock or lock wait timeout.
