@@ -102,8 +102,9 @@ type applier struct {
 	spaces    map[uint32]*space
 	deferred  map[string]*os.File
 	logs      map[uint32]*spaceLog
-	end       uint64 // end LSN of the redo: no page may be newer
-	redoBytes uint64 // from the checkpoint to the end
+	end       uint64                 // end LSN of the redo: no page may be newer
+	redoBytes uint64                 // from the checkpoint to the end
+	reset     map[redo.PageID]uint64 // each page's last FREE_PAGE/INIT_PAGE (parser.reset)
 	written   map[*space]bool
 	arena     []byte
 	pages     int // pages written so far, for the test pause point apply-page
@@ -166,7 +167,7 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 	// One arena for every batch, big enough that it never grows: a batch ends once it
 	// holds cfg.Memory bytes, and a mini-transaction is at most MTRSizeMax.
 	arena := make([]byte, 0, min(uint64(a.cfg.Memory), a.redoBytes)+redo.MTRSizeMax)
-	p := &parser{b: newBatch(arena), spaces: a.logs, pageSize: a.cfg.PageSize, inject: faultpoint.Fails("apply-record")}
+	p := &parser{b: newBatch(arena), spaces: a.logs, pageSize: a.cfg.PageSize, reset: a.reset, inject: faultpoint.Fails("apply-record")}
 	flush := func() error {
 		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
 			return nil
@@ -204,8 +205,9 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 // the end LSN (pages newer than it are refused, as the server refuses pages "in the
 // future").
 func (a *applier) logEnd() (uint64, error) {
+	a.reset = map[redo.PageID]uint64{}
 	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize,
-		inject: faultpoint.Fails("apply-record"), dry: true}
+		reset: a.reset, inject: faultpoint.Fails("apply-record"), dry: true}
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, p.add)
 	var re *RecordError
 	if errors.As(err, &re) {

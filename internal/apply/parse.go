@@ -97,8 +97,15 @@ type parser struct {
 	pageSize int           // innodb_page_size: no record is longer
 	pending  []pending     // this mini-transaction's page records
 	order    []redo.PageID // its pages, in order of first record
-	inject   bool          // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
-	dry      bool          // check the records only: store nothing (the first pass)
+	// reset is the start LSN of the last mini-transaction that frees or initializes
+	// each page, over the whole log (the first pass fills it, the second reads it): a
+	// page's records older than that are dropped even when they fall in an earlier
+	// batch, as the server's recovery drops them (mlog_init), because the page's
+	// image on disk need not be the one they apply to (a page freed before it was
+	// written back keeps an older image).
+	reset  map[redo.PageID]uint64
+	inject bool // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
+	dry    bool // check the records only: store nothing (the first pass)
 }
 
 // space returns the log state of space id, creating it.
@@ -176,6 +183,9 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 		if w.same || len(w.body) != 0 {
 			return p.corrupt(m, *w, "FREE_PAGE or INIT_PAGE with a payload or without page ids")
 		}
+		if p.dry && p.reset != nil {
+			p.reset[w.id] = m.Start
+		}
 	case recExtended:
 		if len(w.body) == 0 {
 			return p.corrupt(m, *w, "empty EXTENDED record")
@@ -227,6 +237,9 @@ func (p *parser) storeMtr(m redo.MTR) {
 		}
 	}
 	for _, id := range p.order {
+		if p.reset[id] > m.Start {
+			continue // freed or initialized by a later mini-transaction
+		}
 		from, kind := 0, byte(0xFF)
 		for i, r := range p.pending {
 			if r.id == id && (r.typ == recFree || r.typ == recInit) {
