@@ -95,7 +95,7 @@ func readSynthPage(t *testing.T, dir string, no uint32) []byte {
 func TestLaterFreeDropsEarlierBatches(t *testing.T) {
 	for _, batch := range []int{1, 256 << 20} {
 		dir := synthDatadir(t,
-			[][]byte{synthWrite(3, 100, "stale")}, // page 3: freed later
+			[][]byte{synthWrite(3, 100, "stale")},  // page 3: freed later
 			[][]byte{synthWrite(4, 100, "before")}, // page 4: initialized later
 			[][]byte{synthWrite(5, 100, "kept")},   // page 5: nothing later
 			[][]byte{synthRec(recFree, 3, nil)},

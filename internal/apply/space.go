@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -224,4 +225,47 @@ func closeAll(spaces map[uint32]*space, deferred map[string]*os.File) {
 	for _, f := range deferred {
 		f.Close()
 	}
+}
+
+// ParseDataFilePath reads innodb_data_file_path into the system tablespace's files
+// and their sizes in pages.
+func ParseDataFilePath(v string, pageSize int) ([]DataFile, error) {
+	var files []DataFile
+	for _, f := range strings.Split(v, ";") {
+		parts := strings.Split(f, ":")
+		if len(parts) < 2 {
+			return nil, fmt.Errorf("innodb_data_file_path %q: %q has no size", v, f)
+		}
+		size, err := SizeValue(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("innodb_data_file_path %q: %w", v, err)
+		}
+		files = append(files, DataFile{Name: parts[0], Pages: uint64(size / pageSize)})
+	}
+	return files, nil
+}
+
+// SizeValue reads a size with an optional K, M, G or T suffix.
+func SizeValue(s string) (int, error) {
+	mult := 1
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		}
+		if mult != 1 {
+			s = s[:n-1]
+		}
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("size %q is not a positive number with an optional K, M, G or T", s)
+	}
+	return v * mult, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,13 @@ type tailer struct {
 	spool *spool.Spool
 	pages *redo.PageSet // pages the copied redo touched; nil when not tracked
 
-	mu  sync.Mutex
-	ops []redo.FileOp // file-level records seen, in LSN order
+	mu   sync.Mutex
+	ops  []redo.FileOp // file-level records seen, in LSN order (FILE_MODIFY aside)
+	mods []redo.FileOp // the FILE_MODIFY records seen, in LSN order
+
+	// head, if set, is written to the backup's ib_logfile0 before the spool: the start
+	// of the log when the roll-forward took the spool's first bytes (rollforward.go).
+	head io.Reader
 
 	// Set once the copy is kept: drained into the backup's ib_logfile0.
 	f   sink.File
@@ -160,6 +166,11 @@ func (j *job) keep(tl *tailer, fail context.CancelCauseFunc) error {
 	j.tail = tl
 	go func() {
 		defer close(tl.drained)
+		if tl.head != nil {
+			if _, err := io.Copy(tl.sum, tl.head); err != nil {
+				tl.spool.Abort(err)
+			}
+		}
 		if tl.drainErr = tl.spool.Drain(tl.sum, 1<<20); tl.drainErr != nil && !tl.dropped.Load() {
 			fail(fmt.Errorf("write backup redo log: %w", tl.drainErr))
 		}
@@ -169,12 +180,44 @@ func (j *job) keep(tl *tailer, fail context.CancelCauseFunc) error {
 
 // addOp records a file-level record (FILE_MODIFY says nothing about DDL).
 func (tl *tailer) addOp(op redo.FileOp) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
 	if op.Kind == redo.FileModify {
+		tl.mods = append(tl.mods, op)
 		return
 	}
-	tl.mu.Lock()
 	tl.ops = append(tl.ops, op)
+}
+
+// namesBelow is what the file-level records below lsn say of the tablespaces modified
+// since the copy's checkpoint: each one's file name at lsn (renames followed, deleted
+// ones left out), as a checkpoint at lsn would name them in its FILE_MODIFY records.
+func (tl *tailer) namesBelow(lsn uint64) []redo.FileName {
+	tl.mu.Lock()
+	all := append(append([]redo.FileOp(nil), tl.ops...), tl.mods...)
 	tl.mu.Unlock()
+	sort.SliceStable(all, func(a, b int) bool { return all[a].LSN < all[b].LSN })
+	names := map[uint32]string{}
+	for _, op := range all {
+		if op.LSN >= lsn {
+			break
+		}
+		switch op.Kind {
+		case redo.FileDelete:
+			delete(names, op.SpaceID)
+		case redo.FileRename:
+			if _, ok := names[op.SpaceID]; ok {
+				names[op.SpaceID] = op.NewName
+			}
+		default:
+			names[op.SpaceID] = op.Name
+		}
+	}
+	out := make([]redo.FileName, 0, len(names))
+	for id, n := range names {
+		out = append(out, redo.FileName{SpaceID: id, Name: n})
+	}
+	return out
 }
 
 // opsBelow returns the file-level records seen below lsn.

@@ -80,7 +80,7 @@ func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger
 	for _, o := range opts.Layout {
 		switch o.Name {
 		case "innodb_page_size":
-			if cfg.PageSize, err = sizeValue(o.Value); err != nil {
+			if cfg.PageSize, err = apply.SizeValue(o.Value); err != nil {
 				return cfg, err
 			}
 		case "innodb_compression_level":
@@ -95,53 +95,10 @@ func nativeConfig(dir string, opts ServerOptions, partial bool, log *slog.Logger
 	}
 	for _, o := range opts.Layout {
 		if o.Name == "innodb_data_file_path" {
-			if cfg.DataFiles, err = dataFiles(o.Value, cfg.PageSize); err != nil {
+			if cfg.DataFiles, err = apply.ParseDataFilePath(o.Value, cfg.PageSize); err != nil {
 				return cfg, err
 			}
 		}
 	}
 	return cfg, nil
-}
-
-// dataFiles reads innodb_data_file_path (already validated) into the system
-// tablespace's files and their sizes in pages.
-func dataFiles(v string, pageSize int) ([]apply.DataFile, error) {
-	var files []apply.DataFile
-	for _, f := range strings.Split(v, ";") {
-		parts := strings.Split(f, ":")
-		if len(parts) < 2 {
-			return nil, fmt.Errorf("innodb_data_file_path %q: %q has no size", v, f)
-		}
-		size, err := sizeValue(parts[1])
-		if err != nil {
-			return nil, fmt.Errorf("innodb_data_file_path %q: %w", v, err)
-		}
-		files = append(files, apply.DataFile{Name: parts[0], Pages: uint64(size / pageSize)})
-	}
-	return files, nil
-}
-
-// sizeValue reads a size with an optional K, M, G or T suffix.
-func sizeValue(s string) (int, error) {
-	mult := 1
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k', 'K':
-			mult = 1 << 10
-		case 'm', 'M':
-			mult = 1 << 20
-		case 'g', 'G':
-			mult = 1 << 30
-		case 't', 'T':
-			mult = 1 << 40
-		}
-		if mult != 1 {
-			s = s[:n-1]
-		}
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("size %q is not a positive number with an optional K, M, G or T", s)
-	}
-	return v * mult, nil
 }

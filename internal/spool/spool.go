@@ -155,6 +155,32 @@ func (s *Spool) Drain(w io.Writer, buf int) error {
 	}
 }
 
+// DrainN writes exactly the n oldest queued bytes to w, leaving the rest queued for a
+// later Drain or DrainN. It fails without writing anything if fewer than n bytes are
+// held, and, unlike Drain, a failing w does not abort the spool.
+func (s *Spool) DrainN(w io.Writer, n int64, buf int) error {
+	if h := s.Held(); h < n {
+		return fmt.Errorf("the spool holds %d bytes, fewer than the %d asked for", h, n)
+	}
+	b := make([]byte, buf)
+	for n > 0 {
+		p, fromFile, err := s.next(b)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return io.ErrUnexpectedEOF
+		}
+		p = p[:min(int64(len(p)), n)]
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+		s.consumed(int64(len(p)), fromFile)
+		n -= int64(len(p))
+	}
+	return nil
+}
+
 // next waits for bytes and returns the oldest ones (a memory chunk, or a read from the
 // file tier into b); nil when the writer closed and all was drained. The file is read
 // without the lock: the writer only appends beyond the range read, and only the
@@ -190,7 +216,11 @@ func (s *Spool) consumed(n int64, fromFile bool) {
 	defer s.mu.Unlock()
 	s.held -= n
 	if !fromFile {
-		s.mem = s.mem[1:]
+		if n < int64(len(s.mem[0])) { // DrainN took the start of a chunk
+			s.mem[0] = s.mem[0][n:]
+		} else {
+			s.mem = s.mem[1:]
+		}
 		s.memN -= n
 		return
 	}

@@ -99,3 +99,41 @@ func TestAbort(t *testing.T) {
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, errors.New("link down") }
+
+// TestDrainNThenDrain: DrainN takes exactly the first n bytes, across memory chunks
+// (splitting one) and the file tier, and a later Drain gets the rest in order; asking
+// for more than is held fails and takes nothing.
+func TestDrainNThenDrain(t *testing.T) {
+	s := New(Options{Dir: t.TempDir(), Memory: 40 << 10})
+	var want bytes.Buffer
+	r := rand.New(rand.NewSource(2))
+	for range 30 {
+		p := make([]byte, 1+r.Intn(8<<10))
+		r.Read(p)
+		want.Write(p)
+		if _, err := s.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DrainN(io.Discard, int64(want.Len())+1, 4096); err == nil {
+		t.Fatal("DrainN of more bytes than held succeeded")
+	}
+	n := int64(want.Len()) / 3 * 2 // past the memory tier, inside a chunk
+	var head, rest bytes.Buffer
+	for _, k := range []int64{1, n - 1} { // the first splits a memory chunk
+		if err := s.DrainN(&head, k, 4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Held() != int64(want.Len())-n {
+		t.Errorf("after DrainN(%d) the spool holds %d, want %d", n, s.Held(), int64(want.Len())-n)
+	}
+	s.Close()
+	if err := s.Drain(&rest, 4096); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	if !bytes.Equal(head.Bytes(), want.Bytes()[:n]) || !bytes.Equal(rest.Bytes(), want.Bytes()[n:]) {
+		t.Fatalf("DrainN gave %d bytes and Drain %d: not the %d written, split at %d, in order", head.Len(), rest.Len(), want.Len(), n)
+	}
+}
