@@ -27,7 +27,12 @@ type Config struct {
 	PageSize  int        // innodb_page_size; default 16384
 	// Partial: the copy holds only some tablespaces; records of the others are skipped
 	// (as innodb_force_recovery=1 does), instead of being an error.
-	Partial   bool
+	Partial bool
+	// Newer: pages may be newer than the end of the log (pages read from a running
+	// server after its log was cut, for the backup's roll-forward); such a page holds
+	// every change the log has for it, which is skipped, as for any page. Without it a
+	// page newer than the log is refused, as the server refuses pages "in the future".
+	Newer     bool
 	Keys      redo.KeyFunc // for an encrypted redo log
 	Algorithm string       // file_key_management_encryption_algorithm
 	// EncryptTables is innodb_encrypt_tables: whether pages of tables with

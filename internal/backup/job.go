@@ -68,6 +68,7 @@ type job struct {
 	lostSpaces map[uint32]bool
 	stats      struct{ rereads atomic.Int64 }
 	recopy     recopyStats
+	rolled     *rolled    // the roll-forward, if it ran
 	sel        *selection // an incremental's changed pages
 	// now is the job's clock (time.Now; unit tests fake it). copyStart is when the redo
 	// copy began: the three-stage copy measures rates from it.

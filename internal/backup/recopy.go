@@ -75,11 +75,18 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 	if err := j.drain(ctx); err != nil {
 		return err
 	}
-	if ok, err := j.worthRecopy(cur); err != nil || !ok {
-		if err == nil && !cur.draining { // a held tracker: its redo is the backup's after all
-			return j.keep(cur, fail)
-		}
+	ok, why, err := j.worthRecopy(cur)
+	switch {
+	case err != nil:
 		return err
+	case !ok && !cur.draining: // a held tracker: its redo is the backup's after all
+		j.log.Info("three-stage copy: no re-copy round: " + why)
+		return j.rollAndKeep(ctx, cur, fail)
+	case !ok && (j.noRollForward() != "" || cur.t.Copied()-cur.t.Start().LSN <= keepTarget):
+		j.log.Info("three-stage copy skipped: " + why + "; the backup keeps the whole redo of the copy")
+		return nil
+	case !ok:
+		j.log.Info("three-stage copy: one re-copy round runs anyway (" + why + "): the roll-forward after it keeps only the redo written from then on")
 	}
 	for round := 1; ; round++ {
 		if round > 1 {
@@ -118,6 +125,15 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 			break
 		}
 	}
+	return j.rollAndKeep(ctx, cur, fail)
+}
+
+// rollAndKeep rolls the pages cur saw changed forward (rollforward.go), then makes
+// cur's redo, from where the roll-forward left it, the backup's.
+func (j *job) rollAndKeep(ctx context.Context, cur *tailer, fail context.CancelCauseFunc) error {
+	if err := j.rollForward(ctx, cur); err != nil {
+		return err
+	}
 	return j.keep(cur, fail)
 }
 
@@ -135,18 +151,19 @@ func (j *job) drain(ctx context.Context) error {
 	return nil
 }
 
-// worthRecopy decides whether the first re-copy round pays (recopyEstimate.pays),
+// worthRecopy decides whether the first re-copy round pays (recopyEstimate.pays), and
+// says why not,
 // from the copy so far as the job's clock measures it. A tracker that failed (lapped)
 // leaves no choice: its redo is not whole, the round falls back to page LSNs.
-func (j *job) worthRecopy(cur *tailer) (bool, error) {
+func (j *job) worthRecopy(cur *tailer) (ok bool, why string, err error) {
 	select {
 	case <-cur.ran:
-		return true, nil
+		return true, "", nil
 	default:
 	}
 	a, err := j.checkpoint()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	start := cur.t.Start().LSN
 	e := recopyEstimate{elapsed: j.now().Sub(j.copyStart), maxRate: j.cfg.MaxRate,
@@ -161,12 +178,12 @@ func (j *job) worthRecopy(cur *tailer) (bool, error) {
 	}
 	j.mu.Unlock()
 	e.changed = int64(cur.pages.LenWhere(func(id uint32) bool { return spaces[id] })) * int64(j.info.PageSize)
-	ok, why := e.pays()
+	ok, why = e.pays()
 	if !ok {
-		j.log.Info("three-stage copy skipped: "+why+"; the backup keeps the whole redo of the copy",
+		j.log.Debug("three-stage copy: the first re-copy round does not pay by the server's checkpoint", "why", why,
 			"changed_bytes", e.changed, "redo_dropped", max(e.dropped, 0), "redo_kept_meanwhile_estimate", e.cost())
 	}
-	return ok, nil
+	return ok, why, nil
 }
 
 // recopyEstimate is what the decision on a first re-copy round is made of, measured
@@ -218,7 +235,7 @@ func (j *job) recopyRound(ctx context.Context, cur *tailer, a, since uint64) (n 
 	if err == nil && ok {
 		j.log.Info("three-stage copy: copying again the pages changed since the last checkpoint", "round", j.recopy.round,
 			"from_lsn", since, "checkpoint_lsn", a, "pages", pagesIn(pages))
-		n, err = j.recopyPages(ctx, pages)
+		n, err = j.recopyPages(ctx, pages, j.patchCopy)
 		return n, false, err
 	}
 	why := "the set of changed pages outgrew its bound"
@@ -299,8 +316,16 @@ func (j *job) recopyTargets() (map[uint32][]recopyFile, error) {
 	return out, nil
 }
 
-// recopyPages copies again the given pages of each tablespace, spaces in parallel.
-func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64, error) {
+// runSink takes the runs of pages read again: into the backup (patchCopy), or into
+// the roll-forward's scratch copy. It is called from several goroutines.
+type runSink func(f recopyFile, off int64, b []byte) error
+
+// patchCopy patches a run read again into the file's copy in the backup.
+func (j *job) patchCopy(f recopyFile, off int64, b []byte) error { return j.patch(f.copy, off, b) }
+
+// recopyPages copies again the given pages of each tablespace, spaces in parallel,
+// into to.
+func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32, to runSink) (int64, error) {
 	targets, err := j.recopyTargets()
 	if err != nil {
 		return 0, err
@@ -309,7 +334,7 @@ func (j *job) recopyPages(ctx context.Context, pages map[uint32][]uint32) (int64
 	for space, list := range pages {
 		if files := targets[space]; len(files) > 0 {
 			j.prog.AddTotal(int64(len(list)) * int64(j.info.PageSize))
-			work = append(work, func(ctx context.Context) (int64, error) { return j.recopySpace(ctx, files, list) })
+			work = append(work, func(ctx context.Context) (int64, error) { return j.recopySpace(ctx, files, list, to) })
 		}
 	}
 	return j.sumParallel(ctx, work)
@@ -332,7 +357,7 @@ func (j *job) sumParallel(ctx context.Context, work []func(context.Context) (int
 }
 
 // recopySpace copies again the pages (sorted) of one tablespace from its files.
-func (j *job) recopySpace(ctx context.Context, files []recopyFile, pages []uint32) (int64, error) {
+func (j *job) recopySpace(ctx context.Context, files []recopyFile, pages []uint32, to runSink) (int64, error) {
 	var n int64
 	for i, f := range files {
 		end := uint32(1<<32 - 1)
@@ -341,7 +366,7 @@ func (j *job) recopySpace(ctx context.Context, files []recopyFile, pages []uint3
 		}
 		lo := sort.Search(len(pages), func(k int) bool { return pages[k] >= f.src.Base })
 		hi := sort.Search(len(pages), func(k int) bool { return pages[k] >= end })
-		k, err := j.recopyFilePages(ctx, f, pages[lo:hi])
+		k, err := j.recopyFilePages(ctx, f, pages[lo:hi], to)
 		n += k
 		if err != nil {
 			return n, err
@@ -353,7 +378,7 @@ func (j *job) recopySpace(ctx context.Context, files []recopyFile, pages []uint3
 // recopyFilePages reads the pages (absolute page numbers of the tablespace) in runs of
 // neighbours, validates them as the copy does and patches them into the copy. Pages
 // past the file's end (freed since) are skipped.
-func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32) (int64, error) {
+func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32, to runSink) (int64, error) {
 	if len(pages) == 0 {
 		return 0, nil
 	}
@@ -387,13 +412,13 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 		if got == 0 {
 			break // past the end of the file
 		}
-		if err := j.patch(f.copy, first*ps, buf[:got]); err != nil {
+		if err := to(f, first*ps, buf[:got]); err != nil {
 			return n, err
 		}
 		j.prog.Add(int64(got))
 		n += int64(got) / ps
 	}
-	k, err := j.matchSize(ctx, in, ij, f.copy, buf)
+	k, err := j.matchSize(ctx, in, ij, f, buf, to)
 	return n + k, err
 }
 
@@ -403,7 +428,7 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32)
 // refuses a file shorter than page 0 says ("Unable to apply log to corrupted page").
 // The pages between the copy's old end and the last one stay holes, which read as zeros
 // as they do on the server until a page is initialized there (then it is in the set).
-func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, name string, buf []byte) (int64, error) {
+func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, f recopyFile, buf []byte, to runSink) (int64, error) {
 	size, err := in.Size()
 	if err != nil {
 		return 0, fmt.Errorf("stat %s: %w", ij.src.Abs, err)
@@ -411,7 +436,7 @@ func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, nam
 	ps := int64(ij.page)
 	size -= size % ps
 	j.mu.Lock()
-	have := j.files[name].Size
+	have := j.files[f.copy].Size
 	j.mu.Unlock()
 	if size <= have {
 		return 0, nil
@@ -422,7 +447,7 @@ func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, nam
 	if err != nil || got == 0 {
 		return 0, err
 	}
-	return int64(got) / ps, j.patch(name, off, buf[:got])
+	return int64(got) / ps, to(f, off, buf[:got])
 }
 
 // openRecopy opens a server file for re-reading pages, with its page checker. If the
@@ -496,7 +521,7 @@ func (j *job) recopyIfNewer(ctx context.Context, f recopyFile, since uint64) (in
 			return n, err
 		}
 		if got == 0 {
-			k, err := j.matchSize(ctx, in, ij, f.copy, buf)
+			k, err := j.matchSize(ctx, in, ij, f, buf, j.patchCopy)
 			return n + k, err
 		}
 		j.prog.Add(int64(got))

@@ -76,6 +76,9 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	}
 	j.m.LastLSN = last
 	j.m.StartLSN = j.tail.t.Start().LSN
+	if j.rolled != nil {
+		j.m.StartLSN = j.rolled.lsn // every page holds every change below it
+	}
 	res.PageRereads = j.stats.rereads.Load()
 	res.Rounds, res.PagesRecopied = j.recopy.rounds, j.recopy.pages
 	res.Manifest = &j.m

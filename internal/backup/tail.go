@@ -39,7 +39,8 @@ type tailer struct {
 
 	// head, if set, is written to the backup's ib_logfile0 before the spool: the start
 	// of the log when the roll-forward took the spool's first bytes (rollforward.go).
-	head io.Reader
+	head     io.Reader
+	headFile *os.File // closed once drained
 
 	// Set once the copy is kept: drained into the backup's ib_logfile0.
 	f   sink.File
@@ -296,6 +297,9 @@ func (j *job) release(tl *tailer) {
 		if !tl.finished {
 			tl.f.Close(tl.sum.n)
 		}
+	}
+	if tl.headFile != nil {
+		tl.headFile.Close()
 	}
 	tl.spool.Release()
 }

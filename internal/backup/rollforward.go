@@ -1,0 +1,310 @@
+package backup
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/diskspace"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/redo"
+)
+
+// The roll-forward ends the three-stage copy (docs/backup-procedure.md): the last
+// round's redo copy runs from the server's checkpoint A, which stays far behind under
+// load. At an LSN L near the server's current one, ferry reads again every page that
+// copy saw changed since A, rolls each forward to L with ferry's own redo apply (a
+// scratch copy of those pages and the redo from A to L, on local disk), and patches
+// them into the backup. Every page of the backup then holds every change below L, so
+// the backup's log starts at a checkpoint just below L (redo.CheckpointLog) instead of
+// at A: it keeps the redo written during the roll-forward and the locks, not the
+// server's checkpoint lag. Anything ferry cannot apply (DDL since A, encrypted or
+// unsupported pages) leaves the backup as the round left it, keeping the redo from A;
+// the log says why.
+
+// rolled is what a roll-forward did, for the manifest and the logs.
+type rolled struct {
+	lsn   uint64 // L: the backup's pages hold every change below it
+	cp    uint64 // the checkpoint of the backup's log, just below L
+	pages int64
+}
+
+// rollRun is a run of pages read again, in the scratch copy, to patch into the backup.
+type rollRun struct {
+	f       recopyFile
+	off     int64
+	n       int
+	scratch string
+}
+
+// rollForward rolls the pages cur saw changed forward to where the server is now and
+// makes the backup's log start there. It is called with cur not drained yet (the last
+// round's copy); it returns an error only for what fails the whole backup.
+func (j *job) rollForward(ctx context.Context, cur *tailer) error {
+	if why := j.noRollForward(); why != "" {
+		j.log.Info("three-stage copy: no roll-forward: "+why+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", cur.t.Start().LSN)
+		return nil
+	}
+	t0 := j.now()
+	j.prog.Stage("backup: rolling changed pages forward")
+	dir, err := os.MkdirTemp(j.scratchRoot(), "ferry-rollforward-")
+	if err != nil {
+		return fmt.Errorf("create the roll-forward's scratch directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	a := cur.t.Start().LSN
+	sc := &scratch{dir: dir}
+	l, why, err := j.readPasses(ctx, cur, sc)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		j.log.Info("three-stage copy: no roll-forward: "+why+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", a)
+		return nil
+	}
+	r, err := j.rollTo(ctx, cur, sc, a, l)
+	if err != nil || r == nil {
+		return err
+	}
+	j.rolled = r
+	j.log.Info("three-stage copy: pages rolled forward by ferry's redo apply; the backup keeps the redo from just below their LSN",
+		"checkpoint_lsn", a, "rolled_to_lsn", l, "redo_applied", l-a, "pages", r.pages, "passes", sc.passes, "took", j.now().Sub(t0).Round(time.Millisecond))
+	return nil
+}
+
+// Read passes of the roll-forward: each reads again the pages changed since the one
+// before, until a pass reads few pages or no fewer than half the pages of the one
+// before.
+const (
+	maxRollPasses = 4
+	fewPages      = 256
+)
+
+// scratch is the roll-forward's copy of the pages read again, on local disk.
+type scratch struct {
+	dir    string
+	mu     sync.Mutex
+	runs   []rollRun
+	pages  int64
+	passes int
+}
+
+// readPasses reads the pages cur saw changed into sc, pass after pass, and returns
+// L: every page changed by a mini-transaction below it is in sc. why says why there
+// is no roll-forward after all.
+func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint64, why string, err error) {
+	a, prev := cur.t.Start().LSN, 0
+	for {
+		now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx) // the flushed LSN, which the copy reaches
+		if err != nil {
+			return 0, "", err
+		}
+		if err := cur.t.WaitCopied(ctx, now); err != nil {
+			return 0, "the redo copy did not reach the server's LSN (" + err.Error() + ")", nil
+		}
+		l = cur.t.Copied() // the pages of every mini-transaction below l are in cur.pages
+		pages, ok := cur.pages.Take()
+		if !ok {
+			return 0, "the set of changed pages outgrew its bound", nil
+		}
+		n := pagesIn(pages)
+		if why := j.checkScratchSpace(int(sc.pages)+n, int64(redo.StartOffset)+int64(l-a)); why != "" {
+			return 0, why, nil
+		}
+		k, err := j.readIntoScratch(ctx, sc, pages)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, "", err
+			}
+			return 0, err.Error(), nil
+		}
+		sc.pages += k
+		sc.passes++
+		if sc.passes >= maxRollPasses || n <= fewPages || (sc.passes > 1 && 2*n > prev) {
+			return l, "", nil
+		}
+		prev = n
+	}
+}
+
+// noRollForward says why this backup does not roll pages forward, or "".
+func (j *job) noRollForward() string {
+	switch {
+	case j.info.EncryptsLog():
+		return "the server encrypts its redo log (innodb_encrypt_log=ON), and ferry writes the backup's log start unencrypted only"
+	case j.cfg.Filter != nil:
+		return "a partial backup (--tables) holds only some tablespaces, and the redo names all of them"
+	case !strings.Contains(j.info.Vars["innodb_checksum_algorithm"], "crc32"):
+		return "innodb_checksum_algorithm=" + j.info.Vars["innodb_checksum_algorithm"] + " (ferry writes crc32 checksums)"
+	}
+	return ""
+}
+
+// checkScratchSpace says why the scratch copy does not fit the spool's directory, or "".
+func (j *job) checkScratchSpace(pages int, logBytes int64) string {
+	need := logBytes + int64(pages)*int64(j.info.PageSize)*2 + 64<<20 // runs read neighbours too
+	free, err := diskspace.Free(j.scratchRoot())
+	switch {
+	case err != nil:
+		return err.Error()
+	case free < need:
+		return fmt.Sprintf("%s has %d MiB free, and the scratch copy needs about %d MiB", j.scratchRoot(), free>>20, need>>20)
+	}
+	return ""
+}
+
+// scratchRoot is where the roll-forward's scratch copy goes: the spool's directory.
+func (j *job) scratchRoot() string { return cmp.Or(j.cfg.Spool.Dir, os.TempDir()) }
+
+// rollTo takes the redo from a to l out of cur's spool into the scratch copy, applies
+// it there and patches the pages into the backup. If ferry does not apply that redo,
+// the backup keeps it: cur's log starts with it again, and nil is returned.
+func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64) (*rolled, error) {
+	logBytes := int64(redo.StartOffset) + int64(l-a)
+	if h := cur.spool.Held(); h < logBytes {
+		j.log.Info("three-stage copy: no roll-forward: the redo copy's spool no longer holds the redo from the checkpoint", "held", h, "want", logBytes)
+		return nil, nil
+	}
+	logf, err := os.OpenFile(filepath.Join(sc.dir, "ib_logfile0"), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := cur.spool.DrainN(logf, logBytes, 1<<20); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("take the redo below LSN %d from the spool: %w", l, err)
+	}
+	// From here on the spool no longer holds the redo from a: if it is not applied,
+	// the backup's log starts with this file again.
+	if _, err := apply.Dir(ctx, j.applyConfig(sc.dir)); err != nil {
+		if ctx.Err() != nil {
+			logf.Close()
+			return nil, err
+		}
+		j.log.Warn("three-stage copy: pages not rolled forward: "+err.Error()+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", a)
+		if _, err := logf.Seek(0, io.SeekStart); err != nil {
+			logf.Close()
+			return nil, err
+		}
+		cur.head, cur.headFile = io.LimitReader(logf, logBytes), logf
+		return nil, nil
+	}
+	logf.Close()
+	head, cp, err := redo.CheckpointLog(l, cur.namesBelow(l), "Backup ferry "+j.cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.patchRuns(sc.runs); err != nil {
+		return nil, err
+	}
+	cur.head = bytes.NewReader(head)
+	return &rolled{lsn: l, cp: cp, pages: sc.pages}, nil
+}
+
+// readIntoScratch reads the pages again, in runs as a re-copy round does, into files
+// of the scratch directory named as in the datadir, with each tablespace's page 0
+// (which the apply reads for the tablespace's id and flags) and the system
+// tablespace's other files (empty).
+func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32][]uint32) (int64, error) {
+	for id, list := range pages {
+		if len(list) == 0 || list[0] != 0 {
+			pages[id] = append([]uint32{0}, list...)
+		}
+	}
+	data, err := apply.ParseDataFilePath(cmp.Or(j.info.Vars["innodb_data_file_path"], "ibdata1:12M:autoextend"), j.info.PageSize)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range data {
+		if err := touch(filepath.Join(sc.dir, d.Name)); err != nil {
+			return 0, err
+		}
+	}
+	to := func(f recopyFile, off int64, b []byte) error {
+		path := filepath.Join(sc.dir, filepath.FromSlash(f.src.Rel))
+		if err := writeScratch(path, off, b); err != nil {
+			return err
+		}
+		sc.mu.Lock()
+		sc.runs = append(sc.runs, rollRun{f: f, off: off, n: len(b), scratch: path})
+		sc.mu.Unlock()
+		return nil
+	}
+	n, err := j.recopyPages(ctx, pages, to)
+	if err != nil {
+		return n, err
+	}
+	j.mu.Lock()
+	lost := len(j.lostSpaces)
+	j.mu.Unlock()
+	if lost > 0 {
+		return n, errors.New("tablespaces were renamed or dropped during the copy")
+	}
+	return n, nil
+}
+
+// touch creates an empty file and its directory.
+func touch(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// writeScratch writes b at off of the scratch file path, creating it.
+func writeScratch(path string, off int64, b []byte) error {
+	if err := touch(path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
+		return fmt.Errorf("write the roll-forward's scratch copy: %w", err)
+	}
+	return f.Close()
+}
+
+// applyConfig is the redo apply's configuration for the scratch copy in dir.
+func (j *job) applyConfig(dir string) apply.Config {
+	data, _ := apply.ParseDataFilePath(cmp.Or(j.info.Vars["innodb_data_file_path"], "ibdata1:12M:autoextend"), j.info.PageSize)
+	level, _ := strconv.Atoi(j.info.Vars["innodb_compression_level"])
+	return apply.Config{Dir: dir, DataFiles: data, PageSize: j.info.PageSize, CompressionLevel: level,
+		EncryptTables: j.info.Vars["innodb_encrypt_tables"] != "" && j.info.Vars["innodb_encrypt_tables"] != "OFF",
+		Newer:         true, Log: j.log}
+}
+
+// patchRuns patches every run, as rolled forward in the scratch copy, into the backup.
+func (j *job) patchRuns(runs []rollRun) error {
+	buf := make([]byte, recopyRun)
+	for _, r := range runs {
+		f, err := os.Open(r.scratch)
+		if err != nil {
+			return err
+		}
+		_, err = f.ReadAt(buf[:r.n], r.off)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read the roll-forward's scratch copy: %w", err)
+		}
+		if err := j.patch(r.f.copy, r.off, buf[:r.n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
