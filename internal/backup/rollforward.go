@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -289,22 +290,54 @@ func (j *job) applyConfig(dir string) apply.Config {
 		Newer:         true, Log: j.log}
 }
 
-// patchRuns patches every run, as rolled forward in the scratch copy, into the backup.
+// patchRuns patches the runs, as rolled forward in the scratch copy, into the backup,
+// as a re-copy round of its own (an end storing patches apart applies a later round's
+// over an earlier one's). Runs read in several passes may overlap: they are merged
+// first, since the patches of one round must not overlap.
 func (j *job) patchRuns(runs []rollRun) error {
-	buf := make([]byte, recopyRun)
+	sort.Slice(runs, func(a, b int) bool {
+		if runs[a].f.copy != runs[b].f.copy {
+			return runs[a].f.copy < runs[b].f.copy
+		}
+		return runs[a].off < runs[b].off
+	})
+	var merged []rollRun
 	for _, r := range runs {
+		if k := len(merged) - 1; k >= 0 && merged[k].f.copy == r.f.copy && r.off <= merged[k].off+int64(merged[k].n) {
+			merged[k].n = int(max(merged[k].off+int64(merged[k].n), r.off+int64(r.n)) - merged[k].off)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	j.recopy.round++
+	buf := make([]byte, recopyRun)
+	for _, r := range merged {
 		f, err := os.Open(r.scratch)
 		if err != nil {
 			return err
 		}
-		_, err = f.ReadAt(buf[:r.n], r.off)
+		for done := 0; done < r.n; {
+			k := min(r.n-done, len(buf))
+			got, err := f.ReadAt(buf[:k], r.off+int64(done))
+			if err != nil && !errors.Is(err, io.EOF) {
+				f.Close()
+				return fmt.Errorf("read the roll-forward's scratch copy: %w", err)
+			}
+			// An undo tablespace the redo truncated (TRIM_PAGES) ends early in the
+			// scratch copy, at a page boundary: the pages past its new end are not
+			// patched.
+			if got > 0 {
+				if err := j.patch(r.f.copy, r.off+int64(done), buf[:got]); err != nil {
+					f.Close()
+					return err
+				}
+			}
+			if got < k {
+				break
+			}
+			done += k
+		}
 		f.Close()
-		if err != nil {
-			return fmt.Errorf("read the roll-forward's scratch copy: %w", err)
-		}
-		if err := j.patch(r.f.copy, r.off, buf[:r.n]); err != nil {
-			return err
-		}
 	}
 	return nil
 }
