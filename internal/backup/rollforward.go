@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/apply"
@@ -58,7 +59,8 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	}
 	t0 := j.now()
 	j.prog.Stage("backup: rolling changed pages forward")
-	dir, err := os.MkdirTemp(j.scratchRoot(), "ferry-rollforward-")
+	removeStaleScratch(j.scratchRoot())
+	dir, err := os.MkdirTemp(j.scratchRoot(), fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))
 	if err != nil {
 		return fmt.Errorf("create the roll-forward's scratch directory: %w", err)
 	}
@@ -149,6 +151,27 @@ func (j *job) noRollForward() string {
 		return "innodb_checksum_algorithm=" + j.info.Vars["innodb_checksum_algorithm"] + " (ferry writes crc32 checksums)"
 	}
 	return ""
+}
+
+// scratchPrefix starts the name of a roll-forward's scratch directory, followed by
+// the pid of the ferry that made it.
+const scratchPrefix = "ferry-rollforward-"
+
+// removeStaleScratch removes the scratch directories in root left by a ferry that was
+// killed (SIGKILL leaves no chance to remove them): those whose pid is no longer a
+// running process.
+func removeStaleScratch(root string) {
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), scratchPrefix)
+		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
+		if !ok || !e.IsDir() || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
 }
 
 // checkScratchSpace says why the scratch copy does not fit the spool's directory, or "".
