@@ -121,6 +121,9 @@ func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint6
 			return 0, "the set of changed pages outgrew its bound", nil
 		}
 		n := pagesIn(pages)
+		if why, err := j.uncopied(cur, pages, l); why != "" || err != nil {
+			return 0, why, err
+		}
 		if why := j.checkScratchSpace(int(sc.pages)+n, int64(redo.StartOffset)+int64(l-a)); why != "" {
 			return 0, why, nil
 		}
@@ -274,6 +277,33 @@ func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32
 		return n, errors.New("tablespaces were renamed or dropped during the copy")
 	}
 	return n, nil
+}
+
+// uncopied says why a tablespace the redo below l changes has no copy to roll forward
+// (created during the backup, or its page 0 was not on disk yet when it was copied: it
+// is copied whole under BLOCK_DDL, later than l), or "". Tablespaces dropped below l and
+// the server's intermediate tables (#sql...) are not asked for.
+func (j *job) uncopied(cur *tailer, pages map[uint32][]uint32, l uint64) (string, error) {
+	targets, err := j.recopyTargets()
+	if err != nil {
+		return "", err
+	}
+	names := map[uint32]string{}
+	for _, f := range cur.namesBelow(l) {
+		names[f.SpaceID] = f.Name
+	}
+	dropped := map[uint32]bool{}
+	for _, op := range cur.opsBelow(l) {
+		dropped[op.SpaceID] = dropped[op.SpaceID] || op.Kind == redo.FileDelete
+	}
+	for id := range pages {
+		name := names[id]
+		if len(targets[id]) > 0 || dropped[id] || strings.HasPrefix(filepath.Base(name), "#sql") {
+			continue
+		}
+		return fmt.Sprintf("tablespace %d (%s) has no copy to roll forward (created during the backup, or its first page was not yet on disk when it was copied): it is copied whole under BLOCK_DDL", id, cmp.Or(name, "name unknown")), nil
+	}
+	return "", nil
 }
 
 // touch creates an empty file and its directory.
