@@ -81,7 +81,8 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	}
 	j.rolled = r
 	j.log.Info("three-stage copy: pages rolled forward by ferry's redo apply; the backup keeps the redo from just below their LSN",
-		"checkpoint_lsn", a, "rolled_to_lsn", l, "redo_applied", l-a, "pages", r.pages, "passes", sc.passes, "took", j.now().Sub(t0).Round(time.Millisecond))
+		"checkpoint_lsn", a, "rolled_to_lsn", l, "log_checkpoint_lsn", r.cp, "redo_applied", l-a, "pages", r.pages, "passes", sc.passes,
+		"took", j.now().Sub(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -113,6 +114,9 @@ func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint6
 			return 0, "", err
 		}
 		if err := cur.t.WaitCopied(ctx, now); err != nil {
+			if ctx.Err() != nil {
+				return 0, "", err
+			}
 			return 0, "the redo copy did not reach the server's LSN (" + err.Error() + ")", nil
 		}
 		l = cur.t.Copied() // the pages of every mini-transaction below l are in cur.pages
@@ -242,6 +246,9 @@ func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64)
 // (which the apply reads for the tablespace's id and flags) and the system
 // tablespace's other files (empty).
 func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32][]uint32) (int64, error) {
+	if _, ok := pages[0]; !ok {
+		pages[0] = nil // the apply opens the system tablespace by its page 0
+	}
 	for id, list := range pages {
 		if len(list) == 0 || list[0] != 0 {
 			pages[id] = append([]uint32{0}, list...)
