@@ -75,18 +75,18 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 	if err := j.drain(ctx); err != nil {
 		return err
 	}
-	ok, why, err := j.worthRecopy(cur)
+	ok, roll, why, err := j.worthRecopy(cur)
 	switch {
 	case err != nil:
 		return err
 	case !ok && !cur.draining: // a held tracker: its redo is the backup's after all
 		j.log.Info("three-stage copy: no re-copy round: " + why)
 		return j.rollAndKeep(ctx, cur, fail)
-	case !ok && (j.noRollForward() != "" || cur.t.Copied()-cur.t.Start().LSN <= keepTarget):
+	case !ok && !roll:
 		j.log.Info("three-stage copy skipped: " + why + "; the backup keeps the whole redo of the copy")
 		return nil
 	case !ok:
-		j.log.Info("three-stage copy: one re-copy round runs anyway (" + why + "): the roll-forward after it keeps only the redo written from then on")
+		j.log.Info("three-stage copy: one re-copy round runs anyway: " + why)
 	}
 	for round := 1; ; round++ {
 		if round > 1 {
@@ -152,18 +152,19 @@ func (j *job) drain(ctx context.Context) error {
 }
 
 // worthRecopy decides whether the first re-copy round pays (recopyEstimate.pays), and
-// says why not,
+// says why not; roll says that a round runs anyway, for the roll-forward after it
+// (rollPays),
 // from the copy so far as the job's clock measures it. A tracker that failed (lapped)
 // leaves no choice: its redo is not whole, the round falls back to page LSNs.
-func (j *job) worthRecopy(cur *tailer) (ok bool, why string, err error) {
+func (j *job) worthRecopy(cur *tailer) (ok, roll bool, why string, err error) {
 	select {
 	case <-cur.ran:
-		return true, "", nil
+		return true, false, "", nil
 	default:
 	}
 	a, err := j.checkpoint()
 	if err != nil {
-		return false, "", err
+		return false, false, "", err
 	}
 	start := cur.t.Start().LSN
 	e := recopyEstimate{elapsed: j.now().Sub(j.copyStart), maxRate: j.cfg.MaxRate,
@@ -182,8 +183,27 @@ func (j *job) worthRecopy(cur *tailer) (ok bool, why string, err error) {
 	if !ok {
 		j.log.Debug("three-stage copy: the first re-copy round does not pay by the server's checkpoint", "why", why,
 			"changed_bytes", e.changed, "redo_dropped", max(e.dropped, 0), "redo_kept_meanwhile_estimate", e.cost())
+		if rollPays(e.changed, e.redo) && j.noRollForward() == "" {
+			return false, true, why + "; the roll-forward after a round drops the copy's redo", nil
+		}
+		return false, false, why + "; " + rollWhyNot(e.changed, e.redo), nil
 	}
-	return ok, why, nil
+	return ok, false, why, nil
+}
+
+// rollPays tells whether rolling pages forward pays: it drops the redo but reads the
+// changed pages again, so it runs only when there is more than keepTarget of redo to
+// drop and the pages to read are at most twice as many bytes. Under random writes over
+// a data set larger than the buffer pool (bench/prepare.sh), a copy changes most pages,
+// and reading them again took longer than the copy itself.
+func rollPays(changed, redo int64) bool { return redo > keepTarget && changed <= 2*redo }
+
+// rollWhyNot says why rolling pages forward does not pay, for the log.
+func rollWhyNot(changed, redo int64) string {
+	if redo <= keepTarget {
+		return "too little redo to roll pages forward"
+	}
+	return fmt.Sprintf("rolling pages forward would read again %d MiB of changed pages to drop %d MiB of redo", changed>>20, redo>>20)
 }
 
 // recopyEstimate is what the decision on a first re-copy round is made of, measured
@@ -316,12 +336,15 @@ func (j *job) recopyTargets() (map[uint32][]recopyFile, error) {
 	return out, nil
 }
 
-// runSink takes the runs of pages read again: into the backup (patchCopy), or into
-// the roll-forward's scratch copy. It is called from several goroutines.
-type runSink func(f recopyFile, off int64, b []byte) error
+// runSink takes the runs of pages read again (pages of ps bytes, the file's physical
+// page size): into the backup (patchCopy), or into the roll-forward's scratch copy. It
+// is called from several goroutines.
+type runSink func(f recopyFile, ps int, off int64, b []byte) error
 
 // patchCopy patches a run read again into the file's copy in the backup.
-func (j *job) patchCopy(f recopyFile, off int64, b []byte) error { return j.patch(f.copy, off, b) }
+func (j *job) patchCopy(f recopyFile, _ int, off int64, b []byte) error {
+	return j.patch(f.copy, off, b)
+}
 
 // recopyPages copies again the given pages of each tablespace, spaces in parallel,
 // into to.
@@ -412,7 +435,7 @@ func (j *job) recopyFilePages(ctx context.Context, f recopyFile, pages []uint32,
 		if got == 0 {
 			break // past the end of the file
 		}
-		if err := to(f, first*ps, buf[:got]); err != nil {
+		if err := to(f, int(ps), first*ps, buf[:got]); err != nil {
 			return n, err
 		}
 		j.prog.Add(int64(got))
@@ -447,7 +470,7 @@ func (j *job) matchSize(ctx context.Context, in *directio.File, ij *innoJob, f r
 	if err != nil || got == 0 {
 		return 0, err
 	}
-	return int64(got) / ps, to(f, off, buf[:got])
+	return int64(got) / ps, to(f, int(ps), off, buf[:got])
 }
 
 // openRecopy opens a server file for re-reading pages, with its page checker. If the

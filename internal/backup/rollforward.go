@@ -81,7 +81,7 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	}
 	j.rolled = r
 	j.log.Info("three-stage copy: pages rolled forward by ferry's redo apply; the backup keeps the redo from just below their LSN",
-		"checkpoint_lsn", a, "rolled_to_lsn", l, "log_checkpoint_lsn", r.cp, "redo_applied", l-a, "pages", r.pages, "passes", sc.passes,
+		"checkpoint_lsn", a, "rolled_to_lsn", r.lsn, "log_checkpoint_lsn", r.cp, "redo_applied", r.lsn-a, "pages", r.pages, "passes", sc.passes, "top_ups", sc.topUps,
 		"took", j.now().Sub(t0).Round(time.Millisecond))
 	return nil
 }
@@ -101,6 +101,24 @@ type scratch struct {
 	runs   []rollRun
 	pages  int64
 	passes int
+	topUps int
+	// have is where the scratch copy holds each page it read: once rolled forward,
+	// such a page may be newer than the server's file, so it is never read again.
+	have map[redo.PageID]rollRun
+	// last is the page set the last pass or top-up took: it may hold pages changed
+	// after the LSN that pass stopped at, which the next top-up rolls on and patches.
+	last map[uint32][]uint32
+}
+
+// add notes the pages of a run of the scratch copy (sc.mu held).
+func (sc *scratch) add(f recopyFile, ps int, off int64, n int, path string) {
+	if sc.have == nil {
+		sc.have = map[redo.PageID]rollRun{}
+	}
+	for o := off; o+int64(ps) <= off+int64(n); o += int64(ps) {
+		id := redo.PageID{Space: f.space, Page: f.src.Base + uint32(o/int64(ps))}
+		sc.have[id] = rollRun{f: f, off: o, n: ps, scratch: path}
+	}
 }
 
 // readPasses reads the pages cur saw changed into sc, pass after pass, and returns
@@ -128,9 +146,13 @@ func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint6
 		if why, err := j.uncopied(cur, pages, l); why != "" || err != nil {
 			return 0, why, err
 		}
+		if changed := int64(n) * int64(j.info.PageSize); sc.passes == 0 && !rollPays(changed, int64(l-a)) {
+			return 0, rollWhyNot(changed, int64(l-a)), nil
+		}
 		if why := j.checkScratchSpace(int(sc.pages)+n, int64(redo.StartOffset)+int64(l-a)); why != "" {
 			return 0, why, nil
 		}
+		sc.last = pages
 		k, err := j.readIntoScratch(ctx, sc, pages)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -230,15 +252,165 @@ func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64)
 		return nil, nil
 	}
 	logf.Close()
+	if err := j.patchRuns(sc.runs); err != nil {
+		return nil, err
+	}
+	for sc.topUps < maxTopUps {
+		next, kept, err := j.topUp(ctx, cur, sc, l)
+		switch {
+		case err != nil:
+			return nil, err
+		case kept != nil: // the redo the top-up took from the spool stays in the backup
+			return j.rolledAt(cur, sc, l, kept)
+		case next == l:
+			return j.rolledAt(cur, sc, l, nil)
+		}
+		l = next
+	}
+	return j.rolledAt(cur, sc, l, nil)
+}
+
+// rolledAt makes cur's log start at a checkpoint just below l, followed by more (the
+// redo from l a top-up took from the spool without applying it), then the spool.
+func (j *job) rolledAt(cur *tailer, sc *scratch, l uint64, more io.Reader) (*rolled, error) {
 	head, cp, err := redo.CheckpointLog(l, cur.namesBelow(l), "Backup ferry "+j.cfg.Version)
 	if err != nil {
 		return nil, err
 	}
-	if err := j.patchRuns(sc.runs); err != nil {
+	cur.head = bytes.NewReader(head)
+	if more != nil {
+		cur.head = io.MultiReader(cur.head, more)
+	}
+	return &rolled{lsn: l, cp: cp, pages: sc.pages}, nil
+}
+
+// Top-ups: after the roll-forward to L, the redo the server wrote meanwhile is applied
+// too, at most maxTopUps times, while there is more than topUpMin of it: each is
+// shorter than the one before, since it reads only the pages changed since.
+const (
+	maxTopUps = 3
+	topUpMin  = 4 << 20
+)
+
+// topUp rolls the scratch copy on from l to where the server's redo copy is now and
+// patches the pages that changed into the backup, returning the new L: l itself when
+// there was too little redo to bother, or a page it would need has no copy. A page
+// changed since l that the scratch copy does not hold is read from the server: it did
+// not change in [a, l), and every change below a was on disk, so its image holds every
+// change below l. One it holds (rolled to l, perhaps newer than the server's file) is
+// not read again. If the apply refuses the redo from l, that redo, taken out of the
+// spool, is returned as kept, for the backup's log.
+func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l uint64) (next uint64, kept io.Reader, err error) {
+	now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	if err != nil || now < l+topUpMin {
+		return l, nil, err
+	}
+	if err := cur.t.WaitCopied(ctx, now); err != nil {
+		return l, nil, err
+	}
+	l2 := cur.t.Copied()
+	pages, ok := cur.pages.Take()
+	if !ok {
+		return l, nil, nil
+	}
+	if why, err := j.uncopied(cur, pages, l2); why != "" || err != nil {
+		return l, nil, err
+	}
+	if cur.spool.Held() < int64(l2-l) {
+		return l, nil, nil
+	}
+	sc.topUps++
+	changed, err := j.readNewIntoScratch(ctx, sc, pages, sc.last)
+	sc.last = pages
+	if err != nil || changed == nil {
+		return l, nil, err
+	}
+	logPath := filepath.Join(sc.dir, "ib_logfile0")
+	os.Remove(logPath) // the empty log the apply before left
+	logf, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return l, nil, err
+	}
+	if _, err := logf.Write(redo.BackupHeader(redo.Header{Format: redo.FormatPhys}, redo.Checkpoint{LSN: l, EndLSN: l}, "ferry roll-forward")); err != nil {
+		logf.Close()
+		return l, nil, err
+	}
+	if err := cur.spool.DrainN(logf, int64(l2-l), 1<<20); err != nil {
+		logf.Close()
+		return l, nil, fmt.Errorf("take the redo below LSN %d from the spool: %w", l2, err)
+	}
+	if _, err := apply.Dir(ctx, j.applyConfig(sc.dir)); err != nil {
+		if ctx.Err() != nil {
+			logf.Close()
+			return l, nil, err
+		}
+		j.log.Info("three-stage copy: roll-forward top-up not applied: "+err.Error(), "from_lsn", l)
+		if _, err := logf.Seek(redo.StartOffset, io.SeekStart); err != nil {
+			logf.Close()
+			return l, nil, err
+		}
+		cur.headFile = logf
+		return l, io.LimitReader(logf, int64(l2-l)), nil
+	}
+	logf.Close()
+	return l2, nil, j.patchRuns(changed)
+}
+
+// readNewIntoScratch reads the pages of pages the scratch copy does not hold yet into
+// it (page by page out of each run: a run's other pages may be ones it holds, rolled
+// forward) and returns where it holds every page of pages and of last (those the top-up
+// rolls on), to patch into the backup once rolled.
+func (j *job) readNewIntoScratch(ctx context.Context, sc *scratch, pages, last map[uint32][]uint32) ([]rollRun, error) {
+	toRead := map[uint32][]uint32{}
+	want := map[redo.PageID]bool{}
+	for _, set := range []map[uint32][]uint32{pages, last} {
+		for id, list := range set {
+			for _, no := range list {
+				pid := redo.PageID{Space: id, Page: no}
+				if _, held := sc.have[pid]; !held && !want[pid] {
+					toRead[id] = append(toRead[id], no)
+				}
+				want[pid] = true
+			}
+		}
+	}
+	for _, list := range toRead {
+		sort.Slice(list, func(a, b int) bool { return list[a] < list[b] })
+	}
+	to := func(f recopyFile, ps int, off int64, b []byte) error {
+		path := filepath.Join(sc.dir, filepath.FromSlash(f.src.Rel))
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		for o := off; o+int64(ps) <= off+int64(len(b)); o += int64(ps) {
+			pid := redo.PageID{Space: f.space, Page: f.src.Base + uint32(o/int64(ps))}
+			if _, held := sc.have[pid]; held || !want[pid] {
+				continue
+			}
+			if err := writeScratch(path, o, b[o-off:o-off+int64(ps)]); err != nil {
+				return err
+			}
+			sc.add(f, ps, o, ps, path)
+		}
+		return nil
+	}
+	n, err := j.recopyPages(ctx, toRead, to)
+	sc.pages += n
+	if err != nil {
 		return nil, err
 	}
-	cur.head = bytes.NewReader(head)
-	return &rolled{lsn: l, cp: cp, pages: sc.pages}, nil
+	j.mu.Lock()
+	lost := len(j.lostSpaces)
+	j.mu.Unlock()
+	if lost > 0 { // copied whole under BLOCK_DDL: its changes below l stay in the redo
+		return nil, nil
+	}
+	var changed []rollRun
+	for pid := range want {
+		if r, ok := sc.have[pid]; ok {
+			changed = append(changed, r)
+		}
+	}
+	return changed, nil
 }
 
 // readIntoScratch reads the pages again, in runs as a re-copy round does, into files
@@ -263,14 +435,15 @@ func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32
 			return 0, err
 		}
 	}
-	to := func(f recopyFile, off int64, b []byte) error {
+	to := func(f recopyFile, ps int, off int64, b []byte) error {
 		path := filepath.Join(sc.dir, filepath.FromSlash(f.src.Rel))
 		if err := writeScratch(path, off, b); err != nil {
 			return err
 		}
 		sc.mu.Lock()
+		defer sc.mu.Unlock()
 		sc.runs = append(sc.runs, rollRun{f: f, off: off, n: len(b), scratch: path})
-		sc.mu.Unlock()
+		sc.add(f, ps, off, len(b), path)
 		return nil
 	}
 	n, err := j.recopyPages(ctx, pages, to)
