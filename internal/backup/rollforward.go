@@ -66,7 +66,12 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	}
 	defer os.RemoveAll(dir)
 	a := cur.t.Start().LSN
-	sc := &scratch{dir: dir}
+	data, err := apply.ParseDataFilePath(cmp.Or(j.info.Vars["innodb_data_file_path"], "ibdata1:12M:autoextend"), j.info.PageSize)
+	if err != nil {
+		j.log.Info("three-stage copy: no roll-forward: "+err.Error()+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", a)
+		return nil
+	}
+	sc := &scratch{dir: dir, data: data}
 	l, why, err := j.readPasses(ctx, cur, sc)
 	if err != nil {
 		return err
@@ -97,6 +102,7 @@ const (
 // scratch is the roll-forward's copy of the pages read again, on local disk.
 type scratch struct {
 	dir    string
+	data   []apply.DataFile // the system tablespace's files (innodb_data_file_path)
 	mu     sync.Mutex
 	runs   []rollRun
 	pages  int64
@@ -238,7 +244,7 @@ func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64)
 	}
 	// From here on the spool no longer holds the redo from a: if it is not applied,
 	// the backup's log starts with this file again.
-	if _, err := apply.Dir(ctx, j.applyConfig(sc.dir)); err != nil {
+	if _, err := apply.Dir(ctx, j.applyConfig(sc)); err != nil {
 		if ctx.Err() != nil {
 			logf.Close()
 			return nil, err
@@ -339,7 +345,7 @@ func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l uint64) (ne
 		logf.Close()
 		return l, nil, fmt.Errorf("take the redo below LSN %d from the spool: %w", l2, err)
 	}
-	if _, err := apply.Dir(ctx, j.applyConfig(sc.dir)); err != nil {
+	if _, err := apply.Dir(ctx, j.applyConfig(sc)); err != nil {
 		if ctx.Err() != nil {
 			logf.Close()
 			return l, nil, err
@@ -398,10 +404,7 @@ func (j *job) readNewIntoScratch(ctx context.Context, sc *scratch, pages, last m
 	if err != nil {
 		return nil, err
 	}
-	j.mu.Lock()
-	lost := len(j.lostSpaces)
-	j.mu.Unlock()
-	if lost > 0 { // copied whole under BLOCK_DDL: its changes below l stay in the redo
+	if j.lostAny() { // copied whole under BLOCK_DDL: its changes below l stay in the redo
 		return nil, nil
 	}
 	var changed []rollRun
@@ -426,11 +429,7 @@ func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32
 			pages[id] = append([]uint32{0}, list...)
 		}
 	}
-	data, err := apply.ParseDataFilePath(cmp.Or(j.info.Vars["innodb_data_file_path"], "ibdata1:12M:autoextend"), j.info.PageSize)
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range data {
+	for _, d := range sc.data {
 		if err := touch(filepath.Join(sc.dir, d.Name)); err != nil {
 			return 0, err
 		}
@@ -450,13 +449,19 @@ func (j *job) readIntoScratch(ctx context.Context, sc *scratch, pages map[uint32
 	if err != nil {
 		return n, err
 	}
-	j.mu.Lock()
-	lost := len(j.lostSpaces)
-	j.mu.Unlock()
-	if lost > 0 {
+	if j.lostAny() {
 		return n, errors.New("tablespaces were renamed or dropped during the copy")
 	}
 	return n, nil
+}
+
+// lostAny tells whether a tablespace could not be read again (renamed or dropped since
+// it was copied): it is copied whole under BLOCK_DDL, later than any L, so its changes
+// must stay in the backup's redo.
+func (j *job) lostAny() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.lostSpaces) > 0
 }
 
 // uncopied says why a tablespace the redo below l changes has no copy to roll forward
@@ -514,11 +519,10 @@ func writeScratch(path string, off int64, b []byte) error {
 	return f.Close()
 }
 
-// applyConfig is the redo apply's configuration for the scratch copy in dir.
-func (j *job) applyConfig(dir string) apply.Config {
-	data, _ := apply.ParseDataFilePath(cmp.Or(j.info.Vars["innodb_data_file_path"], "ibdata1:12M:autoextend"), j.info.PageSize)
-	level, _ := strconv.Atoi(j.info.Vars["innodb_compression_level"])
-	return apply.Config{Dir: dir, DataFiles: data, PageSize: j.info.PageSize, CompressionLevel: level,
+// applyConfig is the redo apply's configuration for the scratch copy sc.
+func (j *job) applyConfig(sc *scratch) apply.Config {
+	level, _ := strconv.Atoi(j.info.Vars["innodb_compression_level"]) // 0: the server's default
+	return apply.Config{Dir: sc.dir, DataFiles: sc.data, PageSize: j.info.PageSize, CompressionLevel: level,
 		EncryptTables: j.info.Vars["innodb_encrypt_tables"] != "" && j.info.Vars["innodb_encrypt_tables"] != "OFF",
 		Newer:         true, Log: j.log}
 }
