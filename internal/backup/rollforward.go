@@ -152,7 +152,9 @@ func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint6
 		if why, err := j.uncopied(cur, pages, l); why != "" || err != nil {
 			return 0, why, err
 		}
-		if changed := int64(n) * int64(j.info.PageSize); sc.passes == 0 && !rollPays(changed, int64(l-a)) {
+		// After a round, the redo since its checkpoint may be short: worth dropping if
+		// more than a top-up's worth, and the pages few enough.
+		if changed := int64(n) * int64(j.info.PageSize); sc.passes == 0 && (l-a <= topUpMin || changed > 2*int64(l-a)) {
 			return 0, rollWhyNot(changed, int64(l-a)), nil
 		}
 		if why := j.checkScratchSpace(int(sc.pages)+n, int64(redo.StartOffset)+int64(l-a)); why != "" {
