@@ -43,8 +43,14 @@ type Config struct {
 	CompressionLevel int
 	Parallel         int // pages rolled at once; default 4 per core, at least 16
 	Memory           int // bytes of redo records held per batch; default 256 MiB
-	Log              *slog.Logger
+	// Ahead is the log parsed while the datadir was filled (nil: none); Dir uses it if
+	// it is of the datadir's log, and parses the log itself otherwise.
+	Ahead *Ahead
+	Log   *slog.Logger
 }
+
+// defaultMemory is Config.Memory's default.
+const defaultMemory = 256 << 20
 
 // Result is what Dir did.
 type Result struct {
@@ -53,7 +59,8 @@ type Result struct {
 	Batches               int
 	Pages                 int // pages written
 	Took                  time.Duration
-	Check                 time.Duration // the first pass over the log
+	Check                 time.Duration // the first pass over the log (or the wait for the parse ahead)
+	ParsedAhead           bool          // Config.Ahead was used
 	Roll                  time.Duration // reading, applying and writing pages (parsing aside)
 }
 
@@ -128,7 +135,7 @@ func newApplier(cfg Config) (*applier, error) {
 		cfg.Parallel = max(16, 4*runtime.GOMAXPROCS(0))
 	}
 	if cfg.Memory <= 0 {
-		cfg.Memory = 256 << 20
+		cfg.Memory = defaultMemory
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -160,19 +167,28 @@ func newApplier(cfg Config) (*applier, error) {
 func (a *applier) close() { closeAll(a.spaces, a.deferred) }
 
 // run parses the log in batches of at most cfg.Memory bytes of records and rolls the
-// pages of each batch forward.
+// pages of each batch forward. A log that fits one batch is parsed once: the batch is
+// whole before any page is written, which is what the first pass of a longer log is
+// for.
 func (a *applier) run(ctx context.Context) (Result, error) {
 	var res Result
 	t0 := time.Now()
-	end, err := a.logEnd()
+	size, err := a.logSize()
 	if err != nil {
 		return res, err
 	}
-	a.end, res.Check = end, time.Since(t0)
-	// One arena for every batch, big enough that it never grows: a batch ends once it
-	// holds cfg.Memory bytes, and a mini-transaction is at most MTRSizeMax.
-	arena := make([]byte, 0, min(uint64(a.cfg.Memory), a.redoBytes)+redo.MTRSizeMax)
-	p := &parser{b: newBatch(arena), spaces: a.logs, pageSize: a.cfg.PageSize, reset: a.reset, inject: faultpoint.Fails("apply-record")}
+	single := size <= int64(a.cfg.Memory)
+	if !single {
+		end, err := a.logEnd()
+		if err != nil {
+			return res, err
+		}
+		a.end, res.Check = end, time.Since(t0)
+	}
+	if res.ParsedAhead, err = a.takeAhead(ctx, single); err != nil {
+		return res, err
+	}
+	p := &parser{spaces: a.logs, pageSize: a.cfg.PageSize, reset: a.reset, inject: faultpoint.Fails("apply-record")}
 	flush := func() error {
 		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
 			return nil
@@ -185,15 +201,30 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 		p.b = newBatch(p.b.arena[:0])
 		return err
 	}
-	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
-		if err := p.add(m); err != nil {
-			return err
+	var ll redo.LinearLog
+	if res.ParsedAhead {
+		h := a.cfg.Ahead
+		p.b, a.logs, ll = h.b, h.logs, h.ll
+	} else {
+		// One arena for every batch, big enough that it never grows: a batch ends once
+		// it holds cfg.Memory bytes, and a mini-transaction is at most MTRSizeMax.
+		p.b = newBatch(make([]byte, 0, min(int64(a.cfg.Memory), size)+redo.MTRSizeMax))
+		ll, err = redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
+			if err := p.add(m); err != nil {
+				return err
+			}
+			if !single && len(p.b.arena) >= a.cfg.Memory {
+				return flush()
+			}
+			return ctx.Err()
+		})
+	}
+	if single {
+		if err = checkErr(err); err != nil {
+			return res, err
 		}
-		if len(p.b.arena) >= a.cfg.Memory {
-			return flush()
-		}
-		return ctx.Err()
-	})
+		a.end, a.redoBytes, res.Check = ll.EndLSN, ll.EndLSN-ll.Checkpoint.LSN, time.Since(t0)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -205,6 +236,40 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
+// takeAhead tells whether the log was parsed ahead (Config.Ahead) and that parse is
+// the one to apply; when it is not, the log says why.
+func (a *applier) takeAhead(ctx context.Context, single bool) (bool, error) {
+	h := a.cfg.Ahead
+	if h == nil || !single {
+		return false, nil
+	}
+	ok, why, err := h.take(ctx, a.logPath, a.cfg.PageSize)
+	if err == nil && !ok {
+		a.cfg.Log.Info("apply: the log is parsed again", "why", why)
+	}
+	return ok, err
+}
+
+// logSize is the size of the log's records area: no more bytes of records than that
+// are parsed from it.
+func (a *applier) logSize() (int64, error) {
+	st, err := os.Stat(a.logPath)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errUnsupported, err)
+	}
+	return max(0, st.Size()-int64(redo.StartOffset)), nil
+}
+
+// checkErr sorts an error of a pass over the log: a record ferry refuses is returned
+// as it is, any other is a log ferry does not apply.
+func checkErr(err error) error {
+	var re *RecordError
+	if err == nil || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnsupported, err)
+}
+
 // logEnd is the first pass over the log: it checks every record as the server's parser
 // does, so that a record ferry refuses is found before any page is written, and finds
 // the end LSN (pages newer than it are refused, as the server refuses pages "in the
@@ -214,12 +279,8 @@ func (a *applier) logEnd() (uint64, error) {
 	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize,
 		reset: a.reset, inject: faultpoint.Fails("apply-record"), dry: true}
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, p.add)
-	var re *RecordError
-	if errors.As(err, &re) {
+	if err = checkErr(err); err != nil {
 		return 0, err
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errUnsupported, err)
 	}
 	a.redoBytes = ll.EndLSN - ll.Checkpoint.LSN
 	return ll.EndLSN, nil

@@ -45,10 +45,16 @@ func (p *extPage) in(off, n int) bool {
 	if off >= 0 && n >= 0 && off <= p.size-n {
 		return true
 	}
+	p.outside(off, n)
+	return false
+}
+
+// outside marks the page bad for an access to [off, off+n), apart from in so that in
+// and the readers built on it are inlined.
+func (p *extPage) outside(off, n int) {
 	if p.bad == "" {
 		p.bad = fmt.Sprintf("access to bytes [%d, %d) outside the %d-byte page", off, off+n, p.size)
 	}
-	return false
 }
 
 // fault marks the page bad for a reason found while writing.

@@ -106,6 +106,9 @@ type parser struct {
 	reset  map[redo.PageID]uint64
 	inject bool // FERRY_TEST_FAIL=apply-record: refuse the first EXTENDED record
 	dry    bool // check the records only: store nothing (the first pass)
+	// deletes: a FILE_DELETE was seen, so a record's tablespace may be deleted (looked
+	// up only then: the lookup per record is a tenth of a parse).
+	deletes bool
 }
 
 // space returns the log state of space id, creating it.
@@ -154,7 +157,7 @@ func (p *parser) fileOp(op redo.FileOp) {
 	s := p.space(op.SpaceID)
 	switch op.Kind {
 	case redo.FileDelete:
-		s.deleted = true
+		s.deleted, p.deletes = true, true
 		p.dropSpace(op.SpaceID)
 	case redo.FileRename:
 		s.name = op.NewName
@@ -201,8 +204,10 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 			return p.corrupt(m, *w, "empty record")
 		}
 	}
-	if p.spaces[w.id.Space] != nil && p.spaces[w.id.Space].deleted {
-		return nil
+	if p.deletes {
+		if s := p.spaces[w.id.Space]; s != nil && s.deleted {
+			return nil
+		}
 	}
 	if p.dry {
 		return nil

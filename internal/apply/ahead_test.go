@@ -1,0 +1,109 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// copyLog copies dir's ib_logfile0 into a directory of its own (a backup's, read
+// while the restore copies it) and returns its path.
+func copyLog(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "ib_logfile0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "ib_logfile0")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// padLog pads dir's ib_logfile0 to n bytes with zeros (as a restore pads the log it
+// recovers) and then writes tail at its end.
+func padLog(t *testing.T, dir string, n int64, tail []byte) {
+	t.Helper()
+	p := filepath.Join(dir, "ib_logfile0")
+	if err := os.Truncate(p, n); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(tail, n-int64(len(tail))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParseAhead: a log parsed ahead is applied as Dir would parse and apply it itself,
+// and a parse ahead of another log (another backup, the same log changed after it was
+// parsed, bytes after its end that are not padding) is never applied: Dir parses the
+// log in its datadir instead.
+func TestParseAhead(t *testing.T) {
+	mtrs := [][][]byte{
+		{synthWrite(3, 100, "three")},
+		{synthRec(recInit, 4, nil), synthWrite(4, 200, "four")},
+		{synthWrite(5, 300, "five")},
+	}
+	want := synthDatadir(t, mtrs...)
+	if _, err := Dir(context.Background(), Config{Dir: want}); err != nil {
+		t.Fatal(err)
+	}
+	other := synthDatadir(t, [][]byte{synthWrite(3, 100, "other")})
+	cases := []struct {
+		name     string
+		log      func(dir string) string // the log parsed ahead
+		tail     []byte                  // written at the end of the padded log in the copy
+		useAhead bool
+	}{
+		{"same log, padded", func(dir string) string { return copyLog(t, dir) }, nil, true},
+		{"another backup's log", func(string) string { return copyLog(t, other) }, nil, false},
+		{"bytes after the log", func(dir string) string { return copyLog(t, dir) }, []byte{7}, false},
+		{"no log", func(string) string { return filepath.Join(t.TempDir(), "ib_logfile0") }, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := synthDatadir(t, mtrs...)
+			h := ParseAhead(context.Background(), c.log(dir), 16384, 0)
+			defer h.Close()
+			padLog(t, dir, 1<<20, c.tail)
+			res, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ParsedAhead != c.useAhead {
+				t.Errorf("parsed ahead used: %v, want %v", res.ParsedAhead, c.useAhead)
+			}
+			for no := uint32(1); no < synthPages; no++ {
+				if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
+					t.Errorf("page %d differs from the plain apply's", no)
+				}
+			}
+		})
+	}
+}
+
+// TestParseAheadRecordError: a record ferry refuses is refused the same way whether
+// the log was parsed ahead or not, and nothing is written.
+func TestParseAheadRecordError(t *testing.T) {
+	t.Setenv("FERRY_TEST_FAIL", "apply-record")
+	dir := synthDatadir(t, [][]byte{synthWrite(3, 100, "three")}, [][]byte{synthRec(recExtended, 3, []byte{1})})
+	before := bytes.Clone(readSynthPage(t, dir, 3))
+	h := ParseAhead(context.Background(), copyLog(t, dir), 16384, 0)
+	defer h.Close()
+	_, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
+	var re *RecordError
+	if !errors.As(err, &re) {
+		t.Fatalf("Dir: %v, want a record error", err)
+	}
+	if got := readSynthPage(t, dir, 3); !bytes.Equal(got, before) {
+		t.Error("page 3 was written before the refused record was found")
+	}
+}
