@@ -29,6 +29,7 @@ type applier struct {
 	target, inc string
 	log         *slog.Logger
 	skip        Skip // nil: write every page
+	noSync      bool // Options.NoSync
 	stats       Stats
 	dirs        map[string]bool // directories whose entries changed, synced at the end
 }
@@ -65,15 +66,25 @@ type incFiles struct {
 // left alone, as are those of inc. Changed files are synced before ApplyDir returns.
 // A nil log discards the log.
 func ApplyDir(target, inc string, log *slog.Logger) (Stats, error) {
-	return ApplyDirSkip(target, inc, log, nil)
+	return ApplyDirWith(target, inc, log, Options{})
 }
 
-// ApplyDirSkip is ApplyDir that does not write the pages skip names (nil: none).
-func ApplyDirSkip(target, inc string, log *slog.Logger, skip Skip) (Stats, error) {
+// Options change what ApplyDirWith does.
+type Options struct {
+	Skip Skip // pages not written (nil: none)
+	// NoSync leaves the changed files' data to the caller to make durable (a restore
+	// syncs its whole staging directory before it records a link applied or swaps the
+	// copy in): a chain's later links and its redo apply write many of the same pages
+	// again, and each sync would write them to the disk once more.
+	NoSync bool
+}
+
+// ApplyDirWith is ApplyDir with options.
+func ApplyDirWith(target, inc string, log *slog.Logger, o Options) (Stats, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}, skip: skip}
+	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}, skip: o.Skip, noSync: o.NoSync}
 	if err := a.checkDirs(); err != nil {
 		return Stats{}, err
 	}

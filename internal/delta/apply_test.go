@@ -274,7 +274,7 @@ func TestApplyDirMarkersAfterDeltas(t *testing.T) {
 }
 
 // TestListPagesAndSkip: ListPages lists a delta's pages from its headers (the system
-// tablespace's with its file), and ApplyDirSkip leaves the pages it is told to skip
+// tablespace's with its file), and ApplyDirWith leaves the pages it is told to skip
 // as they were, page 0 included only if asked.
 func TestListPagesAndSkip(t *testing.T) {
 	target, inc := t.TempDir(), t.TempDir()
@@ -292,7 +292,7 @@ func TestListPagesAndSkip(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("ListPages: %v, want %v", got, want)
 	}
-	st, err := ApplyDirSkip(target, inc, nil, func(k PageKey) bool { return k == PageKey{5, "", 2} })
+	st, err := ApplyDirWith(target, inc, nil, Options{Skip: func(k PageKey) bool { return k == PageKey{5, "", 2} }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,7 +279,8 @@ func (a *applier) applyJob(j *job) error {
 	return nil
 }
 
-// writeDelta writes the pages of j's delta into target/j.rel and syncs it.
+// writeDelta writes the pages of j's delta into target/j.rel and syncs it (unless
+// Options.NoSync).
 func (a *applier) writeDelta(j *job, create bool) (int, error) {
 	in, err := openIn(a.inc, j.delta)
 	if err != nil {
@@ -321,7 +322,10 @@ func (a *applier) writeDelta(j *job, create bool) (int, error) {
 	skip := func(no uint32) bool { return a.skip != nil && a.skip(keyOf(j.meta, j.rel, no)) }
 	n, skipped, err := writePages(NewReader(in, fi.Size(), j.meta.Physical()), out, j.meta, skip)
 	a.stats.Skipped += skipped
-	return n, errors.Join(err, out.Sync(), out.Close())
+	if err == nil && !a.noSync {
+		err = out.Sync()
+	}
+	return n, errors.Join(err, out.Close())
 }
 
 // writePages writes every page of rd that skip does not name at its offset in out,

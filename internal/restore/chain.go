@@ -295,7 +295,9 @@ func (c *ChainSource) applyLink(ctx context.Context, l *link, prev *Backup, stag
 			return err
 		}
 	}
-	st, err := delta.ApplyDirSkip(staging, l.dir, env.Log, l.segment.skip(l.index))
+	// Not synced link by link: the journal's addPhase and finishStaging sync the
+	// whole staging directory.
+	st, err := delta.ApplyDirWith(staging, l.dir, env.Log, delta.Options{Skip: l.segment.skip(l.index), NoSync: true})
 	if err != nil {
 		return fmt.Errorf("apply incremental %s: %w", l.b.Origin(), err)
 	}
