@@ -98,6 +98,9 @@ func TestIncrementalChains(t *testing.T) {
 		if n := strings.Count(out.stderr, "running crash recovery") + strings.Count(out.stderr, "redo applied natively"); n != 1 {
 			t.Errorf("the chain of ferry incrementals ran %d recoveries, want one", n)
 		}
+		if strings.Contains(out.stderr, "redo applied natively") && !strings.Contains(out.stderr, "parsed_ahead=true") {
+			t.Errorf("the native apply parsed the newest link's log after the copy, not while it was made")
+		}
 		if !regexp.MustCompile(`pages_left_to_a_later_link=[1-9]`).MatchString(out.stderr) {
 			t.Errorf("no page was left to a later link: pages changed in several links were written more than once")
 		}

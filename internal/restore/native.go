@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -39,11 +40,12 @@ func ParseRecovery(s string) (Recovery, error) {
 
 // applyNative rolls the copy in dir forward with ferry's own redo apply. done is false
 // when the copy needs the server's recovery instead (auto mode; the reason is logged).
-func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recovery, partial bool, log *slog.Logger) (done bool, err error) {
+func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recovery, partial bool, ahead *apply.Ahead, log *slog.Logger) (done bool, err error) {
 	if mode == RecoveryServer {
 		return false, nil
 	}
 	cfg, err := nativeConfig(dir, opts, partial, log)
+	cfg.Ahead = ahead
 	if err == nil {
 		faultpoint.At(ctx, "native-apply", 1)
 		var res apply.Result
@@ -51,7 +53,7 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 		if err == nil {
 			log.Info("prepare: redo applied natively; the copy needs no recovery", "redo_bytes", res.RedoBytes,
 				"pages", res.Pages, "batches", res.Batches, "end_lsn", res.EndLSN, "took", res.Took.Round(1e6),
-				"check", res.Check.Round(1e6), "roll", res.Roll.Round(1e6))
+				"check", res.Check.Round(1e6), "roll", res.Roll.Round(1e6), "parsed_ahead", res.ParsedAhead)
 			return true, nil
 		}
 	}
@@ -63,6 +65,30 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 	}
 	log.Warn("prepare: the stock server recovers the copy instead of ferry", "reason", err)
 	return false, nil
+}
+
+// parseAhead starts parsing the redo log of the backup pre while the restore copies
+// its files, on a core the copy leaves idle, when the log can be read before the copy
+// (a backup directory, or a chain whose newest link is one) and will be applied
+// natively; nil otherwise. The apply uses the result only if the copy's log is the
+// same (apply.Ahead).
+func parseAhead(ctx context.Context, pre *Backup, cfg Config) *apply.Ahead {
+	if pre == nil || pre.Prepared || pre.Dir == "" || cfg.Recovery == RecoveryServer {
+		return nil
+	}
+	opts, err := pre.Options(cfg.Keys)
+	if err != nil {
+		return nil // the restore reports it
+	}
+	pageSize := 16384
+	for _, o := range opts.Layout {
+		if o.Name == "innodb_page_size" {
+			if pageSize, err = apply.SizeValue(o.Value); err != nil {
+				return nil
+			}
+		}
+	}
+	return apply.ParseAhead(ctx, filepath.Join(pre.Dir, "ib_logfile0"), pageSize, 0)
 }
 
 // keyFileOf names this host's key file, for messages.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -49,7 +50,8 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 	// Files the recovery does not touch keep their checksum; the margin covers coarse
 	// file timestamps.
 	since := time.Now().Add(-2 * time.Second)
-	if err := recoverDir(ctx, b, cfg.Dir, errLogBeside(cfg.Dir), bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log); err != nil {
+	rec := recovery{b: b, dir: cfg.Dir, errLog: errLogBeside(cfg.Dir), bin: bin, mem: cfg.UseMemory, mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log}
+	if err := rec.run(ctx); err != nil {
 		return err
 	}
 	return b.markPrepared(version, since)
@@ -63,32 +65,31 @@ func errLogBeside(dir string) string {
 	return filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".ferry-prepare.err")
 }
 
-// recoverDir starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery run and
-// recovered transactions roll back, and shuts it down cleanly. The server's error log
-// is errLog, kept if recovery fails.
-func recoverDir(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 0)
+// recovery is one recovery of a copy in dir: it applies the redo natively unless mode
+// says otherwise, or starts the stock mariadbd on dir, lets InnoDB (and Aria) recovery
+// run and recovered transactions roll back, and shuts it down cleanly. Native apply
+// never rolls back: the transactions open at the backup's end roll back when the
+// restored server starts.
+type recovery struct {
+	b        *Backup
+	dir      string
+	errLog   string // the server's error log, kept if its recovery fails
+	bin, mem string // the mariadbd and its buffer pool (default 256M)
+	mode     Recovery
+	keys     keyfile.Files
+	log      *slog.Logger
+	// force is innodb_force_recovery: 0; 1 for a copy that holds only some of the
+	// backup's tablespaces (a table restore), whose recovery skips the redo of the
+	// missing ones instead of refusing to start; 3 keeps the transactions open in the
+	// copy open (and purge from running), so that a later link of an incremental chain,
+	// in which they may have committed, applies on the copy.
+	force int
+	ahead *apply.Ahead // the log parsed while the copy was filled (nil: none)
 }
 
-// recoverPartial is recoverDir on a copy that holds only some of the backup's
-// tablespaces (a table restore): recovery skips the redo of the missing ones
-// (innodb_force_recovery=1) instead of refusing to start.
-func recoverPartial(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 1)
-}
-
-// recoverKeepOpen is recoverDir without the rollback: transactions open in the copy stay
-// open (innodb_force_recovery=3, which also keeps purge from running), so that a later
-// link of an incremental chain, in which they may have committed, applies on the copy.
-func recoverKeepOpen(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger) error {
-	return recoverRun(ctx, b, dir, errLog, bin, mem, mode, keys, log, 3)
-}
-
-// recoverRun applies the redo of the copy in dir: natively unless mode says otherwise,
-// or by the server's crash recovery with innodb_force_recovery at force (0, 1 for a
-// partial copy, 3 to keep transactions open). Native apply never rolls back: the
-// transactions open at the backup's end roll back when the restored server starts.
-func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mode Recovery, keys keyfile.Files, log *slog.Logger, force int) error {
+// run runs the recovery.
+func (r recovery) run(ctx context.Context) error {
+	b, dir, errLog, bin, mem, mode, keys, log, force := r.b, r.dir, r.errLog, r.bin, r.mem, r.mode, r.keys, r.log, r.force
 	keepOpen := force == 3
 	if mem == "" {
 		mem = "256M"
@@ -107,7 +108,7 @@ func recoverRun(ctx context.Context, b *Backup, dir, errLog, bin, mem string, mo
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if done, err := applyNative(ctx, abs, opts, mode, force == 1, log); done || err != nil {
+	if done, err := applyNative(ctx, abs, opts, mode, force == 1, r.ahead, log); done || err != nil {
 		return err
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))

@@ -114,7 +114,7 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := restoreIn(ctx, cfg, staging, bin, pre != nil, owner, datadir)
+	res, err := restoreIn(ctx, cfg, staging, bin, pre, owner, datadir)
 	if errors.As(err, new(swappedError)) { // the copy is in place: nothing to settle
 		return nil, err
 	}
@@ -188,15 +188,22 @@ func CheckSource(c mariadb.Coordinates) error {
 	return nil
 }
 
-// restoreIn fills staging from the source, prepares it and renames it into place.
-func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked bool, owner ownerIDs, datadir string) (*Result, error) {
+// restoreIn fills staging from the source, prepares it and renames it into place. pre
+// is the backup as the source's Inspect found it (nil if it could not tell).
+func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup, owner ownerIDs, datadir string) (*Result, error) {
+	checked := pre != nil
+	ahead := parseAhead(ctx, pre, cfg)
+	if ahead != nil {
+		defer ahead.Close()
+	}
 	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, Want: cfg.Want}
 	env.RecoverBase = func(ctx context.Context, b *Backup, dir string) error {
 		bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
 		if err != nil {
 			return err
 		}
-		return recoverKeepOpen(ctx, b, dir, errLogBeside(datadir), bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log)
+		rec := recovery{b: b, dir: dir, errLog: errLogBeside(datadir), bin: bin, mem: cfg.UseMemory, mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log, force: 3}
+		return rec.run(ctx)
 	}
 	b, err := cfg.Source.Fill(ctx, staging, env)
 	if err != nil {
@@ -220,13 +227,13 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, checked boo
 		}
 	}
 	if !b.Prepared {
-		errLog := placeFor(datadir).path("prepare.err")
-		recover := recoverDir
+		rec := recovery{b: b, dir: staging, errLog: placeFor(datadir).path("prepare.err"), bin: bin, mem: cfg.UseMemory,
+			mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log, ahead: ahead}
 		if cfg.Want != nil || b.Partial {
-			recover = recoverPartial
+			rec.force = 1
 			cfg.Log.Info("prepare: the copy holds only some tables: recovery leaves the others out")
 		}
-		if err := recover(ctx, b, staging, errLog, bin, cfg.UseMemory, cfg.Recovery, cfg.Keys, cfg.Log); err != nil {
+		if err := rec.run(ctx); err != nil {
 			return nil, err
 		}
 		if cfg.Want != nil {
