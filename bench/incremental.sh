@@ -107,6 +107,8 @@
 #   FERRY_ARGS                        extra arguments for every `ferry backup`
 #   SKIP_CHECK=1                      leave out the checks of the restored datadirs
 #   KEEP_SERVER=1                     leave the private server running at the end
+#   KEEP_BACKUPS=1                    leave the backups in BENCH_DIR/incremental at the end (to time
+#                                     restores of the same chain again by hand)
 # The server keeps the log size of the last step (SCAN_REDO_SIZE); the other scripts set theirs
 # again when they start it.
 set -euo pipefail
@@ -136,6 +138,7 @@ M_REST="$BENCH_DIR/incremental-restored-mb"       # mariadb-backup --copy-back -
 f_inc() { echo "$BK/ferry-inc$1"; }               # Ik (I1 = the last (b))
 m_inc() { echo "$BK/mb-inc$1"; }                  # MIk (MI1 = the last (c))
 CLEAN_PATHS=("$BK" "$M_REST")
+[[ ${KEEP_BACKUPS:-0} == 1 ]] && CLEAN_PATHS=("$M_REST")
 CLEAN_RESTORED=("$F_REST")
 
 [[ $SKIP_FERRY == 1 || $FERRY_ONLY == 1 ]] && die "this script compares ferry with mariadb-backup: SKIP_FERRY=1 / FERRY_ONLY=1 are not supported"
