@@ -18,7 +18,7 @@ import (
 // Ahead is a redo log parsed in the background before the datadir it rolls forward is
 // complete: a restore parses the backup's log while it copies the data files, on a
 // core the copy leaves idle, so that Dir (given it as Config.Ahead) only rolls the
-// pages. Only an unencrypted log that fits one batch is parsed ahead. Dir uses the
+// pages. Only an unencrypted log whose records fit one batch is parsed ahead. Dir uses the
 // result only if the log in its datadir is the same file (size and CRC-32C) and the
 // parse succeeded; otherwise it parses its log itself, so an Ahead never changes what
 // Dir does, only when the parsing happens.
@@ -37,8 +37,8 @@ type Ahead struct {
 	err  error
 }
 
-// errAheadTooBig: the log does not fit one batch, and is parsed by Dir in two passes.
-var errAheadTooBig = errors.New("the log does not fit one batch")
+// errAheadTooBig: the log's records do not fit one batch: Dir reads it in two passes.
+var errAheadTooBig = errors.New("the log's records do not fit one batch")
 
 // ParseAhead starts parsing the log at path (a backup's ib_logfile0) for a datadir of
 // pageSize pages, holding at most memory bytes of records (0: Config's default).
@@ -67,17 +67,20 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 	if err != nil {
 		return err
 	}
-	if st.Size()-int64(redo.StartOffset) > int64(memory) {
-		return errAheadTooBig
+	if st.Size()-int64(redo.StartOffset) > int64(memory)/2*3 {
+		return errAheadTooBig // as Dir: not tried in one batch
 	}
 	if h.size, h.crc, err = filecopy.FileCRC(h.path); err != nil {
 		return err
 	}
-	p := &parser{b: newBatch(make([]byte, 0, h.size+redo.MTRSizeMax)), spaces: map[uint32]*spaceLog{},
+	p := &parser{b: newBatch(make([]byte, 0, min(h.size, int64(memory))+redo.MTRSizeMax)), spaces: map[uint32]*spaceLog{},
 		pageSize: h.pageSize, inject: faultpoint.Fails("apply-record")}
 	h.ll, err = redo.ScanLinear(h.path, nil, "", func(m redo.MTR) error {
 		if err := p.add(m); err != nil {
 			return err
+		}
+		if len(p.b.arena) >= memory {
+			return errAheadTooBig
 		}
 		return ctx.Err()
 	})

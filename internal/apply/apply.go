@@ -167,80 +167,131 @@ func newApplier(cfg Config) (*applier, error) {
 func (a *applier) close() { closeAll(a.spaces, a.deferred) }
 
 // run parses the log in batches of at most cfg.Memory bytes of records and rolls the
-// pages of each batch forward. A log that fits one batch is parsed once: the batch is
-// whole before any page is written, which is what the first pass of a longer log is
-// for.
+// pages of each batch forward. A log whose records fit one batch is parsed once: the
+// batch is whole before any page is written, which is what the first pass of a longer
+// log is for. A log up to half again as long as a batch is tried that way first (its
+// records are usually two thirds of its bytes, the rest being headers and checksums).
 func (a *applier) run(ctx context.Context) (Result, error) {
-	var res Result
 	t0 := time.Now()
 	size, err := a.logSize()
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
-	single := size <= int64(a.cfg.Memory)
-	if !single {
-		end, err := a.logEnd()
-		if err != nil {
+	if size <= int64(a.cfg.Memory)/2*3 {
+		res, err := a.runOnce(ctx, size, t0)
+		if !errors.Is(err, errBatchFull) {
 			return res, err
 		}
-		a.end, res.Check = end, time.Since(t0)
+		a.logs = map[uint32]*spaceLog{} // what the attempt learned is learned again
+		a.cfg.Log.Debug("apply: the log's records do not fit one batch: it is read twice")
 	}
-	if res.ParsedAhead, err = a.takeAhead(ctx, single); err != nil {
+	return a.runBatches(ctx, size, t0)
+}
+
+// errBatchFull: the log's records do not fit one batch.
+var errBatchFull = errors.New("the log's records do not fit one batch")
+
+// runOnce parses the log into one batch (or takes the one parsed ahead) and rolls it.
+// It returns errBatchFull, having written nothing, if the records do not fit.
+func (a *applier) runOnce(ctx context.Context, size int64, t0 time.Time) (Result, error) {
+	var res Result
+	var err error
+	var b *batch
+	var ll redo.LinearLog
+	if res.ParsedAhead, err = a.takeAhead(ctx); err != nil {
 		return res, err
 	}
-	p := &parser{spaces: a.logs, pageSize: a.cfg.PageSize, reset: a.reset, inject: faultpoint.Fails("apply-record")}
-	flush := func() error {
-		if len(p.b.pages) == 0 && len(p.b.trims) == 0 {
-			return nil
-		}
-		t1 := time.Now()
-		n, err := a.applyBatch(ctx, p.b)
-		res.Roll += time.Since(t1)
-		res.Pages += n
-		res.Batches++
-		p.b = newBatch(p.b.arena[:0])
-		return err
-	}
-	var ll redo.LinearLog
 	if res.ParsedAhead {
 		h := a.cfg.Ahead
-		p.b, a.logs, ll = h.b, h.logs, h.ll
+		b, a.logs, ll = h.b, h.logs, h.ll
 	} else {
-		// One arena for every batch, big enough that it never grows: a batch ends once
-		// it holds cfg.Memory bytes, and a mini-transaction is at most MTRSizeMax.
-		p.b = newBatch(make([]byte, 0, min(int64(a.cfg.Memory), size)+redo.MTRSizeMax))
+		p := a.parser(min(int64(a.cfg.Memory), size))
 		ll, err = redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
 			if err := p.add(m); err != nil {
 				return err
 			}
-			if !single && len(p.b.arena) >= a.cfg.Memory {
-				return flush()
+			if len(p.b.arena) >= a.cfg.Memory {
+				return errBatchFull
 			}
 			return ctx.Err()
 		})
-	}
-	if single {
 		if err = checkErr(err); err != nil {
 			return res, err
 		}
-		a.end, a.redoBytes, res.Check = ll.EndLSN, ll.EndLSN-ll.Checkpoint.LSN, time.Since(t0)
+		b = p.b
 	}
+	a.end, a.redoBytes, res.Check = ll.EndLSN, ll.EndLSN-ll.Checkpoint.LSN, time.Since(t0)
+	if err := a.rollBatch(ctx, &res, b); err != nil {
+		return res, err
+	}
+	return a.result(res, ll), nil
+}
+
+// runBatches reads the log twice: once to check every record and find its end, once
+// to parse it into batches, each rolled before the next is parsed.
+func (a *applier) runBatches(ctx context.Context, size int64, t0 time.Time) (Result, error) {
+	var res Result
+	end, err := a.logEnd()
 	if err != nil {
 		return res, err
 	}
-	if err := flush(); err != nil {
+	a.end, res.Check = end, time.Since(t0)
+	p := a.parser(min(int64(a.cfg.Memory), size))
+	p.reset = a.reset
+	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
+		if err := p.add(m); err != nil {
+			return err
+		}
+		if len(p.b.arena) >= a.cfg.Memory {
+			if err := a.rollBatch(ctx, &res, p.b); err != nil {
+				return err
+			}
+			p.b = newBatch(p.b.arena[:0])
+		}
+		return ctx.Err()
+	})
+	if err != nil {
 		return res, err
 	}
+	if err := a.rollBatch(ctx, &res, p.b); err != nil {
+		return res, err
+	}
+	return a.result(res, ll), nil
+}
+
+// parser returns a parser filing into a.logs, with one arena for every batch, big
+// enough that it never grows: a batch ends once it holds arena bytes, and a
+// mini-transaction is at most MTRSizeMax.
+func (a *applier) parser(arena int64) *parser {
+	return &parser{b: newBatch(make([]byte, 0, arena+redo.MTRSizeMax)), spaces: a.logs,
+		pageSize: a.cfg.PageSize, inject: faultpoint.Fails("apply-record")}
+}
+
+// rollBatch rolls the pages of b forward, if it holds any, and counts them in res.
+func (a *applier) rollBatch(ctx context.Context, res *Result, b *batch) error {
+	if len(b.pages) == 0 && len(b.trims) == 0 {
+		return nil
+	}
+	t1 := time.Now()
+	n, err := a.applyBatch(ctx, b)
+	res.Roll += time.Since(t1)
+	res.Pages += n
+	res.Batches++
+	return err
+}
+
+// result completes res with the log's LSNs.
+func (a *applier) result(res Result, ll redo.LinearLog) Result {
 	res.CheckpointLSN, res.EndLSN = ll.Checkpoint.LSN, ll.EndLSN
 	res.RedoBytes = ll.EndLSN - ll.Checkpoint.LSN
-	return res, nil
+	return res
 }
 
 // takeAhead tells whether the log was parsed ahead (Config.Ahead) and that parse is
 // the one to apply; when it is not, the log says why.
-func (a *applier) takeAhead(ctx context.Context, single bool) (bool, error) {
+func (a *applier) takeAhead(ctx context.Context) (bool, error) {
 	h := a.cfg.Ahead
-	if h == nil || !single {
+	if h == nil {
 		return false, nil
 	}
 	ok, why, err := h.take(ctx, a.logPath, a.cfg.PageSize)
@@ -260,11 +311,12 @@ func (a *applier) logSize() (int64, error) {
 	return max(0, st.Size()-int64(redo.StartOffset)), nil
 }
 
-// checkErr sorts an error of a pass over the log: a record ferry refuses is returned
-// as it is, any other is a log ferry does not apply.
+// checkErr sorts an error of a pass over the log: a record ferry refuses, a batch
+// full or an interruption is returned as it is, any other is a log ferry does not
+// apply.
 func checkErr(err error) error {
 	var re *RecordError
-	if err == nil || errors.As(err, &re) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.As(err, &re) || errors.Is(err, errBatchFull) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errUnsupported, err)
