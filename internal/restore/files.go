@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/xbstream"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
+	"golang.org/x/sync/errgroup"
 )
 
 // applyDDLMarkers applies the DDL markers of mariadb-backup's layout (also in ferry's
@@ -120,13 +122,16 @@ func skipFile(rel string) bool {
 }
 
 // scanFiles lists every file of dir for a prepared backup's manifest: files unchanged
-// since (same size, older mtime) keep the checksum recorded in old, the rest are read.
+// since (same size, older mtime) keep the checksum recorded in old, the rest are read,
+// several at once (after an apply they are mostly in the page cache, and reading one
+// at a time leaves a core idle).
 func scanFiles(dir string, old []manifest.File, since time.Time) ([]manifest.File, error) {
 	known := map[string]manifest.File{}
 	for _, f := range old {
 		known[f.Path] = f
 	}
 	var out []manifest.File
+	var read []int // indexes in out of the files to read
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -144,17 +149,31 @@ func scanFiles(dir string, old []manifest.File, since time.Time) ([]manifest.Fil
 			out = append(out, k)
 			return nil
 		}
-		_, crc, err := filecopy.FileCRC(p)
-		if err != nil {
-			return err
-		}
-		out = append(out, manifest.File{Path: rel, Size: fi.Size(), CRC32C: checksum.Hex(crc), Kind: kindOf(rel), Sparse: filecopy.IsSparse(fi)})
+		read = append(read, len(out))
+		out = append(out, manifest.File{Path: rel, Size: fi.Size(), Kind: kindOf(rel), Sparse: filecopy.IsSparse(fi)})
 		return nil
 	})
+	if err == nil {
+		err = checksumFiles(dir, out, read)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checksum prepared backup: %w", err)
 	}
 	return out, nil
+}
+
+// checksumFiles sets the CRC-32C of the files of out at indexes read, in parallel.
+func checksumFiles(dir string, out []manifest.File, read []int) error {
+	var g errgroup.Group
+	g.SetLimit(runtime.NumCPU())
+	for _, i := range read {
+		g.Go(func() error {
+			_, crc, err := filecopy.FileCRC(filepath.Join(dir, filepath.FromSlash(out[i].Path)))
+			out[i].CRC32C = checksum.Hex(crc)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func kindOf(rel string) string {
