@@ -295,7 +295,10 @@ func (a *applier) takeAhead(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	ok, why, err := h.take(ctx, a.logPath, a.cfg.PageSize)
-	if err == nil && !ok {
+	switch {
+	case err == nil && ok:
+		a.cfg.Log.Debug("apply: the log was parsed ahead", "took", h.took.Round(time.Millisecond))
+	case err == nil:
 		a.cfg.Log.Info("apply: the log is parsed again", "why", why)
 	}
 	return ok, err
