@@ -22,6 +22,7 @@ type testLink struct {
 	id, base  string
 	end, from uint64 // its EndLSN; an incremental's BaseToLSN
 	uid       string
+	start     time.Time // its StartTime, if set
 }
 
 // storeLink commits a small backup described by l, ending at time end.
@@ -39,7 +40,7 @@ func storeLink(t *testing.T, r *Repo, l testLink, end time.Time) *manifest.Manif
 	if err := f.Close(int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	m := &manifest.Manifest{Format: 1, Type: manifest.TypeFull, EndTime: end, EndLSN: l.end, Server: manifest.Server{UID: l.uid},
+	m := &manifest.Manifest{Format: 1, Type: manifest.TypeFull, StartTime: l.start, EndTime: end, EndLSN: l.end, Server: manifest.Server{UID: l.uid},
 		Storage: manifest.Storage{Format: "repository"},
 		Files:   []manifest.File{{Path: "xtrabackup_checkpoints", Size: int64(len(data)), CRC32C: checksum.Hex(checksum.Sum(data)), Kind: manifest.KindMeta}}}
 	if l.base != "" {
@@ -205,6 +206,13 @@ func TestNewestBase(t *testing.T) {
 		if err != nil || m.ID != want {
 			t.Errorf("NewestBase(%q) = %v, %v; want %s", uid, m, err, want)
 		}
+	}
+	// Two backups started in one second: the id's random part sorts the later first.
+	second := time.Date(2026, 1, 4, 0, 0, 0, 0, time.UTC)
+	storeLink(t, r, testLink{id: "20260104t000000z-f9", end: 400, uid: "b", start: second.Add(100 * time.Millisecond)}, second.Add(400*time.Millisecond))
+	storeLink(t, r, testLink{id: "20260104t000000z-a1", base: "20260104t000000z-f9", from: 400, end: 500, uid: "b", start: second.Add(600 * time.Millisecond)}, second.Add(900*time.Millisecond))
+	if m, err := r.NewestBase(context.Background(), "b"); err != nil || m.ID != "20260104t000000z-a1" {
+		t.Errorf("NewestBase after two backups in one second = %v, %v; want the later one", m, err)
 	}
 	if _, err := r.NewestBase(context.Background(), "c"); !errors.Is(err, ErrNoBase) {
 		t.Fatalf("another server: %v", err)

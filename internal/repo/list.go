@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -39,7 +41,7 @@ type Entry struct {
 	Err error
 }
 
-// List returns every backup of the repository, oldest first (ids sort by start time).
+// List returns every backup of the repository, oldest first (see order).
 func (r *Repo) List(ctx context.Context) ([]Entry, error) {
 	return r.list(ctx, false)
 }
@@ -69,7 +71,35 @@ func (r *Repo) list(ctx context.Context, keepErrors bool) ([]Entry, error) {
 			return err
 		})
 	}
-	return out, g.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	order(out)
+	return out, nil
+}
+
+// order sorts entries oldest first. An id starts with its backup's start time, but
+// only to the second, and a short backup can start in the second the one before it
+// started: within one second, backups sort by their manifests' start times (an
+// unfinished one, which has none, first), then by id.
+func order(es []Entry) {
+	start := func(e Entry) time.Time {
+		if e.Manifest != nil {
+			return e.Manifest.StartTime
+		}
+		return time.Time{}
+	}
+	sort.SliceStable(es, func(a, b int) bool {
+		sa, _, _ := strings.Cut(es[a].ID, "-")
+		sb, _, _ := strings.Cut(es[b].ID, "-")
+		if sa != sb {
+			return sa < sb
+		}
+		if ta, tb := start(es[a]), start(es[b]); !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		return es[a].ID < es[b].ID
+	})
 }
 
 // entry describes one backup.
