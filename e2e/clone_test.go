@@ -68,7 +68,8 @@ func clonedGTID(t testing.TB, out string) string {
 // running on the donor, one ferry clone --start --replicate leaves a running replica;
 // once the load stops it catches up, every table's checksum equals the donor's, and
 // the bank's invariants hold on it up to the donor's last transfer (a wrong start
-// GTID would stop replication on a duplicate or leave a gap in the ledger).
+// GTID would stop replication on a duplicate or leave a gap in the ledger). The redo
+// log, parsed as its frames landed, is applied natively.
 func TestCloneStartReplicateUnderLoad(t *testing.T) {
 	d := startDonor(t, 60000, "--once")
 	dir := shortTemp(t)
@@ -76,10 +77,15 @@ func TestCloneStartReplicateUnderLoad(t *testing.T) {
 	rcpt := testdb.Configure(t, testdb.Options{ServerID: 2})
 	d.load.Start()
 	time.Sleep(time.Second)
-	out := mustFerry(t, "clone", "--from", d.addr, "--token-file", d.token, "--datadir", rcpt.Datadir,
+	res := mustFerry(t, "clone", "--from", d.addr, "--token-file", d.token, "--datadir", rcpt.Datadir,
 		"--defaults-file", rcpt.ConfigFile, "--streams", "3", "--max-rate", "20M", "--start", "--replicate",
-		"--repl-user", "repl", "--repl-password-file", pw).stdout
+		"--repl-user", "repl", "--repl-password-file", pw)
 	rcpt.Adopt(t)
+	out := res.stdout
+	// The log arrived over three streams and was parsed as it landed.
+	if !strings.Contains(res.stderr, "redo applied natively") || !strings.Contains(res.stderr, "parsed_ahead=true") {
+		t.Errorf("the clone's redo was not applied natively from the parse that followed its frames:\n%s", tail(res.stderr, 20))
+	}
 	gtid := clonedGTID(t, out)
 	if !strings.Contains(out, "Replicating from 127.0.0.1:"+strconv.Itoa(d.src.Port)) {
 		t.Fatalf("clone did not report replication:\n%s", out)

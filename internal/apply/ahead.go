@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -17,13 +18,15 @@ import (
 
 // Ahead is a redo log parsed in the background before the datadir it rolls forward is
 // complete: a restore parses the backup's log while it copies the data files, on a
-// core the copy leaves idle, so that Dir (given it as Config.Ahead) only rolls the
-// pages. Only an unencrypted log whose records fit one batch is parsed ahead. Dir uses the
-// result only if the log in its datadir is the same file (size and CRC-32C) and the
-// parse succeeded; otherwise it parses its log itself, so an Ahead never changes what
-// Dir does, only when the parsing happens.
+// core the copy leaves idle, and a clone parses the log as its frames land, so that
+// Dir (given it as Config.Ahead) only rolls the pages. Only an unencrypted log whose
+// records fit one batch is parsed ahead. Dir uses the result only if the log in its
+// datadir is the same file (size and CRC-32C) and the parse succeeded; otherwise it
+// parses its log itself, so an Ahead never changes what Dir does, only when the
+// parsing happens.
 type Ahead struct {
 	path     string
+	feed     *Feed // nil: the log at path is complete
 	pageSize int
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -44,18 +47,32 @@ var errAheadTooBig = errors.New("the log's records do not fit one batch")
 // pageSize pages, holding at most memory bytes of records (0: Config's default).
 // Close stops it.
 func ParseAhead(ctx context.Context, path string, pageSize, memory int) *Ahead {
-	if pageSize == 0 {
-		pageSize = 16384
+	return start(ctx, &Ahead{path: path, pageSize: pageSize}, memory)
+}
+
+// FollowAhead is ParseAhead on a log still being written: the parse reads each part
+// of it once it is written, and ends once the log is complete.
+func FollowAhead(ctx context.Context, feed *Feed, pageSize, memory int) *Ahead {
+	return start(ctx, &Ahead{path: feed.Path(), feed: feed, pageSize: pageSize}, memory)
+}
+
+func start(ctx context.Context, h *Ahead, memory int) *Ahead {
+	if h.pageSize == 0 {
+		h.pageSize = 16384
 	}
 	if memory <= 0 {
 		memory = defaultMemory
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	h := &Ahead{path: path, pageSize: pageSize, cancel: cancel, done: make(chan struct{})}
+	ctx, h.cancel = context.WithCancel(ctx)
+	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
 		t0 := time.Now()
-		h.err = h.parse(ctx, memory)
+		if h.feed != nil {
+			h.err = h.follow(ctx, memory)
+		} else {
+			h.err = h.parse(ctx, memory)
+		}
 		h.took = time.Since(t0)
 	}()
 	return h
@@ -73,9 +90,41 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 	if h.size, h.crc, err = filecopy.FileCRC(h.path); err != nil {
 		return err
 	}
-	p := &parser{b: newBatch(make([]byte, 0, min(h.size, int64(memory))+redo.MTRSizeMax)), spaces: map[uint32]*spaceLog{},
+	f, err := os.Open(h.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return h.scan(ctx, f, memory, min(h.size, int64(memory)))
+}
+
+// follow parses the feed's log as it is written. The size and CRC-32C it records are
+// of the bytes the parse read (Dir then checks its log is those and zeros after), or,
+// if it did not read them in order, of the complete log.
+func (h *Ahead) follow(ctx context.Context, memory int) error {
+	r := &feedReader{ctx: ctx, feed: h.feed}
+	defer r.close()
+	if err := h.scan(ctx, r, memory, int64(memory)); err != nil {
+		return err
+	}
+	if !r.skipped {
+		h.size, h.crc = r.next, r.crc
+		return nil
+	}
+	if _, _, err := h.feed.Wait(ctx, math.MaxInt64); err != nil {
+		return err
+	}
+	var err error
+	h.size, h.crc, err = filecopy.FileCRC(h.path)
+	return err
+}
+
+// scan parses the log read through r into one batch of capacity about size.
+func (h *Ahead) scan(ctx context.Context, r io.ReaderAt, memory int, size int64) error {
+	p := &parser{b: newBatch(make([]byte, 0, size+redo.MTRSizeMax)), spaces: map[uint32]*spaceLog{},
 		pageSize: h.pageSize, inject: faultpoint.Fails("apply-record")}
-	h.ll, err = redo.ScanLinear(h.path, nil, "", func(m redo.MTR) error {
+	var err error
+	h.ll, err = redo.ScanLinearAt(r, h.path, nil, "", func(m redo.MTR) error {
 		if err := p.add(m); err != nil {
 			return err
 		}
@@ -86,6 +135,57 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 	})
 	h.b, h.logs = p.b, p.spaces
 	return err
+}
+
+// feedReader reads a Feed's log, waiting for each range to be written, and sums what
+// it reads while the reads follow each other.
+type feedReader struct {
+	ctx     context.Context
+	feed    *Feed
+	f       *os.File
+	next    int64  // where the reads so far end
+	crc     uint32 // of the first next bytes
+	skipped bool   // a read did not start where the one before ended
+}
+
+// ReadAt implements io.ReaderAt: it returns p whole once it is written, or what the
+// complete log holds of it with io.EOF.
+func (r *feedReader) ReadAt(p []byte, off int64) (int, error) {
+	written, complete, err := r.feed.Wait(r.ctx, off+int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	if r.f == nil {
+		if r.f, err = os.Open(r.feed.Path()); err != nil {
+			return 0, err
+		}
+	}
+	n := int(min(int64(len(p)), max(0, written-off)))
+	got, err := r.f.ReadAt(p[:n], off)
+	if errors.Is(err, io.EOF) { // written as a hole past the file's current end
+		clear(p[got:n])
+		got, err = n, nil
+	}
+	if err != nil {
+		return got, err
+	}
+	if off != r.next {
+		r.skipped = true
+	}
+	r.crc, r.next = checksum.Update(r.crc, p[:n]), off+int64(n)
+	if n < len(p) {
+		if !complete {
+			return n, fmt.Errorf("the log's writer reported %d bytes written of the %d waited for (internal error)", written, off+int64(len(p)))
+		}
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *feedReader) close() {
+	if r.f != nil {
+		r.f.Close()
+	}
 }
 
 // Close stops a parse still running and waits for it to end.

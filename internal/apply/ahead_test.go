@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // copyLog copies dir's ib_logfile0 into a directory of its own (a backup's, read
@@ -106,4 +108,92 @@ func TestParseAheadRecordError(t *testing.T) {
 	if got := readSynthPage(t, dir, 3); !bytes.Equal(got, before) {
 		t.Error("page 3 was written before the refused record was found")
 	}
+}
+
+// writeFed rewrites the log at path as a clone's frames would land: chunk bytes at a
+// time in a shuffled order, each reported to feed once written, over garbage (a read
+// of a range not yet reported would parse it). failAt > 0 fails the feed once that
+// many chunks are written, as a replaced log does. It returns when the log is whole.
+func writeFed(t *testing.T, path string, feed *Feed, chunk int, failAt int) {
+	t.Helper()
+	log, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Repeat([]byte{0xa5}, len(log)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var offs []int
+	for off := 0; off < len(log); off += chunk {
+		offs = append(offs, off)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+	for i, off := range offs {
+		end := min(off+chunk, len(log))
+		if _, err := f.WriteAt(log[off:end], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		feed.Wrote(int64(off), int64(end-off))
+		if i+1 == failAt {
+			feed.Fail(ErrFeedReplaced)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	feed.Complete(int64(len(log)))
+}
+
+// TestFollowAhead: a log parsed as its chunks land, in any order, gives the pages of a
+// plain apply and is used; a feed that fails (the log replaced) is not used, and Dir
+// parses the log itself; a parse waiting on a feed ends when it is closed.
+func TestFollowAhead(t *testing.T) {
+	mtrs := [][][]byte{
+		{synthWrite(3, 100, "three")},
+		{synthRec(recInit, 4, nil), synthWrite(4, 200, "four")},
+		{synthWrite(5, 300, "five"), synthWrite(3, 900, "later")},
+	}
+	want := synthDatadir(t, mtrs...)
+	if _, err := Dir(context.Background(), Config{Dir: want}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		failAt   int
+		useAhead bool
+	}{{"whole", 0, true}, {"replaced", 3, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := synthDatadir(t, mtrs...)
+			path := filepath.Join(dir, "ib_logfile0")
+			feed := NewFeed(path)
+			h := FollowAhead(context.Background(), feed, 16384, 0)
+			defer h.Close()
+			writeFed(t, path, feed, 512, c.failAt)
+			res, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ParsedAhead != c.useAhead {
+				t.Errorf("parsed ahead used: %v, want %v", res.ParsedAhead, c.useAhead)
+			}
+			for no := uint32(1); no < synthPages; no++ {
+				if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
+					t.Errorf("page %d differs from the plain apply's", no)
+				}
+			}
+		})
+	}
+	t.Run("never written", func(t *testing.T) {
+		h := FollowAhead(context.Background(), NewFeed(filepath.Join(t.TempDir(), "ib_logfile0")), 16384, 0)
+		done := make(chan struct{})
+		go func() { h.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not end a parse waiting for a log never written")
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -256,7 +257,10 @@ func claimStaging(datadir string, log *slog.Logger, resume bool) (func(), string
 
 // receive runs the clone's connections into dir, starting with bc (welcomed with w,
 // started with st), journaling into j, and returns what they wrote.
-func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w welcome, st start, j *journal, dir string) (*stream.Unpacked, error) {
+func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w welcome, st start, j *journal, feed *apply.Feed, dir string) (*stream.Unpacked, error) {
+	if feed != nil {
+		defer feed.Fail(errors.New("the clone ended before its redo log was complete")) // no-op once it is
+	}
 	if bc == nil {
 		return nil, errors.New("the clone's first connection is gone (internal error)")
 	}
@@ -279,7 +283,7 @@ func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w we
 	rctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	r := &receiver{dir: dir, dec: dec, log: cfg.Log, prog: prog.Add, ctx: rctx, fail: fail, conns: conns, grace: cfg.Grace,
-		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second, journal: j}
+		files: map[uint64]*rfile{}, byPath: map[string]*rfile{}, committed: make(chan struct{}), commitWait: 5 * time.Second, journal: j, feed: feed}
 	f, err := jsonFrame(st)
 	if err == nil {
 		err = bc.send(f)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -33,6 +34,10 @@ type receiver struct {
 	grace time.Duration
 	// journal records what a resumed clone could keep (nil: nothing is recorded)
 	journal *journal
+	// feed, if set, is told how the first copy of the redo log (logName) lands, for
+	// a parse that follows it; a second copy, a removal or a rename fails it.
+	feed    *apply.Feed
+	fedFile *rfile
 
 	mu         sync.Mutex
 	files      map[uint64]*rfile // by handle
@@ -65,8 +70,12 @@ func (r *receiver) failure() error {
 	return fmt.Errorf("%w; the donor's connections had broken %v before (%v)", cause, time.Since(r.brokenAt).Round(100*time.Millisecond), r.broken)
 }
 
+// logName is the redo log of the copy.
+const logName = "ib_logfile0"
+
 // rfile is one file of the clone on the recipient.
 type rfile struct {
+	feed   *apply.Feed // told of the file's writes (the redo log followed)
 	mu     sync.Mutex
 	path   string
 	full   string // path in the staging directory
@@ -230,10 +239,32 @@ func (r *receiver) file(f *frame) (*rfile, error) {
 			return nil, err
 		}
 		rf = &rfile{path: f.path, full: full, sparse: f.flags&flagSparse != 0, spans: map[uint64]span{}}
+		r.follow(rf)
 		r.files[f.handle] = rf
 		r.byPath[f.path] = rf
 	}
 	return rf, nil
+}
+
+// follow gives the feed the first copy of the redo log (r.mu held); a later copy
+// replaces it, and the parse following the first one ends.
+func (r *receiver) follow(rf *rfile) {
+	switch {
+	case r.feed == nil || rf.path != logName:
+	case r.fedFile == nil:
+		rf.feed, r.fedFile = r.feed, rf
+	default:
+		r.feed.Fail(apply.ErrFeedReplaced)
+	}
+}
+
+// unfollow ends the feed if rel is the log it follows (removed or renamed).
+func (r *receiver) unfollow(rel string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.feed != nil && (rel == logName || r.fedFile != nil && r.byPath[rel] == r.fedFile) {
+		r.feed.Fail(apply.ErrFeedReplaced)
+	}
 }
 
 // data writes one data frame (again, harmlessly, if it was resent).
@@ -278,6 +309,9 @@ func (r *receiver) data(f *frame) error {
 		return err
 	}
 	r.prog(int64(len(raw)))
+	if rf.feed != nil {
+		rf.feed.Wrote(f.off, int64(len(raw)))
+	}
 	rf.mu.Lock()
 	defer rf.mu.Unlock()
 	rf.spans[f.seq] = span{off: f.off, n: int64(len(raw)), crc: crc}
@@ -371,6 +405,9 @@ func (rf *rfile) finish(j *journal) error {
 		return fmt.Errorf("close %s: %w", rf.path, err)
 	}
 	rf.t, rf.closed, rf.size = nil, true, size
+	if rf.feed != nil {
+		rf.feed.Complete(size)
+	}
 	crc, ok := rf.tiledCRC()
 	if !ok {
 		n, c, err := filecopy.FileCRC(rf.full)
@@ -425,6 +462,7 @@ func (r *receiver) remove(rel string) error {
 	if err != nil {
 		return fmt.Errorf("%w: remove outside the datadir: %w", errProtocol, err)
 	}
+	r.unfollow(rel)
 	r.mu.Lock()
 	delete(r.byPath, rel)
 	r.mu.Unlock()
@@ -444,6 +482,8 @@ func (r *receiver) rename(from, to string) error {
 	if err != nil {
 		return peerPathErr(err)
 	}
+	r.unfollow(from)
+	r.unfollow(to)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rf, ok := r.byPath[from]

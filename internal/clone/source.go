@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/restore"
@@ -32,7 +33,8 @@ type source struct {
 	w         welcome
 	staging   string
 	offer     *resumeOffer
-	journaled bool // record what a later --resume may keep (not for a Galera joiner)
+	journaled bool       // record what a later --resume may keep (not for a Galera joiner)
+	feed      *apply.Feed // the log's, as it lands (nil: not followed)
 }
 
 // Name implements restore.Source.
@@ -63,7 +65,20 @@ func (s *source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	return s.stream(j).Fill(ctx, staging, env)
 }
 
-var _ restore.Consuming = (*source)(nil)
+var (
+	_ restore.Consuming = (*source)(nil)
+	_ restore.Following = (*source)(nil)
+)
+
+// LogFeed implements restore.Following: the donor's ib_logfile0 as it lands in
+// staging, unless the clone resumes (its log arrives in a scratch directory).
+func (s *source) LogFeed(staging string) *apply.Feed {
+	if s.offer != nil {
+		return nil
+	}
+	s.feed = apply.NewFeed(filepath.Join(staging, logName))
+	return s.feed
+}
 
 // Phase implements restore.Consuming: whatever phase begins after the copy
 // is filled (recovery first), the copy changes from then on and is no base for a resume
@@ -106,7 +121,11 @@ func (s *source) stream(j *journal) *restore.StreamSource {
 	st := start{Resume: s.offer}
 	return &restore.StreamSource{Label: s.Name(),
 		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
-			return receive(ctx, s.cfg, s.conns, s.first.take(), s.w, st, j, dir)
+			feed := s.feed
+			if feed != nil && feed.Path() != filepath.Join(dir, logName) {
+				feed = nil // not the directory it follows
+			}
+			return receive(ctx, s.cfg, s.conns, s.first.take(), s.w, st, j, feed, dir)
 		}}
 }
 

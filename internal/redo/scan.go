@@ -26,16 +26,23 @@ const scanChunk = 8 << 20
 // refused, since its page records cannot be decrypted here. It returns the log's
 // header, checkpoint and end LSN.
 func ScanLinear(path string, keys KeyFunc, algorithm string, fn func(MTR) error) (LinearLog, error) {
-	var ll LinearLog
 	f, err := os.Open(path)
 	if err != nil {
-		return ll, fmt.Errorf("open redo log: %w", err)
+		return LinearLog{}, fmt.Errorf("open redo log: %w", err)
 	}
 	defer f.Close()
+	return ScanLinearAt(f, path, keys, algorithm, fn)
+}
+
+// ScanLinearAt is ScanLinear on a log read through r (named name in errors): a log
+// still being written can be parsed as it grows, by an r that waits for its bytes.
+func ScanLinearAt(r io.ReaderAt, name string, keys KeyFunc, algorithm string, fn func(MTR) error) (LinearLog, error) {
+	var ll LinearLog
 	head := make([]byte, StartOffset)
-	if _, err := io.ReadFull(f, head); err != nil {
-		return ll, fmt.Errorf("redo log %s: read header: %w", path, err)
+	if _, err := r.ReadAt(head, 0); err != nil {
+		return ll, fmt.Errorf("redo log %s: read header: %w", name, err)
 	}
+	var err error
 	if ll.Header, err = ParseHeader(head); err != nil {
 		return ll, err
 	}
@@ -49,7 +56,7 @@ func ScanLinear(path string, keys KeyFunc, algorithm string, fn func(MTR) error)
 	if err != nil {
 		return ll, err
 	}
-	s := scanner{r: f, off: StartOffset, lsn: ll.Header.FirstLSN, g: linear(ll.Header.FirstLSN), nonce: ll.Header.nonceLen(), c: c}
+	s := scanner{r: r, off: StartOffset, lsn: ll.Header.FirstLSN, g: linear(ll.Header.FirstLSN), nonce: ll.Header.nonceLen(), c: c}
 	err = s.run(ll.Checkpoint.LSN, fn)
 	ll.EndLSN, ll.MTRs = s.lsn, s.n
 	return ll, err

@@ -91,6 +91,30 @@ func parseAhead(ctx context.Context, pre *Backup, cfg Config) *apply.Ahead {
 	return apply.ParseAhead(ctx, filepath.Join(pre.Dir, "ib_logfile0"), pageSize, 0)
 }
 
+// Following is a Source whose redo log is written into the staging directory while
+// Fill runs, as it arrives (a clone's): the restore parses the log as it lands, so
+// that only the pages are left to roll once the copy is complete.
+type Following interface {
+	// LogFeed is the feed of the log Fill will write in staging (nil: none).
+	LogFeed(staging string) *apply.Feed
+}
+
+// followAhead starts parsing the log a Following source writes into staging, unless
+// the copy is recovered by the server; nil otherwise. Its page size is not known
+// before the copy: the parse assumes the default, and the apply parses the log again
+// if the copy's is another.
+func followAhead(ctx context.Context, staging string, cfg Config) *apply.Ahead {
+	f, ok := cfg.Source.(Following)
+	if !ok || cfg.Recovery == RecoveryServer {
+		return nil
+	}
+	feed := f.LogFeed(staging)
+	if feed == nil {
+		return nil
+	}
+	return apply.FollowAhead(ctx, feed, 0, 0)
+}
+
 // keyFileOf names this host's key file, for messages.
 func keyFileOf(opts ServerOptions) string { return opts.keyFiles.KeyFile }
 

@@ -193,6 +193,9 @@ func CheckSource(c mariadb.Coordinates) error {
 func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup, owner ownerIDs, datadir string) (*Result, error) {
 	checked := pre != nil
 	ahead := parseAhead(ctx, pre, cfg)
+	if ahead == nil {
+		ahead = followAhead(ctx, staging, cfg)
+	}
 	if ahead != nil {
 		defer ahead.Close()
 	}
