@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"

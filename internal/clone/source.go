@@ -33,7 +33,7 @@ type source struct {
 	w         welcome
 	staging   string
 	offer     *resumeOffer
-	journaled bool       // record what a later --resume may keep (not for a Galera joiner)
+	journaled bool        // record what a later --resume may keep (not for a Galera joiner)
 	feed      *apply.Feed // the log's, as it lands (nil: not followed)
 }
 
