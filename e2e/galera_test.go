@@ -120,6 +120,8 @@ func joinBySST(t *testing.T, g *testdb.Galera, load *commitLog) {
 	}
 	if !strings.Contains(log, "redo applied natively") || strings.Contains(log, fellBack) {
 		t.Errorf("the joiner did not apply the SST's redo natively:\n%s", tail(log, 30))
+	} else {
+		parsedAsUnpacked(t, log)
 	}
 	zero, min := load.zeroSeconds(t0, t0.Add(took))
 	if len(zero) > 0 {

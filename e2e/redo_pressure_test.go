@@ -135,6 +135,7 @@ func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, 
 	if p.backup.err != nil || p.restore.err != nil {
 		t.Fatalf("pipeline failed: backup %v, restore %v", p.backup.err, p.restore.err)
 	}
+	parsedAsUnpacked(t, p.restore.stderr)
 	if save != "" {
 		if err := os.WriteFile(save, p.stream, 0o600); err != nil {
 			t.Fatal(err)
@@ -148,6 +149,24 @@ func slowStreamCase(t *testing.T, src *testdb.Server, tmp, slug string, backup, 
 	t.Logf("spool peak %d MiB", peak>>20)
 	checkLaps(t, uint64(redo))
 	return datadir, restoredGTID(t, p.restore.stdout)
+}
+
+// parsedAsUnpacked fails unless a restore from a stream (or a clone) applied the redo
+// natively from the parse that followed its log as it landed, or says the log's
+// records were too many to parse ahead.
+func parsedAsUnpacked(t testing.TB, log string) {
+	t.Helper()
+	line := lineWith(log, "redo applied natively")
+	switch {
+	case line == "":
+		t.Errorf("the redo was not applied natively:\n%s", tail(log, 20))
+	case strings.Contains(line, "parsed_ahead=true"):
+		t.Logf("applied from the parse that followed the log: %s", line)
+	case strings.Contains(log, "do not fit one batch"):
+		t.Logf("the log's records were too many to parse ahead: %s", line)
+	default:
+		t.Errorf("the redo was not applied from the parse that followed the log as it landed:\n%s", tail(log, 20))
+	}
 }
 
 // stockUnpacked unpacks a plain ferry stream with the stock mbstream, prepares it with
@@ -275,6 +294,16 @@ func bulkUpdater(t testing.TB, db *sql.DB, rows int, pause time.Duration) func()
 		}
 	}()
 	return func() { cancel(); wg.Wait() }
+}
+
+// lineWith returns the first line of s that holds key, "" if none.
+func lineWith(s, key string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, key) {
+			return l
+		}
+	}
+	return ""
 }
 
 // after returns what follows the first key in s, "" if none.

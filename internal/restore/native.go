@@ -102,18 +102,25 @@ type Following interface {
 // followAhead starts parsing the log a Following source writes into staging, unless
 // the copy is recovered by the server; nil otherwise. Its page size is not known
 // before the copy: the parse assumes the default, and the apply parses the log again
-// if the copy's is another.
-func followAhead(ctx context.Context, staging string, cfg Config) *apply.Ahead {
+// if the copy's is another. The caller fails the feed once the source is filled, so
+// that a log the source never completed does not keep the parse waiting.
+func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead, *apply.Feed) {
 	f, ok := cfg.Source.(Following)
 	if !ok || cfg.Recovery == RecoveryServer {
-		return nil
+		return nil, nil
 	}
 	feed := f.LogFeed(staging)
 	if feed == nil {
-		return nil
+		return nil, nil
 	}
-	return apply.FollowAhead(ctx, feed, 0, 0)
+	return apply.FollowAhead(ctx, feed, 0, 0), feed
 }
+
+// logName is a copy's redo log.
+const logName = "ib_logfile0"
+
+// errLogNotFilled ends the feed of a log its source did not complete.
+var errLogNotFilled = errors.New("the copy was filled without its redo log complete")
 
 // keyFileOf names this host's key file, for messages.
 func keyFileOf(opts ServerOptions) string { return opts.keyFiles.KeyFile }

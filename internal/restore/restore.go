@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/galera"
 	"github.com/ferry-backup/ferry/internal/keyfile"
@@ -193,8 +194,9 @@ func CheckSource(c mariadb.Coordinates) error {
 func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup, owner ownerIDs, datadir string) (*Result, error) {
 	checked := pre != nil
 	ahead := parseAhead(ctx, pre, cfg)
+	var feed *apply.Feed
 	if ahead == nil {
-		ahead = followAhead(ctx, staging, cfg)
+		ahead, feed = followAhead(ctx, staging, cfg)
 	}
 	if ahead != nil {
 		defer ahead.Close()
@@ -209,6 +211,9 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup
 		return rec.run(ctx)
 	}
 	b, err := cfg.Source.Fill(ctx, staging, env)
+	if feed != nil {
+		feed.Fail(errLogNotFilled) // a no-op once the log is complete
+	}
 	if err != nil {
 		return nil, err
 	}

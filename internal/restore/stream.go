@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/stream"
@@ -28,20 +29,49 @@ type StreamSource struct {
 	// new temporary one beside the datadir.
 	Dir    string
 	Unpack func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error)
+
+	followLog bool        // Unpack tells feed how the log is written
+	feed      *apply.Feed // set by LogFeed
 }
 
 // NewStreamSource reads an xbstream from r (named name), decrypting with ids and
 // holding at most maxMemory of data between the reader and the file writers.
 func NewStreamSource(r io.Reader, name string, ids []age.Identity, maxMemory int64) *StreamSource {
-	return &StreamSource{Label: name, Unpack: func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error) {
+	s := &StreamSource{Label: name, followLog: true}
+	s.Unpack = func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error) {
 		env.Log.Info("restoring from a stream", "from", name, "staging", staging, "memory_budget_mib", maxMemory>>20)
 		prog := env.Reporter(-1)
 		defer prog.Finish()
 		if env.Want != nil {
 			env.Log.Info("writing only the files the tables need; the others are decoded and checked")
 		}
-		return stream.Unpack(ctx, cancelable(ctx, r), staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add, Keep: env.Want})
-	}}
+		return stream.Unpack(ctx, cancelable(ctx, r), staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add,
+			Keep: env.Want, Follow: s.follower(staging)})
+	}
+	return s
+}
+
+var _ Following = (*StreamSource)(nil)
+
+// LogFeed implements Following: a stream this package unpacks (not a clone's) has its
+// log parsed as it is unpacked.
+func (s *StreamSource) LogFeed(staging string) *apply.Feed {
+	if !s.followLog {
+		return nil
+	}
+	s.feed = apply.NewFeed(filepath.Join(staging, logName))
+	return s.feed
+}
+
+// follower is the stream's Follow option for an unpack into staging: the feed, for
+// the log.
+func (s *StreamSource) follower(staging string) func(string) stream.Follower {
+	return func(path string) stream.Follower {
+		if s.feed == nil || path != logName || s.feed.Path() != filepath.Join(staging, logName) {
+			return nil
+		}
+		return s.feed
+	}
 }
 
 // cancelable reads r in a goroutine of its own, so that a reader blocked on a pipe

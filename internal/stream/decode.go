@@ -37,18 +37,32 @@ func (u *unpacker) write(f *inFile, dst, path string, comp codec.Compression, en
 	return sum, nil
 }
 
-// copyOut writes the decoded bytes with large aligned writes, checksumming them.
-func (u *unpacker) copyOut(r io.Reader, dst, path string) (FileSum, error) {
+// copyOut writes the decoded bytes with large aligned writes, checksumming them, and
+// tells the file's follower, if any, of each write.
+func (u *unpacker) copyOut(r io.Reader, dst, path string) (sum FileSum, err error) {
 	out := newOutFile(dst, path)
 	out.discard = u.o.Keep != nil && !u.o.Keep(path)
 	defer out.close()
+	var fw Follower
+	if u.o.Follow != nil && !out.discard {
+		fw = u.o.Follow(path)
+	}
+	if fw != nil {
+		defer func() {
+			if err != nil {
+				fw.Fail(err)
+			}
+		}()
+	}
 	buf := directio.AlignedBuffer(1 << 20)
-	var sum FileSum
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
 			if werr := out.write(buf[:n], sum.Size); werr != nil {
 				return sum, werr
+			}
+			if fw != nil {
+				fw.Wrote(sum.Size, int64(n))
 			}
 			sum.CRC = checksum.Update(sum.CRC, buf[:n])
 			sum.Size += int64(n)
@@ -57,7 +71,13 @@ func (u *unpacker) copyOut(r io.Reader, dst, path string) (FileSum, error) {
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return sum, out.finish(sum.Size)
+			if err := out.finish(sum.Size); err != nil {
+				return sum, err
+			}
+			if fw != nil {
+				fw.Complete(sum.Size)
+			}
+			return sum, nil
 		}
 		if err != nil {
 			return sum, decodeErr(err, sum.Size)

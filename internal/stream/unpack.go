@@ -37,6 +37,16 @@ type UnpackOptions struct {
 	// Keep, if set, names the files to write; the others are decoded and checked
 	// (their sums are in Unpacked) but not written (a table restore needs few).
 	Keep func(path string) bool
+	// Follow, if set, names files a reader follows as they are written (nil: not
+	// followed), told of each write once it is in the file.
+	Follow func(path string) Follower
+}
+
+// Follower is told how a file being unpacked is written (apply.Feed is one).
+type Follower interface {
+	Wrote(off, n int64)  // n bytes written at off
+	Complete(size int64) // the file is whole: size bytes
+	Fail(err error)      // the file will not be completed
 }
 
 // FileSum is what was written for one file.
