@@ -133,7 +133,9 @@ func (h *Ahead) scan(ctx context.Context, r io.ReaderAt, memory int, size int64)
 		}
 		return ctx.Err()
 	})
-	h.b, h.logs = p.b, p.spaces
+	if err == nil { // a failed parse is never used: its records are let go now
+		h.b, h.logs = p.b, p.spaces
+	}
 	return err
 }
 
