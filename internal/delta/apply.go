@@ -75,7 +75,9 @@ type Options struct {
 	// NoSync leaves the changed files' data to the caller to make durable (a restore
 	// syncs its whole staging directory before it records a link applied or swaps the
 	// copy in): a chain's later links and its redo apply write many of the same pages
-	// again, and each sync would write them to the disk once more.
+	// again, and each sync would write them to the disk once more. Each file's
+	// writeback is started once its pages are written, so that the caller's sync
+	// waits for less.
 	NoSync bool
 }
 
