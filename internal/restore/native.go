@@ -92,7 +92,7 @@ func parseAhead(ctx context.Context, pre *Backup, cfg Config) *apply.Ahead {
 }
 
 // Following is a Source whose redo log is written into the staging directory while
-// Fill runs, as it arrives (a clone's): the restore parses the log as it lands, so
+// Fill runs, as it arrives (a clone's, a stream's): the restore parses the log as it lands, so
 // that only the pages are left to roll once the copy is complete.
 type Following interface {
 	// LogFeed is the feed of the log Fill will write in staging (nil: none).
