@@ -196,6 +196,19 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	wantFail(t, nil, "the chain is broken", "restore", "--target-dir", dirs[0], "--incremental-dir", dirs[2], "--incremental-dir", dirs[1], "--datadir", datadir)
 	wantFail(t, nil, "is an incremental backup", "restore", "--target-dir", dirs[1], "--datadir", datadir)
 	wantFail(t, nil, "must be a full backup", "restore", "--target-dir", dirs[1], "--incremental-dir", dirs[2], "--datadir", datadir)
+	// A damaged delta in the second link: the first link is applied while the second
+	// is checked, and the check refuses it before any of its pages is written.
+	damaged := copyBackup(t, dirs[2], filepath.Join(tmp, "damaged-link"))
+	deltas, _ := filepath.Glob(filepath.Join(damaged, "*", "*.delta"))
+	if len(deltas) == 0 {
+		t.Fatalf("no delta in %s", damaged)
+	}
+	flipByte(t, deltas[0], 16384+100)
+	args := []string{"restore", "--target-dir", dirs[0], "--datadir", datadir}
+	for _, d := range append([]string{dirs[1], damaged}, dirs[3:]...) {
+		args = append(args, "--incremental-dir", d)
+	}
+	wantFail(t, nil, "is corrupt: CRC-32C", args...)
 	if _, err := os.Stat(datadir); err == nil {
 		t.Errorf("a refused restore left %s behind", datadir)
 	}
@@ -205,6 +218,24 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	wantFail(t, nil, "is an incremental backup", "prepare", "--target-dir", dirs[1])
 	other := testdb.Start(t, testdb.Options{ServerID: 9})
 	wantFail(t, nil, "another server", backupArgs(other, filepath.Join(tmp, "other-inc"), "--incremental-basedir", dirs[0])...)
+}
+
+// flipByte inverts the byte at off of the file at path.
+func flipByte(t testing.TB, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // expireKeepsBase: with only the newest backup to keep, expire keeps the whole chain it
