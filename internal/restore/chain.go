@@ -104,8 +104,6 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 		env.Log.Info("resume: the chain's full backup and its first incrementals are already applied in the copy: nothing of them is downloaded or applied again",
 			"applied", applied, "of", len(c.Links)-1, "staging", staging)
 	}
-	ctx, cancel := context.WithCancel(ctx) // ends a check of the next link still running
-	defer cancel()
 	links, err := c.fillLinks(ctx, base, staging, env, applied)
 	if err != nil {
 		return nil, err
@@ -115,12 +113,6 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 		if i < applied {
 			prev = l.b
 			continue
-		}
-		if err := l.waitChecked(ctx); err != nil {
-			return nil, err
-		}
-		if i+1 < len(links) {
-			links[i+1].startCheck(ctx) // read while this one is applied
 		}
 		if i == applied || l.recoverFirst {
 			l.segment = laterPages(links[i:], env)
@@ -252,34 +244,6 @@ type link struct {
 	// link by link.
 	recoverFirst bool
 	segment      *segment // the links applied between two recoveries, this one among them
-	// check, for a link read where it is, checks its files against its manifest; it
-	// runs (checked) before the link is applied, while the link before is applied.
-	check   func(context.Context) error
-	checked chan error
-}
-
-// startCheck starts checking the link's files, once.
-func (l *link) startCheck(ctx context.Context) {
-	if l.check == nil || l.checked != nil {
-		return
-	}
-	l.checked = make(chan error, 1)
-	go func() { l.checked <- l.check(ctx) }()
-}
-
-// waitChecked waits for the link's check to end (starting it if need be).
-func (l *link) waitChecked(ctx context.Context) error {
-	if l.check == nil {
-		return nil
-	}
-	l.startCheck(ctx)
-	select {
-	case err := <-l.checked:
-		l.check = nil
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // fillLinks makes every incremental readable (in place, or filled into a scratch
@@ -298,7 +262,7 @@ func (c *ChainSource) fillLinks(ctx context.Context, base *Backup, staging strin
 		}
 		keep := c.resumable && checkJournal(l.scratch, linkID(c.inspected[i+1])) == nil
 		var err error
-		if l.b, l.dir, l.check, err = fillLink(ctx, src, l.scratch, keep, env); err != nil {
+		if l.b, l.dir, err = fillLink(ctx, src, l.scratch, keep, env); err != nil {
 			return links, err
 		}
 		if l.dir != l.scratch {
@@ -390,10 +354,9 @@ func (s *segment) skip(index int) delta.Skip {
 }
 
 // localSource is a Source whose files can be read where they are (a backup
-// directory): a chain checks such a link in place and applies it from there, so its
+// directory): a chain verifies such a link in place and applies it from there, so its
 // pages are written once, into the staging copy.
 type localSource interface {
-	Source
 	// Verify checks every file against the backup's checksums and returns the
 	// backup, whose Dir holds its files.
 	Verify(ctx context.Context, env Env) (*Backup, error)
@@ -401,31 +364,25 @@ type localSource interface {
 
 // fillLink makes a link's files readable in a directory: where they are, or filled
 // into scratch (a stream, a repository backup), continuing what scratch holds if keep
-// is set. It returns that directory, and, for a link read where it is, the check of
-// its files the caller runs before applying it: it can then read the next link's files
-// while it applies one (a link filled into scratch was checked as it was filled).
-func fillLink(ctx context.Context, l Source, scratch string, keep bool, env Env) (*Backup, string, func(context.Context) error, error) {
+// is set. It returns that directory.
+func fillLink(ctx context.Context, l Source, scratch string, keep bool, env Env) (*Backup, string, error) {
 	if ls, ok := l.(localSource); ok {
-		b, err := ls.Inspect(ctx)
+		b, err := ls.Verify(ctx, env)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, "", err
 		}
-		check := func(ctx context.Context) error {
-			_, err := ls.Verify(ctx, env)
-			return err
-		}
-		return b, b.Dir, check, nil
+		return b, b.Dir, nil
 	}
 	if !keep {
 		if err := os.RemoveAll(scratch); err != nil {
-			return nil, "", nil, err
+			return nil, "", err
 		}
 		if err := os.Mkdir(scratch, 0o750); err != nil {
-			return nil, "", nil, fmt.Errorf("create %s: %w", scratch, err)
+			return nil, "", fmt.Errorf("create %s: %w", scratch, err)
 		}
 	}
 	b, err := l.Fill(ctx, scratch, env)
-	return b, scratch, nil, err
+	return b, scratch, err
 }
 
 // checkLink refuses a chain whose link i does not follow prev: the first must be a
