@@ -196,8 +196,8 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	wantFail(t, nil, "the chain is broken", "restore", "--target-dir", dirs[0], "--incremental-dir", dirs[2], "--incremental-dir", dirs[1], "--datadir", datadir)
 	wantFail(t, nil, "is an incremental backup", "restore", "--target-dir", dirs[1], "--datadir", datadir)
 	wantFail(t, nil, "must be a full backup", "restore", "--target-dir", dirs[1], "--incremental-dir", dirs[2], "--datadir", datadir)
-	// A damaged delta in the second link: the first link is applied while the second
-	// is checked, and the check refuses it before any of its pages is written.
+	// A damaged delta in the second link: every link is checked against its manifest
+	// before any is applied, and the restore refuses the chain.
 	damaged := copyBackup(t, dirs[2], filepath.Join(tmp, "damaged-link"))
 	deltas, _ := filepath.Glob(filepath.Join(damaged, "*", "*.delta"))
 	if len(deltas) == 0 {
