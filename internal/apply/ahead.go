@@ -19,8 +19,9 @@ import (
 // Ahead is a redo log parsed in the background before the datadir it rolls forward is
 // complete: a restore parses the backup's log while it copies the data files, on a
 // core the copy leaves idle, and a clone parses the log as its frames land, so that
-// Dir (given it as Config.Ahead) only rolls the pages. Only an unencrypted log whose
-// records fit one batch is parsed ahead. Dir uses the result only if the log in its
+// Dir (given it as Config.Ahead) only rolls the pages. Only an unencrypted log is
+// parsed ahead; of one whose records do not fit one batch, only the first pass (the
+// check of every record) is made ahead, and Dir parses the batches. Dir uses the result only if the log in its
 // datadir is the same file (size and CRC-32C) and the parse succeeded; otherwise it
 // parses its log itself, so an Ahead never changes what Dir does, only when the
 // parsing happens.
@@ -35,12 +36,16 @@ type Ahead struct {
 	crc  uint32
 	b    *batch
 	logs map[uint32]*spaceLog
-	ll   redo.LinearLog
-	took time.Duration
-	err  error
+	// reset, when b is nil, is the first pass of a log whose records do not fit one
+	// batch: each page's last FREE_PAGE/INIT_PAGE (parser.reset), the log checked.
+	reset map[redo.PageID]uint64
+	ll    redo.LinearLog
+	took  time.Duration
+	err   error
 }
 
-// errAheadTooBig: the log's records do not fit one batch: Dir reads it in two passes.
+// errAheadTooBig: the log's records do not fit one batch: Dir reads it in two passes,
+// the first of which is made ahead.
 var errAheadTooBig = errors.New("the log's records do not fit one batch")
 
 // ParseAhead starts parsing the log at path (a backup's ib_logfile0) for a datadir of
@@ -84,9 +89,6 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 	if err != nil {
 		return err
 	}
-	if st.Size()-int64(redo.StartOffset) > int64(memory)/2*3 {
-		return errAheadTooBig // as Dir: not tried in one batch
-	}
 	if h.size, h.crc, err = filecopy.FileCRC(h.path); err != nil {
 		return err
 	}
@@ -95,7 +97,12 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 		return err
 	}
 	defer f.Close()
-	return h.scan(ctx, f, memory, min(h.size, int64(memory)))
+	if st.Size()-int64(redo.StartOffset) <= int64(memory)/2*3 { // as Dir: else not tried in one batch
+		if err := h.scan(ctx, f, memory, min(h.size, int64(memory))); !errors.Is(err, errAheadTooBig) {
+			return err
+		}
+	}
+	return h.check(ctx, f)
 }
 
 // follow parses the feed's log as it is written. The size and CRC-32C it records are
@@ -103,8 +110,14 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 // if it did not read them in order, of the complete log.
 func (h *Ahead) follow(ctx context.Context, memory int) error {
 	r := &feedReader{ctx: ctx, feed: h.feed}
-	defer r.close()
-	if err := h.scan(ctx, r, memory, int64(memory)); err != nil {
+	err := h.scan(ctx, r, memory, int64(memory))
+	r.close()
+	if errors.Is(err, errAheadTooBig) { // the first pass, from the log's start again
+		r = &feedReader{ctx: ctx, feed: h.feed}
+		err = h.check(ctx, r)
+		r.close()
+	}
+	if err != nil {
 		return err
 	}
 	if !r.skipped {
@@ -114,7 +127,6 @@ func (h *Ahead) follow(ctx context.Context, memory int) error {
 	if _, _, err := h.feed.Wait(ctx, math.MaxInt64); err != nil {
 		return err
 	}
-	var err error
 	h.size, h.crc, err = filecopy.FileCRC(h.path)
 	return err
 }
@@ -137,6 +149,25 @@ func (h *Ahead) scan(ctx context.Context, r io.ReaderAt, memory int, size int64)
 		h.b, h.logs = p.b, p.spaces
 	}
 	return err
+}
+
+// check makes the first pass over the log read through r, as Dir's logEnd does: every
+// record checked, each page's last FREE_PAGE/INIT_PAGE noted, the end found.
+func (h *Ahead) check(ctx context.Context, r io.ReaderAt) error {
+	reset := map[redo.PageID]uint64{}
+	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: h.pageSize, reset: reset,
+		inject: faultpoint.Fails("apply-record"), dry: true}
+	ll, err := redo.ScanLinearAt(r, h.path, nil, "", func(m redo.MTR) error {
+		if err := p.add(m); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return err
+	}
+	h.ll, h.reset = ll, reset
+	return nil
 }
 
 // feedReader reads a Feed's log, waiting for each range to be written, and sums what

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -196,4 +197,52 @@ func TestFollowAhead(t *testing.T) {
 			t.Fatal("Close did not end a parse waiting for a log never written")
 		}
 	})
+}
+
+// TestAheadFirstPass: of a log whose records do not fit one batch, the parse ahead
+// (of a complete file, or following a log as it lands) makes the first pass, and Dir
+// only parses and rolls the batches, with the pages of a plain apply.
+func TestAheadFirstPass(t *testing.T) {
+	var mtrs [][][]byte
+	for i := range 60 {
+		no := uint32(1 + i%(synthPages-1))
+		if i == 30 {
+			mtrs = append(mtrs, [][]byte{synthRec(recInit, no, nil), synthWrite(no, 300, "again")})
+			continue
+		}
+		mtrs = append(mtrs, [][]byte{synthWrite(no, 100+16*i, "0123456789a")})
+	}
+	want := synthDatadir(t, mtrs...)
+	if _, err := Dir(context.Background(), Config{Dir: want}); err != nil {
+		t.Fatal(err)
+	}
+	for _, memory := range []int{600, 64} {
+		for _, follow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("memory %d, follow %v", memory, follow), func(t *testing.T) {
+				dir := synthDatadir(t, mtrs...)
+				path := filepath.Join(dir, "ib_logfile0")
+				var h *Ahead
+				if follow {
+					feed := NewFeed(path)
+					h = FollowAhead(context.Background(), feed, 16384, memory)
+					writeFed(t, path, feed, 700, 0)
+				} else {
+					h = ParseAhead(context.Background(), copyLog(t, dir), 16384, memory)
+				}
+				defer h.Close()
+				res, err := Dir(context.Background(), Config{Dir: dir, Memory: memory, Ahead: h})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.ParsedAhead || res.Batches < 2 {
+					t.Errorf("parsed ahead used: %v, %d batches; want the first pass made ahead and several batches", res.ParsedAhead, res.Batches)
+				}
+				for no := uint32(1); no < synthPages; no++ {
+					if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
+						t.Errorf("page %d differs from the plain apply's", no)
+					}
+				}
+			})
+		}
+	}
 }

@@ -177,33 +177,42 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	ahead, err := a.takeAhead(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if h := a.cfg.Ahead; ahead && h.b != nil {
+		return a.runOnce(ctx, size, t0, h)
+	} else if ahead { // its first pass was made ahead
+		a.reset, a.end, a.redoBytes = h.reset, h.ll.EndLSN, h.ll.EndLSN-h.ll.Checkpoint.LSN
+		res, err := a.runBatches(ctx, size, t0, true)
+		res.ParsedAhead = true
+		return res, err
+	}
 	if size <= int64(a.cfg.Memory)/2*3 {
-		res, err := a.runOnce(ctx, size, t0)
+		res, err := a.runOnce(ctx, size, t0, nil)
 		if !errors.Is(err, errBatchFull) {
 			return res, err
 		}
 		a.logs = map[uint32]*spaceLog{} // what the attempt learned is learned again
 		a.cfg.Log.Debug("apply: the log's records do not fit one batch: it is read twice")
 	}
-	return a.runBatches(ctx, size, t0)
+	return a.runBatches(ctx, size, t0, false)
 }
 
 // errBatchFull: the log's records do not fit one batch.
 var errBatchFull = errors.New("the log's records do not fit one batch")
 
-// runOnce parses the log into one batch (or takes the one parsed ahead) and rolls it.
-// It returns errBatchFull, having written nothing, if the records do not fit.
-func (a *applier) runOnce(ctx context.Context, size int64, t0 time.Time) (Result, error) {
+// runOnce parses the log into one batch (or takes the one h parsed ahead) and rolls
+// it. It returns errBatchFull, having written nothing, if the records do not fit.
+func (a *applier) runOnce(ctx context.Context, size int64, t0 time.Time, h *Ahead) (Result, error) {
 	var res Result
 	var err error
 	var b *batch
 	var ll redo.LinearLog
-	if res.ParsedAhead, err = a.takeAhead(ctx); err != nil {
-		return res, err
-	}
-	if res.ParsedAhead {
-		h := a.cfg.Ahead
+	if h != nil {
 		b, a.logs, ll = h.b, h.logs, h.ll
+		res.ParsedAhead = true
 	} else {
 		p := a.parser(min(int64(a.cfg.Memory), size))
 		ll, err = redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
@@ -227,15 +236,19 @@ func (a *applier) runOnce(ctx context.Context, size int64, t0 time.Time) (Result
 	return a.result(res, ll), nil
 }
 
-// runBatches reads the log twice: once to check every record and find its end, once
-// to parse it into batches, each rolled before the next is parsed.
-func (a *applier) runBatches(ctx context.Context, size int64, t0 time.Time) (Result, error) {
+// runBatches reads the log twice: once to check every record and find its end
+// (unless checked: that pass was made ahead), once to parse it into batches, each
+// rolled before the next is parsed.
+func (a *applier) runBatches(ctx context.Context, size int64, t0 time.Time, checked bool) (Result, error) {
 	var res Result
-	end, err := a.logEnd()
-	if err != nil {
-		return res, err
+	if !checked {
+		end, err := a.logEnd()
+		if err != nil {
+			return res, err
+		}
+		a.end = end
 	}
-	a.end, res.Check = end, time.Since(t0)
+	res.Check = time.Since(t0)
 	p := a.parser(min(int64(a.cfg.Memory), size))
 	p.reset = a.reset
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
