@@ -45,6 +45,30 @@ func padLog(t *testing.T, dir string, n int64, tail []byte) {
 	}
 }
 
+// applyAhead applies dir with the parse ahead h and fails unless it used h as
+// useAhead says and gave want's pages.
+func applyAhead(t *testing.T, dir, want string, h *Ahead, useAhead bool) {
+	t.Helper()
+	res, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ParsedAhead != useAhead {
+		t.Errorf("parsed ahead used: %v, want %v", res.ParsedAhead, useAhead)
+	}
+	samePages(t, dir, want)
+}
+
+// samePages fails unless every page of the synthetic datadir dir equals want's.
+func samePages(t *testing.T, dir, want string) {
+	t.Helper()
+	for no := uint32(1); no < synthPages; no++ {
+		if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
+			t.Errorf("page %d differs from the plain apply's", no)
+		}
+	}
+}
+
 // TestParseAhead: a log parsed ahead is applied as Dir would parse and apply it itself,
 // and a parse ahead of another log (another backup, the same log changed after it was
 // parsed, bytes after its end that are not padding) is never applied: Dir parses the
@@ -77,18 +101,7 @@ func TestParseAhead(t *testing.T) {
 			h := ParseAhead(context.Background(), c.log(dir), 16384, 0)
 			defer h.Close()
 			padLog(t, dir, 1<<20, c.tail)
-			res, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.ParsedAhead != c.useAhead {
-				t.Errorf("parsed ahead used: %v, want %v", res.ParsedAhead, c.useAhead)
-			}
-			for no := uint32(1); no < synthPages; no++ {
-				if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
-					t.Errorf("page %d differs from the plain apply's", no)
-				}
-			}
+			applyAhead(t, dir, want, h, c.useAhead)
 		})
 	}
 }
@@ -173,18 +186,7 @@ func TestFollowAhead(t *testing.T) {
 			h := FollowAhead(context.Background(), feed, 16384, 0)
 			defer h.Close()
 			writeFed(t, path, feed, 512, c.failAt)
-			res, err := Dir(context.Background(), Config{Dir: dir, Ahead: h})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.ParsedAhead != c.useAhead {
-				t.Errorf("parsed ahead used: %v, want %v", res.ParsedAhead, c.useAhead)
-			}
-			for no := uint32(1); no < synthPages; no++ {
-				if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
-					t.Errorf("page %d differs from the plain apply's", no)
-				}
-			}
+			applyAhead(t, dir, want, h, c.useAhead)
 		})
 	}
 	t.Run("never written", func(t *testing.T) {
@@ -237,11 +239,7 @@ func TestAheadFirstPass(t *testing.T) {
 				if !res.ParsedAhead || res.Batches < 2 {
 					t.Errorf("parsed ahead used: %v, %d batches; want the first pass made ahead and several batches", res.ParsedAhead, res.Batches)
 				}
-				for no := uint32(1); no < synthPages; no++ {
-					if got, w := readSynthPage(t, dir, no), readSynthPage(t, want, no); !bytes.Equal(got, w) {
-						t.Errorf("page %d differs from the plain apply's", no)
-					}
-				}
+				samePages(t, dir, want)
 			})
 		}
 	}
