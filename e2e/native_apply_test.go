@@ -12,7 +12,7 @@ import (
 )
 
 // TestNativeApply: a backup taken under the bank, mixed and DDL load is prepared by
-// ferry's native redo apply; a run killed after a few pages and run again gives the
+// ferry's native redo apply (in batches of 1 MiB of records, --use-memory 1M); a run killed after a few pages and run again gives the
 // same bytes as a run never interrupted; a record ferry refuses (injected) makes the
 // restore fall back to the stock server's recovery with the reason logged, and
 // --recovery native then fails in one line. Every restored copy starts and holds the
@@ -34,9 +34,14 @@ func TestNativeApply(t *testing.T) {
 		return dst
 	}
 	whole, killed := copyOf("whole"), copyOf("killed")
-	r := mustFerry(t, "prepare", "--target-dir", whole, "--recovery", "native")
+	// --use-memory 1M: batches of 1 MiB of records, where the killed copy below is
+	// applied in one; both give the same bytes.
+	r := mustFerry(t, "prepare", "--target-dir", whole, "--recovery", "native", "--use-memory", "1M")
 	if !strings.Contains(r.stderr, "redo applied natively") {
 		t.Fatalf("prepare did not apply natively:\n%s", r.stderr)
+	}
+	if batches := after(r.stderr, "batches="); batches == "" || batches[0] == '1' && batches[1] == ' ' {
+		t.Errorf("prepare --use-memory 1M applied the redo in one batch:\n%s", lineWith(r.stderr, "redo applied natively"))
 	}
 	cmd, log := pausedFerry(t, "apply-page=20", "prepare", "--target-dir", killed, "--recovery", "native")
 	if err, _ := signalled(t, cmd, log, syscall.SIGKILL); err == nil {

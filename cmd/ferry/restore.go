@@ -113,7 +113,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
 	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
-	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "InnoDB buffer pool for recovery")
+	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "memory for recovery: ferry's redo apply batch, or the stock server's buffer pool")
 	addRecoveryFlag(f, &cfg.Recovery)
 	addKeyFlags(f, &cfg.Keys)
 	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")

@@ -39,6 +39,7 @@ type Ahead struct {
 	// reset, when b is nil, is the first pass of a log whose records do not fit one
 	// batch: each page's last FREE_PAGE/INIT_PAGE (parser.reset), the log checked.
 	reset map[redo.PageID]uint64
+	final map[uint32]*spaceLog // with reset: each tablespace at the log's end
 	ll    redo.LinearLog
 	took  time.Duration
 	err   error
@@ -154,8 +155,8 @@ func (h *Ahead) scan(ctx context.Context, r io.ReaderAt, memory int, size int64)
 // check makes the first pass over the log read through r, as Dir's logEnd does: every
 // record checked, each page's last FREE_PAGE/INIT_PAGE noted, the end found.
 func (h *Ahead) check(ctx context.Context, r io.ReaderAt) error {
-	reset := map[redo.PageID]uint64{}
-	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: h.pageSize, reset: reset,
+	reset, final := map[redo.PageID]uint64{}, map[uint32]*spaceLog{}
+	p := &parser{b: newBatch(nil), spaces: final, pageSize: h.pageSize, reset: reset,
 		inject: faultpoint.Fails("apply-record"), dry: true}
 	ll, err := redo.ScanLinearAt(r, h.path, nil, "", func(m redo.MTR) error {
 		if err := p.add(m); err != nil {
@@ -166,7 +167,7 @@ func (h *Ahead) check(ctx context.Context, r io.ReaderAt) error {
 	if err != nil {
 		return err
 	}
-	h.ll, h.reset = ll, reset
+	h.ll, h.reset, h.final = ll, reset, final
 	return nil
 }
 

@@ -117,9 +117,14 @@ type applier struct {
 	end       uint64                 // end LSN of the redo: no page may be newer
 	redoBytes uint64                 // from the checkpoint to the end
 	reset     map[redo.PageID]uint64 // each page's last FREE_PAGE/INIT_PAGE (parser.reset)
-	written   map[*space]bool
-	arena     []byte
-	pages     int // pages written so far, for the test pause point apply-page
+	// final is what the first pass found of each tablespace at the log's end (nil:
+	// the log was parsed in one batch, and logs is that): a batch rolled before a
+	// later FILE_RENAME or FILE_DELETE finds a file by its name at the end, as a log
+	// parsed in one batch does.
+	final   map[uint32]*spaceLog
+	written map[*space]bool
+	arena   []byte
+	pages   int // pages written so far, for the test pause point apply-page
 	// injectDecrypt (FERRY_TEST_FAIL=apply-decrypt) refuses the first encrypted page read.
 	injectDecrypt bool
 }
@@ -184,7 +189,7 @@ func (a *applier) run(ctx context.Context) (Result, error) {
 	if h := a.cfg.Ahead; ahead && h.b != nil {
 		return a.runOnce(ctx, size, t0, h)
 	} else if ahead { // its first pass was made ahead
-		a.reset, a.end, a.redoBytes = h.reset, h.ll.EndLSN, h.ll.EndLSN-h.ll.Checkpoint.LSN
+		a.reset, a.final, a.end, a.redoBytes = h.reset, h.final, h.ll.EndLSN, h.ll.EndLSN-h.ll.Checkpoint.LSN
 		res, err := a.runBatches(ctx, size, t0, true)
 		res.ParsedAhead = true
 		return res, err
@@ -250,7 +255,7 @@ func (a *applier) runBatches(ctx context.Context, size int64, t0 time.Time, chec
 	}
 	res.Check = time.Since(t0)
 	p := a.parser(min(int64(a.cfg.Memory), size))
-	p.reset = a.reset
+	p.reset, p.gone = a.reset, a.gone()
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, func(m redo.MTR) error {
 		if err := p.add(m); err != nil {
 			return err
@@ -343,8 +348,8 @@ func checkErr(err error) error {
 // the end LSN (pages newer than it are refused, as the server refuses pages "in the
 // future").
 func (a *applier) logEnd() (uint64, error) {
-	a.reset = map[redo.PageID]uint64{}
-	p := &parser{b: newBatch(nil), spaces: map[uint32]*spaceLog{}, pageSize: a.cfg.PageSize,
+	a.reset, a.final = map[redo.PageID]uint64{}, map[uint32]*spaceLog{}
+	p := &parser{b: newBatch(nil), spaces: a.final, pageSize: a.cfg.PageSize,
 		reset: a.reset, inject: faultpoint.Fails("apply-record"), dry: true}
 	ll, err := redo.ScanLinear(a.logPath, a.cfg.Keys, a.cfg.Algorithm, p.add)
 	if err = checkErr(err); err != nil {
@@ -352,6 +357,17 @@ func (a *applier) logEnd() (uint64, error) {
 	}
 	a.redoBytes = ll.EndLSN - ll.Checkpoint.LSN
 	return ll.EndLSN, nil
+}
+
+// gone lists the tablespaces the first pass saw deleted at the log's end.
+func (a *applier) gone() map[uint32]bool {
+	out := map[uint32]bool{}
+	for id, sl := range a.final {
+		if sl.deleted {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // applyBatch extends and trims files as the batch's records say, then rolls its pages
@@ -550,6 +566,9 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 		return sp, nil
 	}
 	sl := a.logs[id]
+	if f := a.final[id]; f != nil {
+		sl = f
+	}
 	if sl != nil && sl.name != "" {
 		if f := a.deferred[localName(sl.name)]; f != nil {
 			if !sl.hasFlags || innodb.SpaceFlags(sl.flags).PageSize() == 0 {

@@ -109,6 +109,11 @@ type parser struct {
 	// deletes: a FILE_DELETE was seen, so a record's tablespace may be deleted (looked
 	// up only then: the lookup per record is a tenth of a parse).
 	deletes bool
+	// gone: tablespaces the whole log deletes (the first pass's finding): a batch
+	// rolled before their FILE_DELETE is read must not write them either (their file
+	// may be gone from the copy), as the server skips the records of a tablespace its
+	// first pass saw deleted.
+	gone map[uint32]bool
 }
 
 // space returns the log state of space id, creating it.
@@ -209,13 +214,15 @@ func (p *parser) record(m redo.MTR, w *recWalker) error {
 			return nil
 		}
 	}
-	if p.dry {
+	if p.gone[w.id.Space] {
 		return nil
 	}
 	if w.id.Page == 0 {
 		p.pageZero(w)
 	}
-	p.store(w)
+	if !p.dry {
+		p.store(w)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
+	"github.com/ferry-backup/ferry/internal/optfile"
 )
 
 // Recovery says how a copy's redo is applied.
@@ -40,12 +41,12 @@ func ParseRecovery(s string) (Recovery, error) {
 
 // applyNative rolls the copy in dir forward with ferry's own redo apply. done is false
 // when the copy needs the server's recovery instead (auto mode; the reason is logged).
-func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recovery, partial bool, ahead *apply.Ahead, log *slog.Logger) (done bool, err error) {
+func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recovery, partial bool, ahead *apply.Ahead, memory int, log *slog.Logger) (done bool, err error) {
 	if mode == RecoveryServer {
 		return false, nil
 	}
 	cfg, err := nativeConfig(dir, opts, partial, log)
-	cfg.Ahead = ahead
+	cfg.Ahead, cfg.Memory = ahead, memory
 	if err == nil {
 		faultpoint.At(ctx, "native-apply", 1)
 		var res apply.Result
@@ -88,7 +89,23 @@ func parseAhead(ctx context.Context, pre *Backup, cfg Config) *apply.Ahead {
 			}
 		}
 	}
-	return apply.ParseAhead(ctx, filepath.Join(pre.Dir, "ib_logfile0"), pageSize, 0)
+	memory, _ := applyMemory(cfg.UseMemory)
+	return apply.ParseAhead(ctx, filepath.Join(pre.Dir, "ib_logfile0"), pageSize, memory)
+}
+
+// applyMemory is the memory for recovery (--use-memory, e.g. "256M"; "": the default)
+// as the native apply's bytes of redo records per batch (0: its default, 256 MiB):
+// what mariadbd gets as its buffer pool when it recovers the copy instead. A log whose
+// records fit one batch is parsed once.
+func applyMemory(useMemory string) (int, error) {
+	if useMemory == "" {
+		return 0, nil
+	}
+	n, err := optfile.ParseSize(useMemory)
+	if err != nil || n < 1<<20 || n > 1<<40 {
+		return 0, fmt.Errorf("--use-memory %q: give the memory for recovery as a size from 1M to 1T, like 256M or 2G", useMemory)
+	}
+	return int(n), nil
 }
 
 // Following is a Source whose redo log is written into the staging directory while
@@ -113,7 +130,8 @@ func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead,
 	if feed == nil {
 		return nil, nil
 	}
-	return apply.FollowAhead(ctx, feed, 0, 0), feed
+	memory, _ := applyMemory(cfg.UseMemory)
+	return apply.FollowAhead(ctx, feed, 0, memory), feed
 }
 
 // logName is a copy's redo log.

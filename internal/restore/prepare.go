@@ -23,7 +23,7 @@ import (
 type PrepareConfig struct {
 	Dir       string
 	Mariadbd  string   // explicit binary; default found on PATH
-	UseMemory string   // buffer pool for recovery, default 256M
+	UseMemory string   // memory for recovery, default 256M (Config.UseMemory)
 	Recovery  Recovery // native apply (with or without fallback) or the server's recovery
 	Keys      keyfile.Files
 	Log       *slog.Logger
@@ -32,6 +32,9 @@ type PrepareConfig struct {
 // Prepare runs crash recovery on a backup directory in place and marks it prepared.
 // A prepared backup is left alone, so running it twice is harmless.
 func Prepare(ctx context.Context, cfg PrepareConfig) error {
+	if _, err := applyMemory(cfg.UseMemory); err != nil {
+		return err
+	}
 	b, err := Open(cfg.Dir)
 	if err != nil {
 		return err
@@ -108,7 +111,11 @@ func (r recovery) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if done, err := applyNative(ctx, abs, opts, mode, force == 1, r.ahead, log); done || err != nil {
+	memory, err := applyMemory(r.mem)
+	if err != nil {
+		return err
+	}
+	if done, err := applyNative(ctx, abs, opts, mode, force == 1, r.ahead, memory, log); done || err != nil {
 		return err
 	}
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+mem, fmt.Sprintf("--innodb-log-file-size=%d", logSize))

@@ -29,7 +29,8 @@ type Config struct {
 	DataDirs DataDirs      // where DATA DIRECTORY tablespaces go
 	Keys     keyfile.Files // this host's key files, for a backup encrypted at rest
 	Mariadbd string
-	// UseMemory is the buffer pool of the recovery run.
+	// UseMemory is the memory for recovery ("": 256M): the native apply's bytes of redo
+	// records per batch, or the buffer pool of the stock server's recovery.
 	UseMemory string
 	// Recovery says how the redo is applied: natively (the default, falling back to the
 	// server's recovery when ferry cannot), natively only, or by the server.
@@ -83,6 +84,9 @@ func Restore(ctx context.Context, cfg Config) (*Result, error) {
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
 		return nil, errors.New("--datadir is required")
+	}
+	if _, err := applyMemory(cfg.UseMemory); err != nil {
+		return nil, err
 	}
 	if d, ok := cfg.Source.(*DirSource); ok && d.Move && (cfg.Export != nil || cfg.Want != nil) {
 		return nil, errors.New("a table restore cannot move the backup's files: its copy is removed once the tables are imported, and the backup would go with it; copy them instead")

@@ -114,3 +114,18 @@ func TestRestoreThroughSource(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyMemory: --use-memory sizes the native apply's batches as it sizes the
+// server's buffer pool, and a value that is not a size is refused in one line.
+func TestApplyMemory(t *testing.T) {
+	for in, want := range map[string]int{"": 0, "256M": 256 << 20, "2G": 2 << 30, "1048576": 1 << 20} {
+		if got, err := applyMemory(in); err != nil || got != want {
+			t.Errorf("applyMemory(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"lots", "-1G", "512K", "2T", "1.5G"} {
+		if _, err := applyMemory(in); err == nil || !strings.Contains(err.Error(), "--use-memory") {
+			t.Errorf("applyMemory(%q): %v, want a refusal naming --use-memory", in, err)
+		}
+	}
+}
