@@ -111,7 +111,7 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 // if it did not read them in order, of the complete log.
 func (h *Ahead) follow(ctx context.Context, memory int) error {
 	r := &feedReader{ctx: ctx, feed: h.feed}
-	err := h.scan(ctx, r, memory, int64(memory))
+	err := h.scan(ctx, r, memory, int64(min(memory, defaultMemory))) // grown as records come: the log's size is not known
 	r.close()
 	if errors.Is(err, errAheadTooBig) { // the first pass, from the log's start again
 		r = &feedReader{ctx: ctx, feed: h.feed}
