@@ -20,6 +20,9 @@ func Ignores() []Ignore {
 		// redo-apply research notes §11.1, §5.3
 		{"the content of a page whose final log state is FREE_PAGE",
 			"recovery does not write a freed page: it keeps stale bytes, or zeros with innodb_immediate_scrub_data_uncompressed, or a punched hole if page_compressed"},
+		// redo-apply research notes §11.1, for a chain of incrementals
+		{"the content of a page both copies' extent descriptors mark free (at or past FSP_FREE_LIMIT, in a free extent, or with XDES_FREE_BIT set)",
+			"a page freed between the end of one incremental's redo and the start of the next one's has no FREE_PAGE record in any log: the server's link-by-link prepare keeps the bytes an older link's redo wrote, the chain's one apply those of an older delta"},
 		// redo-apply research notes §11.2, §9.3
 		{"encrypted pages: the key version (bytes 0..3 full_crc32, 26..29 legacy) and the post-encryption checksum (last 4 bytes full_crc32, 30..33 legacy); the rest is compared decrypted",
 			"the ciphertext depends on the key version that is latest when the page is flushed, not on the redo"},

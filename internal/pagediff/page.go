@@ -84,6 +84,10 @@ func (c *comparer) page(sp spaceInfo, name string, pageNo uint32, a, b []byte) {
 			return
 		}
 	}
+	if c.desc.free(sp, pageNo) {
+		c.r.Ignored++
+		return
+	}
 	c.r.Compared++
 	m := Mismatch{File: name, Space: sp.id, Page: pageNo, Offset: -1, Desc: desc}
 	var skip []span

@@ -109,6 +109,7 @@ type comparer struct {
 	opt            Options
 	r              *Report
 	layout         layout
+	desc           descriptors // of the tablespace being compared
 }
 
 // system compares the system tablespace, whose files present on both sides continue
@@ -128,10 +129,11 @@ func (c *comparer) system(of, nf map[string]bool) error {
 
 // spaceInfo is what the comparison needs from a tablespace's page 0.
 type spaceInfo struct {
-	id    uint32
-	flags innodb.SpaceFlags
-	crypt bool // page 0 carries encryption metadata
-	size  int  // physical page size
+	id     uint32
+	flags  innodb.SpaceFlags
+	crypt  bool // page 0 carries encryption metadata
+	size   int  // physical page size
+	parsed bool // read from a page 0 (else size is innodb_page_size and the rest zero)
 }
 
 // space compares one tablespace made of files (more than one only for the system
@@ -141,6 +143,7 @@ func (c *comparer) space(files []string) error {
 	if err != nil {
 		return err
 	}
+	c.desc = descriptors{}
 	var base uint32
 	for _, name := range files {
 		n, err := c.file(sp, name, base)
@@ -163,7 +166,7 @@ func (c *comparer) header(name string) (spaceInfo, error) {
 			return spaceInfo{}, err
 		}
 		if h, err := innodb.ParseSpaceHeader(b); err == nil && !innodb.IsZero(b) {
-			return spaceInfo{id: h.SpaceID, flags: h.Flags, crypt: h.CryptData, size: h.Flags.PhysicalSize()}, nil
+			return spaceInfo{id: h.SpaceID, flags: h.Flags, crypt: h.CryptData, size: h.Flags.PhysicalSize(), parsed: true}, nil
 		}
 	}
 	return spaceInfo{size: c.layout.pageSize}, nil
@@ -221,6 +224,7 @@ func (c *comparer) file(sp spaceInfo, name string, base uint32) (uint32, error) 
 		if _, err := io.ReadFull(fn, b); err != nil {
 			return 0, fmt.Errorf("read %s in %s: %w", name, c.native, err)
 		}
+		c.desc.track(sp, base+uint32(i), a, b)
 		c.page(sp, name, base+uint32(i), a, b)
 	}
 	return uint32(lo / int64(sp.size)), nil

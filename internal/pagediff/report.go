@@ -62,7 +62,7 @@ func (l LengthDiff) String() string {
 type Report struct {
 	Files      int // tablespace files compared
 	Compared   int // pages compared
-	Ignored    int // pages that differ but whose content is ignored (freed, §11.1)
+	Ignored    int // pages that differ but whose content is ignored (freed or free, §11.1)
 	Decoded    int // pages compared after decrypting or decompressing
 	Undecoded  int // encrypted or page_compressed pages compared raw (no decoder)
 	Mismatches []Mismatch
