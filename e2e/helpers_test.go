@@ -35,14 +35,21 @@ func readManifest(t testing.TB, dir string) *manifest.Manifest {
 	return &m
 }
 
-// shortTemp makes a temp dir with a short path (unix socket paths are limited).
+// shortTemp makes a temp dir with a short path (unix socket paths are limited),
+// removed after the test unless it failed and FERRY_E2E_KEEP is set.
 func shortTemp(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("/tmp", "fe2e-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("FERRY_E2E_KEEP") != "" {
+			t.Logf("FERRY_E2E_KEEP: kept %s", d)
+			return
+		}
+		os.RemoveAll(d)
+	})
 	return d
 }
 
