@@ -224,28 +224,6 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	wantFail(t, nil, "another server", backupArgs(other, filepath.Join(tmp, "other-inc"), "--incremental-basedir", dirs[0])...)
 }
 
-// mbBackupUnderDDL runs mariadb-backup --backup (args) into dir, up to three times:
-// mariadb-backup fails a backup when a table the DDL workload drops vanishes between
-// listing the tablespaces and opening them ("File ./ddl/x2.ibd was not found"), a race of
-// the stock tool that ferry handles and the interop checks do not test.
-func mbBackupUnderDDL(t *testing.T, mb, dir string, args []string) {
-	t.Helper()
-	for try := 1; ; try++ {
-		out, err := exec.Command(mb, args...).CombinedOutput()
-		if err == nil {
-			return
-		}
-		raced := regexp.MustCompile(`File \S+ was not found|Failed to validate first page`).Match(out)
-		if !raced || try == 3 {
-			t.Fatalf("mariadb-backup %v: %v\n%s", args, err, tail(string(out), 20))
-		}
-		t.Logf("mariadb-backup lost a race with the DDL workload, trying again: %s", lastLine(string(out)))
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // flipByte inverts the byte at off of the file at path.
 func flipByte(t testing.TB, path string, off int64) {
 	t.Helper()
