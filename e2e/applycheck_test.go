@@ -116,7 +116,7 @@ func compareApplied(t *testing.T, backupDir, oracle, native string, keyArgs []st
 	if err != nil {
 		t.Fatalf("compare the prepared copies: %v", err)
 	}
-	t.Logf("pagediff: %d pages in %d files compared, %d freed pages ignored, %d decoded, %d compared raw",
+	t.Logf("pagediff: %d pages in %d files compared, %d freed or free pages ignored, %d decoded, %d compared raw",
 		rep.Compared, rep.Files, rep.Ignored, rep.Decoded, rep.Undecoded)
 	if err := rep.Err(); err != nil {
 		for _, m := range rep.Mismatches {
