@@ -183,10 +183,13 @@ func (j *job) worthRecopy(cur *tailer) (ok, roll bool, why string, err error) {
 	if !ok {
 		j.log.Debug("three-stage copy: the first re-copy round does not pay by the server's checkpoint", "why", why,
 			"changed_bytes", e.changed, "redo_dropped", max(e.dropped, 0), "redo_kept_meanwhile_estimate", e.cost())
-		if rollPays(e.changed, e.redo) && j.noRollForward() == "" {
+		if pays, whyNot := e.rollPays(); !pays {
+			return false, false, why + "; " + whyNot, nil
+		}
+		if j.noRollForward() == "" {
 			return false, true, why + "; the roll-forward after a round drops the copy's redo", nil
 		}
-		return false, false, why + "; " + rollWhyNot(e.changed, e.redo), nil
+		return false, false, why, nil
 	}
 	return ok, false, why, nil
 }
@@ -197,6 +200,23 @@ func (j *job) worthRecopy(cur *tailer) (ok, roll bool, why string, err error) {
 // a data set larger than the buffer pool (bench/prepare.sh), a copy changes most pages,
 // and reading them again took longer than the copy itself.
 func rollPays(changed, redo int64) bool { return redo > keepTarget && changed <= 2*redo }
+
+// rollPays tells whether a round run only for the roll-forward after it pays (the
+// function rollPays), and also that the redo the server writes while the round reads
+// the pages again (cost) is at most half the redo the roll drops: otherwise the roll
+// would chase the server, keep as much redo at the end, and make the backup several
+// times longer (bench/capped.sh: bulk updates at 17 MB/s of redo, --max-rate 8M). It
+// says why not.
+func (e recopyEstimate) rollPays() (bool, string) {
+	switch {
+	case !rollPays(e.changed, e.redo):
+		return false, rollWhyNot(e.changed, e.redo)
+	case 2*e.cost() > e.redo:
+		return false, fmt.Sprintf("rolling pages forward would read again %d MiB of changed pages while the server writes about %d MiB of redo, against the %d MiB it drops",
+			e.changed>>20, e.cost()>>20, e.redo>>20)
+	}
+	return true, ""
+}
 
 // rollWhyNot says why rolling pages forward does not pay, for the log.
 func rollWhyNot(changed, redo int64) string {

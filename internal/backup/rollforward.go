@@ -263,8 +263,8 @@ func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64)
 	if err := j.patchRuns(sc.runs); err != nil {
 		return nil, err
 	}
-	for sc.topUps < maxTopUps {
-		next, kept, err := j.topUp(ctx, cur, sc, l)
+	for step := l - a; sc.topUps < maxTopUps; {
+		next, kept, err := j.topUp(ctx, cur, sc, l, step)
 		switch {
 		case err != nil:
 			return nil, err
@@ -273,7 +273,7 @@ func (j *job) rollTo(ctx context.Context, cur *tailer, sc *scratch, a, l uint64)
 		case next == l:
 			return j.rolledAt(cur, sc, l, nil)
 		}
-		l = next
+		step, l = next-l, next
 	}
 	return j.rolledAt(cur, sc, l, nil)
 }
@@ -293,8 +293,11 @@ func (j *job) rolledAt(cur *tailer, sc *scratch, l uint64, more io.Reader) (*rol
 }
 
 // Top-ups: after the roll-forward to L, the redo the server wrote meanwhile is applied
-// too, at most maxTopUps times, while there is more than topUpMin of it: each is
-// shorter than the one before, since it reads only the pages changed since.
+// too, at most maxTopUps times, while there is more than topUpMin of it and it is at
+// most half the redo the step before applied: each then takes half the time of the one
+// before or less. More means the server writes redo about as fast as the apply goes
+// (a bulk-update load on few CPUs), and topping up would chase it for minutes, its
+// pages held in memory, to keep hardly less redo in the end (bench/capped.sh).
 const (
 	maxTopUps = 3
 	topUpMin  = 4 << 20
@@ -308,10 +311,15 @@ const (
 // change below l. One it holds (rolled to l, perhaps newer than the server's file) is
 // not read again. If the apply refuses the redo from l, that redo, taken out of the
 // spool, is returned as kept, for the backup's log.
-func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l uint64) (next uint64, kept io.Reader, err error) {
+func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l, step uint64) (next uint64, kept io.Reader, err error) {
 	now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
 	if err != nil || now < l+topUpMin {
 		return l, nil, err
+	}
+	if !converges(step, now-l) {
+		j.log.Info("three-stage copy: no roll-forward top-up: the server wrote more redo during the last apply than half of what it applied, so topping up would not catch up with it; the backup keeps the redo from there",
+			"from_lsn", l, "applied", step, "written_meanwhile", now-l)
+		return l, nil, nil
 	}
 	if err := cur.t.WaitCopied(ctx, now); err != nil {
 		return l, nil, err
@@ -363,6 +371,10 @@ func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l uint64) (ne
 	logf.Close()
 	return l2, nil, j.patchRuns(changed)
 }
+
+// converges tells whether a top-up of next bytes of redo, after a step that applied
+// step bytes, is worth it: at most half as long.
+func converges(step, next uint64) bool { return 2*next <= step }
 
 // readNewIntoScratch reads the pages of pages the scratch copy does not hold yet into
 // it (page by page out of each run: a run's other pages may be ones it holds, rolled
