@@ -106,6 +106,9 @@ func TestIncrementalChains(t *testing.T) {
 		if !regexp.MustCompile(`pages_left_to_a_later_link=[1-9]`).MatchString(out.stderr) {
 			t.Errorf("no page was left to a later link: pages changed in several links were written more than once")
 		}
+		if !regexp.MustCompile(`without the pages they replace" incrementals=\d+ pages_left_to_them=[1-9]`).MatchString(out.stderr) {
+			t.Errorf("the full backup's copy left no page to the incrementals: the pages they replace were written twice")
+		}
 		checkReplica(t, src, load, datadir, gtid, want)
 	})
 	t.Run("streams", func(t *testing.T) {

@@ -30,6 +30,7 @@ type applier struct {
 	log         *slog.Logger
 	skip        Skip // nil: write every page
 	noSync      bool // Options.NoSync
+	otherLater  bool // Options.OthersFromNext
 	stats       Stats
 	dirs        map[string]bool // directories whose entries changed, synced at the end
 }
@@ -79,6 +80,12 @@ type Options struct {
 	// writeback is started once its pages are written, so that the caller's sync
 	// waits for less.
 	NoSync bool
+	// OthersFromNext leaves the files that are not tablespaces (step 5: the redo log,
+	// .frm files, ...) as they are, neither removed nor copied in: the caller applies
+	// another incremental next, before anything reads them, and that one replaces
+	// them all. A chain's redo logs are hundreds of MB each, and only the newest's is
+	// read.
+	OthersFromNext bool
 }
 
 // ApplyDirWith is ApplyDir with options.
@@ -86,7 +93,7 @@ func ApplyDirWith(target, inc string, log *slog.Logger, o Options) (Stats, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}, skip: o.Skip, noSync: o.NoSync}
+	a := &applier{target: target, inc: inc, log: log, dirs: map[string]bool{}, skip: o.Skip, noSync: o.NoSync, otherLater: o.OthersFromNext}
 	if err := a.checkDirs(); err != nil {
 		return Stats{}, err
 	}
@@ -126,8 +133,10 @@ func (a *applier) run(files *incFiles) error {
 	if err := a.removeDropped(jobs, files.news); err != nil {
 		return err
 	}
-	if err := a.replaceOtherFiles(files); err != nil {
-		return err
+	if !a.otherLater {
+		if err := a.replaceOtherFiles(files); err != nil {
+			return err
+		}
 	}
 	return a.syncDirs()
 }

@@ -307,6 +307,46 @@ func TestListPagesAndSkip(t *testing.T) {
 	}
 }
 
+// TestApplyDirOthersFromNext: a link that the next one follows writes its pages and
+// DDL, but leaves the files that are not tablespaces (its redo log, .frm files) to the
+// next link: the base's stay as they were, none of the link's are copied in.
+func TestApplyDirOthersFromNext(t *testing.T) {
+	target, inc := t.TempDir(), t.TempDir()
+	put(t, target, "db/x.ibd", tablespace(5, 4, 10))
+	put(t, target, "db/gone.ibd", tablespace(6, 2, 20))
+	put(t, target, "ibdata1", tablespace(0, 4, 1))
+	putDelta(t, inc, "ibdata1", 0, nil)
+	putDelta(t, inc, "db/x.ibd", 5, map[uint32][]byte{2: testPage(5, 2, 99)})
+	for _, rel := range []string{"ib_logfile0", "db/x.frm", "db/gone.frm"} {
+		put(t, target, rel, []byte("base "+rel))
+	}
+	for _, rel := range []string{"ib_logfile0", "db/x.frm", "db/new.frm"} {
+		put(t, inc, rel, []byte("inc "+rel))
+	}
+	if _, err := ApplyDirWith(target, inc, nil, Options{OthersFromNext: true, NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pageAt(t, target, "db/x.ibd", 2), testPage(5, 2, 99)) {
+		t.Error("the link's page was not written")
+	}
+	absent(t, target, "db/gone.ibd", "db/new.frm")
+	for _, rel := range []string{"ib_logfile0", "db/x.frm", "db/gone.frm"} {
+		if got := string(get(t, target, rel)); got != "base "+rel {
+			t.Errorf("%s = %q, want the base's, left for the next link", rel, got)
+		}
+	}
+	// The next link brings its own and replaces them all.
+	if _, err := ApplyDir(target, inc, nil); err != nil {
+		t.Fatal(err)
+	}
+	absent(t, target, "db/gone.frm")
+	for _, rel := range []string{"ib_logfile0", "db/x.frm", "db/new.frm"} {
+		if got := string(get(t, target, rel)); got != "inc "+rel {
+			t.Errorf("after the next link, %s = %q", rel, got)
+		}
+	}
+}
+
 // TestApplyDirWhole: a delta marked whole (ferry_whole = 1) replaces the target file of
 // its space id instead of writing over it: a shorter file imported in place of a longer
 // one under the same space id leaves none of the old pages behind; an unmarked delta

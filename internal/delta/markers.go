@@ -198,7 +198,10 @@ func (a *applier) copyFile(src, dst string) error {
 		return fmt.Errorf("apply incremental: copy %s: %w", src, err)
 	}
 	_, err = io.Copy(out, in)
-	err = errors.Join(err, out.Sync(), out.Close())
+	if err == nil && !a.noSync {
+		err = out.Sync()
+	}
+	err = errors.Join(err, out.Close())
 	if err != nil {
 		return fmt.Errorf("apply incremental: copy %s to %s: %w", src, p, err)
 	}

@@ -170,6 +170,19 @@ func WrapWriteErr(err error) error {
 // Whole aligned chunks are written with O_DIRECT (the page cache is left alone and
 // nothing is left to flush). onBytes, if set, is called with each chunk's length.
 func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64, uint32, error) {
+	return CopyLeaving(ctx, src, dst, onBytes, nil)
+}
+
+// Leave names the pages of a file that a copy leaves unwritten because a later writer
+// fills every one of them (the incrementals of a chain): given the file's first bytes
+// (at least 16 KiB unless the file is shorter), it returns the file's page size and a
+// test of page numbers, or 0 and nil to write the whole file. A page size that is not
+// a multiple of 4 KiB writes the whole file.
+type Leave func(head []byte) (pageSize int, leave func(page uint32) bool)
+
+// CopyLeaving is CopyPlain that does not write the pages leave names (nil: all are
+// written): they are read and checksummed all the same, and stay holes in dst.
+func CopyLeaving(ctx context.Context, src, dst string, onBytes func(int64), leave Leave) (int64, uint32, error) {
 	in, err := OpenRead(src)
 	if err != nil {
 		return 0, 0, err
@@ -191,13 +204,17 @@ func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64
 	buf := directio.AlignedBuffer(1 << 20)
 	var off int64
 	var crc uint32
+	var pages leftPages
 	for {
 		if err := ctx.Err(); err != nil {
 			return off, crc, err
 		}
 		n, rerr := io.ReadFull(in, buf)
 		if n > 0 {
-			if err := out.WriteAt(buf[:n], off); err != nil {
+			if off == 0 && leave != nil {
+				pages = leftPagesOf(buf[:n], leave)
+			}
+			if err := pages.write(out, buf[:n], off); err != nil {
 				return off, crc, err
 			}
 			crc = checksum.Update(crc, buf[:n])
@@ -214,6 +231,46 @@ func CopyPlain(ctx context.Context, src, dst string, onBytes func(int64)) (int64
 		}
 	}
 	return off, crc, out.Truncate(off)
+}
+
+// leftPages is what a Leave said of one file: its page size and the pages not written
+// (a zero size: every byte is written).
+type leftPages struct {
+	size  int64
+	leave func(page uint32) bool
+}
+
+// leftPages asks leave about the file whose first bytes are head.
+func leftPagesOf(head []byte, leave Leave) leftPages {
+	size, fn := leave(head)
+	if size <= 0 || size%BlockSize != 0 || fn == nil {
+		return leftPages{}
+	}
+	return leftPages{size: int64(size), leave: fn}
+}
+
+// write writes the bytes of p (at off in the file) that are not on a page left, in
+// runs of neighbouring pages.
+func (l leftPages) write(out *Target, p []byte, off int64) error {
+	if l.size == 0 || off%l.size != 0 {
+		return out.WriteAt(p, off)
+	}
+	start := -1 // first byte of the run being gathered
+	for i := 0; i < len(p); i += int(l.size) {
+		left := i+int(l.size) <= len(p) && l.leave(uint32((off+int64(i))/l.size))
+		if left && start >= 0 {
+			if err := out.WriteAt(p[start:i], off+int64(start)); err != nil {
+				return err
+			}
+			start = -1
+		} else if !left && start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		return out.WriteAt(p[start:], off+int64(start))
+	}
+	return nil
 }
 
 // SyncFS flushes the whole filesystem holding dir (one syncfs call instead of one fsync

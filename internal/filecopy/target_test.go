@@ -1,6 +1,7 @@
 package filecopy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -68,5 +69,62 @@ func TestCopyPlainRefusesToOverwriteAndMapsDiskFull(t *testing.T) {
 	}
 	if !errors.Is(WrapWriteErr(syscall.ENOSPC), ErrDiskFull) || errors.Is(WrapWriteErr(syscall.EIO), ErrDiskFull) {
 		t.Fatal("ENOSPC must map to ErrDiskFull, EIO must not")
+	}
+}
+
+func TestCopyLeavingLeavesTheNamedPages(t *testing.T) {
+	const ps = 16 << 10
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	data := make([]byte, 70*ps+100) // more than one 1 MiB chunk, a partial last page
+	for i := range data {
+		data[i] = byte(i*7 + 1)
+	}
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	left := map[uint32]bool{2: true, 3: true, 63: true, 64: true, 69: true, 70: true}
+	for _, tc := range []struct {
+		name string
+		size int
+		want map[uint32]bool // pages expected as holes
+	}{
+		{"pages left", ps, left},
+		{"page size not 4k-aligned: whole file", 2048, nil},
+		{"no leave: whole file", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			var heads int
+			leave := func(head []byte) (int, func(uint32) bool) {
+				heads++
+				if !bytes.Equal(head[:ps], data[:ps]) {
+					t.Error("Leave was not given the file's first page")
+				}
+				return tc.size, func(p uint32) bool { return left[p] }
+			}
+			n, crc, err := CopyLeaving(context.Background(), src, dst, nil, leave)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, want, _ := FileCRC(src); n != int64(len(data)) || crc != want {
+				t.Fatalf("copied %d bytes CRC %x, want %d and the source's CRC %x: left pages must be read and checksummed", n, crc, len(data), want)
+			}
+			if heads != 1 {
+				t.Fatalf("Leave called %d times, want once", heads)
+			}
+			got, err := os.ReadFile(dst)
+			if err != nil || len(got) != len(data) {
+				t.Fatalf("copy is %d bytes (%v), want %d", len(got), err, len(data))
+			}
+			for p := 0; p*ps < len(data); p++ {
+				end := min((p+1)*ps, len(data))
+				hole := bytes.Equal(got[p*ps:end], make([]byte, end-p*ps))
+				// The partial last page (70) is always written: no later writer fills it.
+				if wantHole := tc.want[uint32(p)] && end-p*ps == ps; hole != wantHole {
+					t.Errorf("page %d: hole %v, want %v", p, hole, wantHole)
+				}
+			}
+		})
 	}
 }

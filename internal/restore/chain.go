@@ -10,6 +10,8 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
+	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
@@ -94,17 +96,7 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 	if err != nil {
 		return nil, err
 	}
-	var base *Backup
-	if applied == 0 {
-		if base, err = c.fillBase(ctx, staging, env); err != nil {
-			return nil, err
-		}
-	} else {
-		base = c.inspected[0]
-		env.Log.Info("resume: the chain's full backup and its first incrementals are already applied in the copy: nothing of them is downloaded or applied again",
-			"applied", applied, "of", len(c.Links)-1, "staging", staging)
-	}
-	links, err := c.fillLinks(ctx, base, staging, env, applied)
+	base, links, err := c.fill(ctx, staging, env, applied)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +106,10 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 			prev = l.b
 			continue
 		}
-		if i == applied || l.recoverFirst {
+		if (i == applied || l.recoverFirst) && l.segment == nil {
 			l.segment = laterPages(links[i:], env)
 		}
+		l.othersFromNext = i+1 < len(links) && !links[i+1].recoverFirst
 		if err := c.applyRecorded(ctx, l, prev, staging, env); err != nil {
 			return nil, err
 		}
@@ -138,6 +131,74 @@ func (c *ChainSource) Fill(ctx context.Context, staging string, env Env) (*Backu
 	}
 	prev.Chain = len(c.Links)
 	return prev, nil
+}
+
+// fill fills staging with the full backup (unless an earlier run did: applied links)
+// and makes every incremental readable, checked against the link before it.
+func (c *ChainSource) fill(ctx context.Context, staging string, env Env, applied int) (*Backup, []*link, error) {
+	if applied > 0 {
+		env.Log.Info("resume: the chain's full backup and its first incrementals are already applied in the copy: nothing of them is downloaded or applied again",
+			"applied", applied, "of", len(c.Links)-1, "staging", staging)
+		links, err := c.fillLinks(ctx, c.inspected[0], staging, env, applied)
+		return c.inspected[0], links, err
+	}
+	if links := c.planAhead(); links != nil {
+		base, err := c.fillAhead(ctx, staging, env, links)
+		return base, links, err
+	}
+	base, err := c.fillBase(ctx, staging, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	links, err := c.fillLinks(ctx, base, staging, env, 0)
+	return base, links, err
+}
+
+// planAhead names the incrementals before anything is copied, when every backup of
+// the chain is a directory read where it is (nil otherwise): their pages are then
+// known before the full backup is copied.
+func (c *ChainSource) planAhead() []*link {
+	if len(c.inspected) != len(c.Links) {
+		return nil // a stream
+	}
+	for _, src := range c.Links {
+		if _, ok := src.(localSource); !ok {
+			return nil
+		}
+	}
+	var links []*link
+	prev := c.inspected[0]
+	for i, b := range c.inspected[1:] {
+		start, err := redoStart(prev, prev.Dir)
+		if err != nil {
+			return nil // told again, as an error, by fillLinks
+		}
+		links = append(links, &link{b: b, index: i + 1, dir: b.Dir, recoverFirst: b.selectedFrom() > start})
+		prev = b
+	}
+	return links
+}
+
+// fillAhead checks the incrementals against their manifests where they are, then
+// copies the full backup into staging, leaving unwritten every page (but page 0) that
+// an incremental of the first segment writes: each such page is written once, by the
+// last link that holds it, instead of once by the copy and again by the links. A
+// first link that needs its base recovered first leaves nothing out. (Checking the
+// links during the copy was slower: both read the same disk.)
+func (c *ChainSource) fillAhead(ctx context.Context, staging string, env Env, links []*link) (*Backup, error) {
+	baseEnv := env
+	if !links[0].recoverFirst {
+		links[0].segment = laterPages(links, env)
+		baseEnv.Leave = links[0].segment.leave()
+	}
+	env.Log.Info("incremental: checking the incrementals, then copying the full backup without the pages they replace",
+		"incrementals", len(links), "pages_left_to_them", links[0].segment.size())
+	for _, l := range links {
+		if _, err := c.Links[l.index].(localSource).Verify(ctx, env); err != nil {
+			return nil, err
+		}
+	}
+	return c.fillBase(ctx, staging, baseEnv)
 }
 
 // fillBase fills staging with the full backup.
@@ -244,6 +305,10 @@ type link struct {
 	// link by link.
 	recoverFirst bool
 	segment      *segment // the links applied between two recoveries, this one among them
+	// othersFromNext: the next link is applied right after this one and brings the
+	// files that are not tablespaces (the redo log among them): this one's are not
+	// copied.
+	othersFromNext bool
 }
 
 // fillLinks makes every incremental readable (in place, or filled into a scratch
@@ -297,7 +362,7 @@ func (c *ChainSource) applyLink(ctx context.Context, l *link, prev *Backup, stag
 	}
 	// Not synced link by link: the journal's addPhase and finishStaging sync the
 	// whole staging directory.
-	st, err := delta.ApplyDirWith(staging, l.dir, env.Log, delta.Options{Skip: l.segment.skip(l.index), NoSync: true})
+	st, err := delta.ApplyDirWith(staging, l.dir, env.Log, delta.Options{Skip: l.segment.skip(l.index), NoSync: true, OthersFromNext: l.othersFromNext})
 	if err != nil {
 		return fmt.Errorf("apply incremental %s: %w", l.b.Origin(), err)
 	}
@@ -342,6 +407,32 @@ func laterPages(links []*link, env Env) *segment {
 		}
 	}
 	return s
+}
+
+// size is how many pages the segment remembers.
+func (s *segment) size() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.last)
+}
+
+// leave is the Leave of the full backup's copy before the segment: every page but
+// page 0 that a link of the segment writes (nil if the segment remembers none).
+func (s *segment) leave() filecopy.Leave {
+	if s == nil || s.last == nil {
+		return nil
+	}
+	return func(head []byte) (int, func(uint32) bool) {
+		h, err := innodb.ParseSpaceHeader(head)
+		if err != nil || h.SpaceID == 0 {
+			return 0, nil
+		}
+		return h.Flags.PhysicalSize(), func(p uint32) bool {
+			_, ok := s.last[delta.PageKey{Space: h.SpaceID, Page: p}]
+			return ok && p != 0
+		}
+	}
 }
 
 // skip tells link index which pages a later link of the segment writes. Page 0 is

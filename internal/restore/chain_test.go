@@ -1,6 +1,8 @@
 package restore
 
 import (
+	"encoding/binary"
+	"github.com/ferry-backup/ferry/internal/delta"
 	"strings"
 	"testing"
 
@@ -40,5 +42,40 @@ func TestCheckLink(t *testing.T) {
 		if c.wantSubstr == "" && err != nil || c.wantSubstr != "" && (err == nil || !strings.Contains(err.Error(), c.wantSubstr)) {
 			t.Errorf("link %d %s after %v: %v, want %q", c.i, c.b.Dir, c.prev, err, c.wantSubstr)
 		}
+	}
+}
+
+// TestSegmentLeave: the full backup's copy leaves out exactly the pages a link of the
+// segment writes, never page 0, and only in the tablespace they belong to; a segment
+// that remembers nothing, and a file that is no tablespace, leave nothing out.
+func TestSegmentLeave(t *testing.T) {
+	page0 := func(space uint32) []byte {
+		p := make([]byte, 16384)
+		binary.BigEndian.PutUint32(p[34:], space)   // FIL_PAGE_SPACE_ID
+		binary.BigEndian.PutUint32(p[38:], space)   // FSP_SPACE_ID
+		binary.BigEndian.PutUint32(p[38+16:], 0x15) // FSP_SPACE_FLAGS: full_crc32, 16 KiB pages
+		return p
+	}
+	s := &segment{last: map[delta.PageKey]int{
+		{Space: 7, Page: 0}: 1, {Space: 7, Page: 3}: 1, {Space: 7, Page: 9}: 2, {Space: 8, Page: 4}: 1,
+		{Space: 0, File: "ibdata1", Page: 5}: 1,
+	}}
+	size, left := s.leave()(page0(7))
+	if size != 16384 || left == nil {
+		t.Fatalf("space 7: page size %d, leave %v; want 16384 and a test", size, left != nil)
+	}
+	for p, want := range map[uint32]bool{0: false, 1: false, 3: true, 4: false, 9: true} {
+		if left(p) != want {
+			t.Errorf("space 7 page %d left out: %v, want %v", p, left(p), want)
+		}
+	}
+	if size, _ := s.leave()(page0(0)); size != 0 {
+		t.Error("the system tablespace must be copied whole")
+	}
+	if size, _ := s.leave()([]byte("Phys\x00\x00\x00\x00 not a tablespace")); size != 0 {
+		t.Error("a file that is no tablespace must be copied whole")
+	}
+	if (&segment{}).leave() != nil || (*segment)(nil).leave() != nil {
+		t.Error("a segment that remembers no page must leave nothing out")
 	}
 }

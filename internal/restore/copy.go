@@ -72,8 +72,8 @@ func totalSize(files []manifest.File) int64 {
 }
 
 // copyFiles copies (or moves) files from src to dst in parallel, verifying each
-// recorded checksum.
-func copyFiles(ctx context.Context, src, dst string, files []manifest.File, parallel int, move bool, prog *progress.Reporter) error {
+// recorded checksum. A copy leaves unwritten the pages leave names (nil: none).
+func copyFiles(ctx context.Context, src, dst string, files []manifest.File, parallel int, move bool, leave filecopy.Leave, prog *progress.Reporter) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
 	var done atomic.Int64
@@ -93,7 +93,7 @@ func copyFiles(ctx context.Context, src, dst string, files []manifest.File, para
 			if move {
 				err = moveVerified(from, to, f, prog)
 			} else {
-				err = copyVerified(gctx, from, to, f, prog)
+				err = copyVerified(gctx, from, to, f, leave, prog)
 			}
 			if err == nil {
 				faultpoint.At(gctx, "restore-file", int(done.Add(1)))
@@ -104,8 +104,11 @@ func copyFiles(ctx context.Context, src, dst string, files []manifest.File, para
 	return g.Wait()
 }
 
-func copyVerified(ctx context.Context, from, to string, f manifest.File, prog *progress.Reporter) error {
-	n, crc, err := filecopy.CopyPlain(ctx, from, to, prog.Add)
+func copyVerified(ctx context.Context, from, to string, f manifest.File, leave filecopy.Leave, prog *progress.Reporter) error {
+	if !strings.HasSuffix(f.Path, ".ibd") {
+		leave = nil // pages are left only in file-per-table tablespaces
+	}
+	n, crc, err := filecopy.CopyLeaving(ctx, from, to, prog.Add, leave)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("backup file %s is missing: the backup is damaged", f.Path)
 	}

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"github.com/ferry-backup/ferry/internal/filecopy"
 	"io"
 	"log/slog"
 
@@ -42,6 +43,10 @@ type Env struct {
 	// Want, if set, names the files the restore needs; a source that can pick files
 	// leaves the others out, one that cannot restores everything.
 	Want func(path string) bool
+	// Leave, if set, names pages of tablespace files that a later step writes (the
+	// incrementals of a chain): a source that copies files leaves them unwritten, one
+	// that cannot writes them all the same.
+	Leave filecopy.Leave
 }
 
 // wants tells whether the restore needs the file at path.

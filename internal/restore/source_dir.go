@@ -77,7 +77,7 @@ func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup,
 	}
 	parallel := cmp.Or(s.Parallel, runtime.NumCPU())
 	prog := env.Reporter(totalSize(files))
-	err = copyFiles(ctx, s.b.Dir, staging, files, parallel, s.Move, prog)
+	err = copyFiles(ctx, s.b.Dir, staging, files, parallel, s.Move, env.Leave, prog)
 	prog.Finish()
 	if err != nil {
 		return nil, err
