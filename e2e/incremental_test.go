@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,6 +220,15 @@ func refusedChains(t *testing.T, src *testdb.Server, tmp string, dirs []string) 
 	if _, err := os.Stat(datadir); err == nil {
 		t.Errorf("a refused restore left %s behind", datadir)
 	}
+	// The newest link's redo log is read (the others' are not: each link's metadata
+	// files are left to the next), so it is checked.
+	newest := copyBackup(t, dirs[len(dirs)-1], filepath.Join(tmp, "damaged-newest"))
+	flipByte(t, filepath.Join(newest, "ib_logfile0"), 12288+100)
+	args = []string{"restore", "--target-dir", dirs[0], "--datadir", datadir}
+	for _, d := range append(slices.Clone(dirs[1:len(dirs)-1]), newest) {
+		args = append(args, "--incremental-dir", d)
+	}
+	wantFail(t, nil, "ib_logfile0 is corrupt: CRC-32C", args...)
 	wantFail(t, nil, "need --repo", backupArgs(src, filepath.Join(tmp, "x"), "--incremental")...)
 	wantFail(t, nil, "applies on a backup of that repository", "backup", "--socket", src.Socket, "--user", "root",
 		"--repo", filepath.Join(tmp, "repo-x"), "--incremental-basedir", dirs[0])

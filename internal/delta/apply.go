@@ -229,6 +229,17 @@ func scanInc(inc string) (*incFiles, error) {
 	return f, err
 }
 
+// Other tells whether the file rel of an incremental directory is one that applying
+// it copies into the target as it is (step 5 of ApplyDir: the redo log, .frm files,
+// ...), rather than a delta, its .meta or a DDL marker.
+func Other(rel string) bool {
+	switch filepath.Ext(rel) {
+	case ".del", ".ren", ".new", ".delta", ".meta":
+		return false
+	}
+	return true
+}
+
 // ibdName returns the tablespace a marker (<t>.del, <t>.ren, <t>.new) is about.
 func ibdName(marker string) string {
 	return strings.TrimSuffix(marker, filepath.Ext(marker)) + ".ibd"

@@ -307,6 +307,24 @@ func TestListPagesAndSkip(t *testing.T) {
 	}
 }
 
+// TestOtherMatchesApply: Other names exactly the files ApplyDir copies as they are.
+func TestOtherMatchesApply(t *testing.T) {
+	inc := t.TempDir()
+	names := []string{"ib_logfile0", "db/t.frm", "db/db.opt", "ferry_manifest.json", "db/t.ibd.delta", "db/t.ibd.meta", "db/u.del", "db/v.ren", "db/w.new"}
+	for _, rel := range names {
+		put(t, inc, rel, []byte(rel))
+	}
+	f, err := scanInc(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range names {
+		if got, want := Other(rel), slices.Contains(f.other, rel); got != want {
+			t.Errorf("Other(%q) = %v, applying copies it as it is: %v", rel, got, want)
+		}
+	}
+}
+
 // TestApplyDirOthersFromNext: a link that the next one follows writes its pages and
 // DDL, but leaves the files that are not tablespaces (its redo log, .frm files) to the
 // next link: the base's stay as they were, none of the link's are copied in.

@@ -193,8 +193,15 @@ func (c *ChainSource) fillAhead(ctx context.Context, staging string, env Env, li
 	}
 	env.Log.Info("incremental: checking the incrementals, then copying the full backup without the pages they replace",
 		"incrementals", len(links), "pages_left_to_them", links[0].segment.size())
-	for _, l := range links {
-		if _, err := c.Links[l.index].(localSource).Verify(ctx, env); err != nil {
+	for i, l := range links {
+		// A link that the next follows without a recovery is read for its deltas and
+		// markers only (othersFromNext): its other files, its redo log among them, are
+		// never restored, so they are not read to be checked either.
+		var only func(string) bool
+		if i+1 < len(links) && !links[i+1].recoverFirst {
+			only = func(rel string) bool { return !delta.Other(rel) }
+		}
+		if _, err := c.Links[l.index].(localSource).Verify(ctx, env, only); err != nil {
 			return nil, err
 		}
 	}
@@ -448,9 +455,9 @@ func (s *segment) skip(index int) delta.Skip {
 // directory): a chain verifies such a link in place and applies it from there, so its
 // pages are written once, into the staging copy.
 type localSource interface {
-	// Verify checks every file against the backup's checksums and returns the
-	// backup, whose Dir holds its files.
-	Verify(ctx context.Context, env Env) (*Backup, error)
+	// Verify checks every file (those only names, if set) against the backup's
+	// checksums and returns the backup, whose Dir holds its files.
+	Verify(ctx context.Context, env Env, only func(path string) bool) (*Backup, error)
 }
 
 // fillLink makes a link's files readable in a directory: where they are, or filled
@@ -458,7 +465,7 @@ type localSource interface {
 // is set. It returns that directory.
 func fillLink(ctx context.Context, l Source, scratch string, keep bool, env Env) (*Backup, string, error) {
 	if ls, ok := l.(localSource); ok {
-		b, err := ls.Verify(ctx, env)
+		b, err := ls.Verify(ctx, env, nil)
 		if err != nil {
 			return nil, "", err
 		}

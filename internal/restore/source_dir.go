@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -95,13 +96,16 @@ func (s *DirSource) files(ctx context.Context) ([]manifest.File, error) {
 	return s.b.datadirFiles()
 }
 
-// Verify implements localSource: it checks every file of the backup against its
-// manifest where it is, in parallel, so that a chain applies the incremental from
-// its own directory without copying it first.
-func (s *DirSource) Verify(ctx context.Context, env Env) (*Backup, error) {
+// Verify implements localSource: it checks every file of the backup (that only
+// names, if set) against its manifest where it is, in parallel, so that a chain
+// applies the incremental from its own directory without copying it first.
+func (s *DirSource) Verify(ctx context.Context, env Env, only func(path string) bool) (*Backup, error) {
 	files, err := s.files(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if only != nil {
+		files = slices.DeleteFunc(files, func(f manifest.File) bool { return !only(f.Path) })
 	}
 	prog := env.Reporter(totalSize(files))
 	defer prog.Finish()
