@@ -39,6 +39,7 @@
 #   REDO_SIZE [256M]                the source's innodb_log_file_size
 #   BULK_THREADS [2] BULK_ROWS [20000]  the bulk-update load
 #   PARALLEL [2] PREPARE_MEMORY [256M] LOAD_WARMUP_SECS [5] FULL_REDO [1] FERRY_ONLY [0]
+#   KEEP_BACKUP [0]                 1: the last backup taken stays in $BENCH_DIR/capped-backup
 set -euo pipefail
 if [[ ${SMALL:-0} != 1 ]]; then TABLES=${TABLES:-4}; TABLE_SIZE=${TABLE_SIZE:-400000}; fi
 RUNS=${RUNS:-1}
@@ -48,12 +49,14 @@ THROTTLE=${THROTTLE:-8}
 REDO_SIZE=${REDO_SIZE:-256M}
 BULK_THREADS=${BULK_THREADS:-2}
 BULK_ROWS=${BULK_ROWS:-20000}
+KEEP_BACKUP=${KEEP_BACKUP:-0}
 FULL_REDO=${FULL_REDO:-1}
 LOGS="$BENCH_DIR/logs-capped"
 RES="$LOGS/results.tsv"
 D="$BENCH_DIR/capped-backup"
 X="$BENCH_DIR/capped-restored"
 CLEAN_PATHS=("$D")
+[[ $KEEP_BACKUP != 1 ]] || CLEAN_PATHS=()
 CLEAN_RESTORED=("$X")
 BULK_PIDS=()
 trap 'rc=$?; set +e; stop_bulk; (exit $rc); cleanup' EXIT
@@ -162,7 +165,7 @@ for ((r = 1; r <= RUNS; r++)); do
       res_row restore mariadb-backup "$r" "$(wall_of mb-prepare "$r")" "$(wall_of mb-prepare "$r")" prepare "" "$RC"
     fi
   fi
-  rm -rf "$D"
+  [[ $KEEP_BACKUP == 1 && $r == "$RUNS" ]] || rm -rf "$D"
 done
 
 report_gawk -v rate="$RATE" -v redo="$REDO_SIZE" -v bt="$BULK_THREADS" -v br="$BULK_ROWS" "$AWK_FUNCS"'

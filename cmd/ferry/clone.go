@@ -32,6 +32,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			limitRecoveryMemory(cfg.UseMemory, 0)
 			if _, err := clone.ParseCompress(cfg.Compress); err != nil {
 				return err
 			}

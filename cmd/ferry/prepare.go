@@ -17,6 +17,7 @@ func newPrepareCmd(g *globals) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Log = g.log
+			limitRecoveryMemory(cfg.UseMemory, 0)
 			if err := restore.Prepare(cmd.Context(), cfg); err != nil {
 				return err
 			}

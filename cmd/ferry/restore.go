@@ -48,6 +48,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: jm.wrap("restore", g, func(cmd *cobra.Command, args []string) error {
 			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			limitRecoveryMemory(cfg.UseMemory, sf.streamedMemory())
 			if err := checkNewFile(writeCnf, "--write-cnf"); err != nil {
 				return err
 			}
@@ -187,6 +188,15 @@ type sourceFlags struct {
 	resume, move  bool
 	parallel      int
 	maxMemory     int64
+}
+
+// streamedMemory is the memory the source holds of its own: --max-memory, unless the
+// backup is a directory read where it is.
+func (sf *sourceFlags) streamedMemory() int64 {
+	if len(sf.from) == 0 && sf.repo.url == "" {
+		return 0
+	}
+	return sf.maxMemory
 }
 
 // add declares the source flags.

@@ -66,9 +66,7 @@ func start(ctx context.Context, h *Ahead, memory int) *Ahead {
 	if h.pageSize == 0 {
 		h.pageSize = 16384
 	}
-	if memory <= 0 {
-		memory = defaultMemory
-	}
+	memory = batchMemory(memory)
 	ctx, h.cancel = context.WithCancel(ctx)
 	h.done = make(chan struct{})
 	go func() {
@@ -96,11 +94,13 @@ func (h *Ahead) parse(ctx context.Context, memory int) error {
 		return err
 	}
 	defer f.Close()
-	// Tried in one batch whatever the log's size, unlike Dir: records are from a
-	// quarter to two thirds of a log's bytes, and a try that fails costs only a core
-	// the copy leaves idle.
-	if err := h.scan(ctx, f, memory, min(h.size, int64(memory))); !errors.Is(err, errAheadTooBig) {
-		return err
+	// Tried in one batch up to a log four times a batch, unlike Dir: records are from
+	// a quarter to two thirds of a log's bytes, and a try that fails costs only a core
+	// the copy leaves idle (and a batch of memory until it fails).
+	if h.size <= 4*int64(memory) {
+		if err := h.scan(ctx, f, memory, min(h.size, int64(memory))); !errors.Is(err, errAheadTooBig) {
+			return err
+		}
 	}
 	return h.check(ctx, f)
 }
@@ -140,7 +140,7 @@ func (h *Ahead) scan(ctx context.Context, r io.ReaderAt, memory int, size int64)
 		if err := p.add(m); err != nil {
 			return err
 		}
-		if len(p.b.arena) >= memory {
+		if p.b.bytes() >= memory {
 			return errAheadTooBig
 		}
 		return ctx.Err()

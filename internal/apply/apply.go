@@ -49,8 +49,20 @@ type Config struct {
 	Log   *slog.Logger
 }
 
-// defaultMemory is Config.Memory's default.
-const defaultMemory = 256 << 20
+// defaultMemory is Config.Memory's default; maxMemory its most: a batch's records
+// are found by 32-bit offsets, and a bigger batch saves nothing measurable.
+const (
+	defaultMemory = 256 << 20
+	maxMemory     = 3 << 30
+)
+
+// batchMemory is the memory of a batch for Config.Memory m.
+func batchMemory(m int) int {
+	if m <= 0 {
+		return defaultMemory
+	}
+	return min(m, maxMemory)
+}
 
 // Result is what Dir did.
 type Result struct {
@@ -139,9 +151,7 @@ func newApplier(cfg Config) (*applier, error) {
 		// than cores keep both busy.
 		cfg.Parallel = max(16, 4*runtime.GOMAXPROCS(0))
 	}
-	if cfg.Memory <= 0 {
-		cfg.Memory = defaultMemory
-	}
+	cfg.Memory = batchMemory(cfg.Memory)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -224,7 +234,7 @@ func (a *applier) runOnce(ctx context.Context, size int64, t0 time.Time, h *Ahea
 			if err := p.add(m); err != nil {
 				return err
 			}
-			if len(p.b.arena) >= a.cfg.Memory {
+			if p.b.bytes() >= a.cfg.Memory {
 				return errBatchFull
 			}
 			return ctx.Err()
@@ -260,11 +270,13 @@ func (a *applier) runBatches(ctx context.Context, size int64, t0 time.Time, chec
 		if err := p.add(m); err != nil {
 			return err
 		}
-		if len(p.b.arena) >= a.cfg.Memory {
+		if p.b.bytes() >= a.cfg.Memory {
 			if err := a.rollBatch(ctx, &res, p.b); err != nil {
 				return err
 			}
+			groups := p.b.groups[:0]
 			p.b = newBatch(p.b.arena[:0])
+			p.b.groups = groups
 		}
 		return ctx.Err()
 	})
@@ -466,7 +478,7 @@ func (a *applier) roll(ctx context.Context, b *batch, jobs []pageJob) (int, erro
 		g.Go(func() error {
 			buf := make([]byte, 2<<16) // the page and its encoded form
 			for j := range next {
-				ok, err := a.rollPage(j, b.arena, buf)
+				ok, err := a.rollPage(j, b, buf)
 				if err != nil {
 					return err
 				}
@@ -537,7 +549,7 @@ func (a *applier) writeBack(mu *sync.Mutex) (stop func()) {
 func (a *applier) jobs(b *batch) ([]pageJob, error) {
 	jobs := make([]pageJob, 0, len(b.pages))
 	for id, pl := range b.pages {
-		if len(pl.groups) == 0 {
+		if pl.empty() {
 			continue
 		}
 		sp, err := a.spaceOf(id.Space)

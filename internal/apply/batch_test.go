@@ -46,8 +46,10 @@ func TestOnePassOrTwo(t *testing.T) {
 		batches func(int) bool
 		tried   bool // tried in one batch and found too big
 	}{
-		{"records fit", int(records), func(n int) bool { return n == 1 }, false},
-		{"bytes near a batch, records do not fit", int(records) * 7 / 10, func(n int) bool { return n > 1 }, true},
+		// A batch's memory also holds its index: 60 groups, in a slice grown to 64.
+		{"records fit", int(records) + 64*groupSize, func(n int) bool { return n == 1 }, false},
+		{"records and index one byte too big", int(records)*3/4 + 64*groupSize - 1, func(n int) bool { return n > 1 }, true},
+		{"bytes near a batch, records do not fit", int(records)*7/10 + 64*groupSize, func(n int) bool { return n > 1 }, true},
 		{"far bigger than a batch", 64, func(n int) bool { return n > 1 }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

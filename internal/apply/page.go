@@ -19,7 +19,7 @@ type pageJob struct {
 // rollPage reads one page (unless the redo builds it), applies the groups newer than
 // its FIL_PAGE_LSN and writes it back if any applied. buf is scratch of at least twice
 // the page's physical size. It returns whether the page was written.
-func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
+func (a *applier) rollPage(j pageJob, b *batch, buf []byte) (bool, error) {
 	pl, sp := j.log, j.sp
 	if pl.freed {
 		// FREE_PAGE alone: the server leaves the page as it is, except in a
@@ -30,20 +30,20 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 		return false, nil
 	}
 	if reason := sp.unsupported(); reason != "" && j.id.Page != 0 { // page 0 is never encrypted nor compressed
-		return false, a.refuse(j, pl.groups[0], reason)
+		return false, a.refuse(j, *b.group(pl.first), reason)
 	}
 	frame, out := buf[:sp.physSize()], buf[sp.physSize():2*sp.physSize()]
-	pageLSN, err := a.readForRoll(j, arena, frame)
+	pageLSN, err := a.readForRoll(j, b, frame)
 	if err != nil {
 		return false, err
 	}
 	var applied *group
-	for i := range pl.groups {
-		g := &pl.groups[i]
+	for i := pl.first; i >= 0; i = b.group(i).next {
+		g := b.group(i)
 		if g.start < pageLSN {
 			continue
 		}
-		if err := applyGroup(frame, arena[g.off:g.off+g.n], sp.flags.ZipSize() != 0); err != nil {
+		if err := applyGroup(frame, b.arena[g.off:g.off+g.n], sp.flags.ZipSize() != 0); err != nil {
 			return false, a.refuse(j, *g, err.Error())
 		}
 		applied = g
@@ -51,16 +51,17 @@ func (a *applier) rollPage(j pageJob, arena []byte, buf []byte) (bool, error) {
 	if applied == nil {
 		return false, nil // every group was older: the page is not rewritten
 	}
-	return true, a.writeRolled(j, frame, out, applied.end)
+	return true, a.writeRolled(j, frame, out, applied.end())
 }
 
 // readForRoll puts the page as recovery starts from into frame: zeros if its log starts
 // with INIT_PAGE, else the page read, decrypted, decompressed and checked. It returns
 // the page's FIL_PAGE_LSN (0 for a built page).
-func (a *applier) readForRoll(j pageJob, arena, frame []byte) (uint64, error) {
+func (a *applier) readForRoll(j pageJob, b *batch, frame []byte) (uint64, error) {
 	pl, sp := j.log, j.sp
-	if first := arena[pl.groups[0].off:]; !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
-		return 0, a.refuse(j, pl.groups[0], "records after FREE_PAGE without INIT_PAGE")
+	g0 := *b.group(pl.first)
+	if first := b.arena[g0.off:]; !pl.init && len(first) > 0 && first[0]&0x70 == recFree {
+		return 0, a.refuse(j, g0, "records after FREE_PAGE without INIT_PAGE")
 	}
 	if pl.init {
 		clear(frame)
@@ -70,18 +71,18 @@ func (a *applier) readForRoll(j pageJob, arena, frame []byte) (uint64, error) {
 		return 0, err
 	}
 	if innodb.IsZero(frame) {
-		return 0, a.refuse(j, pl.groups[0], "the page is all zeros but the redo does not build it")
+		return 0, a.refuse(j, g0, "the page is all zeros but the redo does not build it")
 	}
 	if sp.codec != nil {
 		if a.injectDecrypt && sp.codec.Crypt != nil && sp.codec.Crypt.Encrypted(frame, j.id.Page) {
-			return 0, a.refuse(j, pl.groups[0], "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
+			return 0, a.refuse(j, g0, "injected decryption failure ("+faultpoint.FailEnv+"=apply-decrypt)")
 		}
 		if _, err := sp.codec.Decode(frame, frame, j.id.Page); err != nil {
-			return 0, a.refuse(j, pl.groups[0], err.Error())
+			return 0, a.refuse(j, g0, err.Error())
 		}
 	}
 	if reason := a.checkRead(sp, frame, j.id); reason != "" {
-		return 0, a.refuse(j, pl.groups[0], reason)
+		return 0, a.refuse(j, g0, reason)
 	}
 	return innodb.PageLSN(frame), nil
 }

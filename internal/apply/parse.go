@@ -47,15 +47,26 @@ func recordName(typ byte, body []byte) string {
 }
 
 // group is the records of one mini-transaction for one page, verbatim (page ids
-// included), in the batch's arena.
+// included), in the batch's arena. A page's groups are chained in log order. Under
+// bulk updates a group is often shorter than this index entry, which is why it is
+// kept to 24 bytes and counted in the batch's memory (batch.bytes).
 type group struct {
-	start, end uint64
-	off, n     int
+	start uint64 // the mini-transaction's start LSN
+	len   uint32 // its end LSN - start
+	off   uint32 // its records in the arena (maxMemory keeps offsets in range)
+	n     uint32
+	next  int32 // the page's next group in batch.groups; -1: none
 }
+
+// groupSize is the bytes of a group in batch.groups.
+const groupSize = 24
+
+// end is the mini-transaction's end LSN: the FIL_PAGE_LSN it leaves on the page.
+func (g *group) end() uint64 { return g.start + uint64(g.len) }
 
 // pageLog is what a batch holds for one page.
 type pageLog struct {
-	groups []group
+	first, last int32 // the page's groups in batch.groups, chained by next; -1: none
 	// init: the first group starts with INIT_PAGE, so the page is built, not read.
 	// freed: the page's log is FREE_PAGE alone (the page is left as it is).
 	init, freed bool
@@ -79,8 +90,9 @@ type trim struct {
 
 // batch is the records of a run of mini-transactions, by page.
 type batch struct {
-	arena []byte
-	pages map[redo.PageID]*pageLog
+	arena  []byte
+	groups []group // every page's, chained by page (pageLog)
+	pages  map[redo.PageID]*pageLog
 	trims []trim
 	first uint64 // start LSN of the batch's first mini-transaction
 }
@@ -89,6 +101,16 @@ type batch struct {
 func newBatch(arena []byte) *batch {
 	return &batch{arena: arena[:0], pages: map[redo.PageID]*pageLog{}}
 }
+
+// bytes is the memory the batch's records and their index take (the pages map,
+// about a hundred bytes a page, is left out: pages are far fewer than groups).
+func (b *batch) bytes() int { return len(b.arena) + cap(b.groups)*groupSize }
+
+// group returns group i of the batch.
+func (b *batch) group(i int32) *group { return &b.groups[i] }
+
+// empty tells whether a page has no records left in the batch.
+func (pl *pageLog) empty() bool { return pl.first < 0 }
 
 // parser splits mini-transactions into per-page groups.
 type parser struct {
@@ -260,13 +282,13 @@ func (p *parser) storeMtr(m redo.MTR) {
 		}
 		pl := p.b.pages[id]
 		if pl == nil {
-			pl = &pageLog{}
+			pl = &pageLog{first: -1, last: -1}
 			p.b.pages[id] = pl
 		}
 		switch {
-		case kind != 0xFF:
-			pl.groups, pl.init, pl.freed = pl.groups[:0], kind == recInit, kind == recFree
-		case pl.freed && len(pl.groups) > 0:
+		case kind != 0xFF: // the earlier groups stay in batch.groups, unchained
+			pl.first, pl.last, pl.init, pl.freed = -1, -1, kind == recInit, kind == recFree
+		case pl.freed && !pl.empty():
 			pl.freed = false // records after FREE_PAGE: apply refuses the page
 		}
 		off := len(p.b.arena)
@@ -275,9 +297,21 @@ func (p *parser) storeMtr(m redo.MTR) {
 				p.b.arena = append(p.b.arena, r.rec...)
 			}
 		}
-		pl.groups = append(pl.groups, group{start: m.Start, end: m.End, off: off, n: len(p.b.arena) - off})
+		p.b.chain(pl, group{start: m.Start, len: uint32(m.End - m.Start), off: uint32(off), n: uint32(len(p.b.arena) - off), next: -1})
 	}
 	p.pending = p.pending[:0]
+}
+
+// chain appends g to the page's groups.
+func (b *batch) chain(pl *pageLog, g group) {
+	i := int32(len(b.groups))
+	b.groups = append(b.groups, g)
+	if pl.last >= 0 {
+		b.groups[pl.last].next = i
+	} else {
+		pl.first = i
+	}
+	pl.last = i
 }
 
 // pageZero notes the tablespace size and flags a WRITE to page 0 sets (§7.1).
@@ -326,5 +360,5 @@ const (
 
 // describe is a short account of the batch for messages.
 func (b *batch) describe() string {
-	return fmt.Sprintf("%d pages, %d bytes of records", len(b.pages), len(b.arena))
+	return fmt.Sprintf("%d pages, %d bytes of records, %d groups", len(b.pages), len(b.arena), len(b.groups))
 }
