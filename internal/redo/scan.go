@@ -57,6 +57,10 @@ func ScanLinearAt(r io.ReaderAt, name string, keys KeyFunc, algorithm string, fn
 		return ll, err
 	}
 	s := scanner{r: r, off: StartOffset, lsn: ll.Header.FirstLSN, g: linear(ll.Header.FirstLSN), nonce: ll.Header.nonceLen(), c: c}
+	if c == nil {
+		ll.EndLSN, ll.MTRs, err = s.runPipelined(ll.Checkpoint.LSN, fn)
+		return ll, err
+	}
 	err = s.run(ll.Checkpoint.LSN, fn)
 	ll.EndLSN, ll.MTRs = s.lsn, s.n
 	return ll, err
@@ -124,6 +128,13 @@ func (s *scanner) fill() error {
 		copy(nb, s.buf[:rest])
 		s.buf = nb
 	}
+	s.buf = s.buf[:rest]
+	return s.readMore()
+}
+
+// readMore reads the next chunk of the log after the bytes buf holds (from off on).
+func (s *scanner) readMore() error {
+	rest := len(s.buf)
 	s.buf = s.buf[:rest+scanChunk]
 	n, err := s.r.ReadAt(s.buf[rest:], s.off+int64(rest))
 	s.buf = s.buf[:rest+n]
