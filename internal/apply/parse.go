@@ -93,8 +93,8 @@ type batch struct {
 	arena  []byte
 	groups []group // every page's, chained by page (pageLog)
 	pages  map[redo.PageID]*pageLog
-	trims []trim
-	first uint64 // start LSN of the batch's first mini-transaction
+	trims  []trim
+	first  uint64 // start LSN of the batch's first mini-transaction
 }
 
 // newBatch returns an empty batch whose records go into arena (emptied, reused).
