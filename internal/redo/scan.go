@@ -87,10 +87,7 @@ func (s *scanner) run(from uint64, fn func(MTR) error) error {
 		switch m.status {
 		case mtrPremature:
 			if s.eof {
-				if len(s.buf) > s.pos && s.buf[s.pos] != 0 {
-					return fmt.Errorf("backup redo log: truncated mini-transaction at LSN %d", s.lsn)
-				}
-				return nil
+				return s.endErr()
 			}
 			if err := s.fill(); err != nil {
 				return err
@@ -116,6 +113,15 @@ func (s *scanner) run(from uint64, fn func(MTR) error) error {
 		s.lsn += uint64(m.size)
 		s.n++
 	}
+}
+
+// endErr is why a scan that reached the end of the file stops: nil if nothing but
+// zeros follows the last whole mini-transaction, else a truncated one.
+func (s *scanner) endErr() error {
+	if len(s.buf) > s.pos && s.buf[s.pos] != 0 {
+		return fmt.Errorf("backup redo log: truncated mini-transaction at LSN %d", s.lsn)
+	}
+	return nil
 }
 
 // fill keeps the unparsed tail of buf and reads the next chunk after it.

@@ -78,9 +78,7 @@ func (s *scanner) frames(from uint64, free <-chan *scanFrame, out chan<- *scanFr
 		switch m.status {
 		case mtrPremature:
 			if s.eof {
-				if len(s.buf) > s.pos && s.buf[s.pos] != 0 {
-					f.err = fmt.Errorf("backup redo log: truncated mini-transaction at LSN %d", s.lsn)
-				}
+				f.err = s.endErr()
 				s.finish(f, out, done)
 				return
 			}
