@@ -55,7 +55,7 @@ func TestJournalPhases(t *testing.T) {
 func TestFilledPhaseNamesTheFiles(t *testing.T) {
 	a := &manifest.Manifest{Files: []manifest.File{{Path: "ibdata1"}, {Path: "db/t.ibd"}}}
 	b := &manifest.Manifest{Files: []manifest.File{{Path: "ibdata1"}, {Path: "db/u.ibd"}}}
-	if filledPhase(a) == filledPhase(b) || filledPhase(a) != filledPhase(a) {
+	if pa, pb := filledPhase(a), filledPhase(b); pa == pb || pa != filledPhase(a) {
 		t.Fatal("the filled phase does not tell the files apart")
 	}
 }

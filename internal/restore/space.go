@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"context"
 	"io/fs"
 	"path/filepath"
 
@@ -78,7 +79,7 @@ func manifestNeed(m *manifest.Manifest, want func(string) bool) int64 {
 // allocated is the room the backup directory's datadir files take (a sparse file its
 // allocated blocks).
 func (s *DirSource) allocated(want func(string) bool) (int64, error) {
-	files, err := s.files(nil)
+	files, err := s.files(context.TODO())
 	if err != nil {
 		return 0, err
 	}
