@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -74,7 +76,7 @@ func TestTableImportInterrupted(t *testing.T) {
 			what += " (--rename-to)"
 		}
 		cmd, log := pausedFerry(t, c.point, c.args...)
-		err, last := signalled(t, cmd, log, c.sig)
+		last, err := signalled(t, cmd, log, c.sig)
 		if err == nil {
 			t.Fatalf("%s: ferry exited 0", what)
 		}
