@@ -43,6 +43,7 @@ type galeraPorts struct{ gcomm, ist, sst int }
 // an empty one (a new node gets everything by SST).
 func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 	t.Helper()
+	needServers(t, "a Galera cluster")
 	if _, err := os.Stat(GaleraProvider); err != nil {
 		t.Fatalf("galera-4 is not installed (%v): .ci/run installs it", err)
 	}

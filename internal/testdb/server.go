@@ -65,6 +65,7 @@ type Server struct {
 // waits until it accepts connections and registers a cleanup that stops it.
 func Start(t testing.TB, opt Options) *Server {
 	t.Helper()
+	needServers(t, "mariadbd")
 	if opt.LogFileSize == "" {
 		opt.LogFileSize = "8M"
 	}
