@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -70,9 +71,9 @@ type job struct {
 	recopy     recopyStats
 	rolled     *rolled    // the roll-forward, if it ran
 	sel        *selection // an incremental's changed pages
-	// now is the job's clock (time.Now; unit tests fake it). copyStart is when the redo
-	// copy began: the three-stage copy measures rates from it.
-	now       func() time.Time
+	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
+	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
+	clock     clock.Clock
 	copyStart time.Time
 	m         manifest.Manifest
 }
@@ -104,9 +105,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
 	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo, now: time.Now,
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo, clock: cfg.Clock,
 		files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
-	j.m.ID = newID()
+	j.m.ID = newID(cfg.Clock.Now())
 	res, err := j.run(ctx)
 	if err != nil {
 		return nil, j.explain(err, j.opened)
@@ -135,11 +136,12 @@ func withDefaults(cfg Config) Config {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	return cfg
 }
 
 func (j *job) run(ctx context.Context) (*Result, error) {
-	start := time.Now()
+	start := j.clock.Now()
 	if err := j.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -177,8 +179,6 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch {
-	case j.cfg.Limiter != nil:
-		j.limiter = j.cfg.Limiter
 	case j.cfg.MaxImpact > 0 || j.cfg.WatchRedo:
 		if j.cfg.Monitor == nil {
 			j.cfg.Monitor = &Monitor{}

@@ -57,7 +57,7 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 		j.log.Info("three-stage copy: no roll-forward: "+why+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", cur.t.Start().LSN)
 		return nil
 	}
-	t0 := j.now()
+	t0 := j.clock.Now()
 	j.prog.Stage("backup: rolling changed pages forward")
 	removeStaleScratch(j.scratchRoot())
 	dir, err := os.MkdirTemp(j.scratchRoot(), fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))
@@ -87,7 +87,7 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	j.rolled = r
 	j.log.Info("three-stage copy: pages rolled forward by ferry's redo apply; the backup keeps the redo from just below their LSN",
 		"checkpoint_lsn", a, "rolled_to_lsn", r.lsn, "log_checkpoint_lsn", r.cp, "redo_applied", r.lsn-a, "pages", r.pages, "passes", sc.passes, "top_ups", sc.topUps,
-		"took", j.now().Sub(t0).Round(time.Millisecond))
+		"took", j.clock.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

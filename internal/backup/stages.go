@@ -38,7 +38,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	case three:
 		kind = tailTracker // kept unless a re-copy round replaces it
 	}
-	j.copyStart = j.now()
+	j.copyStart = j.clock.Now()
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
+	t0 := j.clock.Now()
 	if p, err = j.scan(); err != nil {
 		return 0, err
 	}
@@ -175,7 +175,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err := j.copyAriaHeads(ctx, p.AriaLogs); err != nil {
 		return 0, err
 	}
-	held := time.Since(t0)
+	held := j.clock.Since(t0)
 	j.lockTime("block_ddl", held)
 	j.log.Info("BLOCK_DDL released", "held", held.Round(time.Microsecond), "wait", wait.Round(time.Millisecond), "spooled", j.heldBytes())
 	return held, nil
@@ -189,7 +189,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if _, err := j.lock.Enter(ctx, mariadb.StageBlockCommit); err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
+	t0 := j.clock.Now()
 	faultpoint.At(ctx, "block-commit", 1)
 	p, err := j.scan()
 	if err != nil {
@@ -207,7 +207,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if _, err := j.lock.Enter(ctx, mariadb.StageEnd); err != nil {
 		return 0, err
 	}
-	held := time.Since(t0)
+	held := j.clock.Since(t0)
 	j.lockTime("block_commit", held)
 	j.log.Info("BLOCK_COMMIT released", "held", held.Round(time.Microsecond), "spooled", j.heldBytes(), "end_lsn", j.m.EndLSN,
 		"binlog", fmt.Sprintf("%s:%d", j.m.Coordinates.BinlogFile, j.m.Coordinates.BinlogPos), "gtid", j.m.Coordinates.GTIDBinlogPos)

@@ -31,8 +31,8 @@ const (
 type ServeConfig struct {
 	Listen   string
 	Security Security
-	// Backup holds the connection to the donor server and the copy options; Sink,
-	// Limiter and Monitor are set per clone.
+	// Backup holds the connection to the donor server and the copy options; Sink
+	// and Monitor are set per clone.
 	Backup    backup.Config
 	MaxRate   int64   // bytes/s on the wire for every clone (the recipient may ask for less)
 	MaxImpact float64 // share of the donor's write throughput a clone may cost (0: not watched)
