@@ -44,11 +44,11 @@ type Config struct {
 	// the network). Either one paces the reads instead of MaxRate.
 	MaxImpact float64
 	WatchRedo bool
-	Log      *slog.Logger
+	Log       *slog.Logger
 	// Clock is the job's time: when it starts and ends, how long the locks are held,
 	// what the three-stage copy measures rates against. Default the wall clock; unit
 	// tests pass a *clock.Fake. The throttle's pauses and re-read waits stay real.
-	Clock clock.Clock
+	Clock    clock.Clock
 	Progress io.Writer // where progress is drawn (stderr)
 	Terminal bool      // Progress is a terminal
 	// Spool is where the redo copy waits for a slow end: its directory (default the
