@@ -27,7 +27,10 @@ const DefaultStreamChunkSize = 1 << 20
 
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
-	Conn mariadb.ConnConfig
+	// Server is the server the backup copies (the server seam, server.go); by
+	// default MariaDB(Conn).
+	Server Connector
+	Conn   mariadb.ConnConfig
 	// Sink is where the backup goes: a directory (sink.NewDir), a stream
 	// (stream.NewSink), a repository (repo.NewSink) or a clone's recipient. Monitor,
 	// if set, is updated so the caller can watch the redo copy.

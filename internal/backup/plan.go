@@ -281,7 +281,7 @@ func (j *job) checkRoom(ctx context.Context) error {
 	files := allocated(p)
 	var redo int64
 	if cp, err := j.checkpoint(); err == nil {
-		if _, cur, err := (mariadb.LSNSource{DB: j.db}).LSNs(ctx); err == nil && cur > cp {
+		if _, cur, err := j.srv.LSNs(ctx); err == nil && cur > cp {
 			redo = int64(cur - cp)
 		}
 	}

@@ -60,7 +60,7 @@ type fakeRedoServer struct {
 	polled int
 }
 
-func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
+func (s *fakeRedoServer) open(cfg redo.Config) (RedoCopy, error) {
 	c := s.copies[s.opened]
 	s.opened++
 	c.stop = make(chan struct{})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/diskspace"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -133,7 +132,7 @@ func (sc *scratch) add(f recopyFile, ps int, off int64, n int, path string) {
 func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint64, why string, err error) {
 	a, prev := cur.t.Start().LSN, 0
 	for {
-		now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx) // the flushed LSN, which the copy reaches
+		now, _, err := j.srv.LSNs(ctx) // the flushed LSN, which the copy reaches
 		if err != nil {
 			return 0, "", err
 		}
@@ -312,7 +311,7 @@ const (
 // not read again. If the apply refuses the redo from l, that redo, taken out of the
 // spool, is returned as kept, for the backup's log.
 func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l, step uint64) (next uint64, kept io.Reader, err error) {
-	now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	now, _, err := j.srv.LSNs(ctx)
 	if err != nil || now < l+topUpMin {
 		return l, nil, err
 	}

@@ -89,17 +89,14 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 // around them if asked (--safe-slave-backup).
 func (j *job) underLocks(ctx context.Context) (*Result, error) {
 	if j.cfg.Replica.SafeSlave {
-		conn, err := j.db.Conn(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("--safe-slave-backup: %w", err)
+		pause, err := j.srv.PauseReplica(ctx, cmp.Or(j.cfg.Replica.SafeSlaveTimeout, 300*time.Second))
+		if pause != nil {
+			defer func() {
+				if err := pause.Resume(context.WithoutCancel(ctx)); err != nil {
+					j.log.Error(err.Error())
+				}
+			}()
 		}
-		defer conn.Close()
-		pause, err := mariadb.PauseSQLThread(ctx, conn, cmp.Or(j.cfg.Replica.SafeSlaveTimeout, 300*time.Second))
-		defer func() {
-			if err := pause.Resume(context.WithoutCancel(ctx)); err != nil {
-				j.log.Error(err.Error())
-			}
-		}()
 		if err != nil {
 			return nil, err
 		}
@@ -232,10 +229,10 @@ func (j *job) readEnd(ctx context.Context) error {
 // BLOCK_COMMIT with its gtid_slave_pos.
 func (j *job) readSources(ctx context.Context) error {
 	o := j.cfg.Replica
-	if !o.Info || j.db == nil {
+	if !o.Info || j.srv == nil {
 		return nil
 	}
-	src, err := mariadb.ReadReplicaSources(ctx, j.db)
+	src, err := j.srv.ReplicaSources(ctx)
 	switch {
 	case err != nil && o.BestEffort:
 		j.log.Debug("not recording the replica's sources", "err", err)
