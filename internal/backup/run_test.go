@@ -3,6 +3,7 @@ package backup_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"os"
@@ -15,8 +16,11 @@ import (
 	"github.com/ferry-backup/ferry/internal/backup/backuptest"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 var t0 = time.Date(2026, 11, 28, 1, 2, 3, 0, time.UTC)
@@ -177,5 +181,74 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	if ev := srv.Events(); slices.Contains(ev, "BACKUP STAGE BLOCK_DDL") || ev[len(ev)-1] != "close" {
 		t.Fatalf("the cancelled backup did %q: want no BLOCK_DDL and the session closed", ev)
+	}
+}
+
+// TestRunIncremental: an incremental on a full backup of the fake server holds, as a
+// .delta, the page the redo since the base names (read from the server's file as it is
+// now) and not the others, says which base it applies on, and applied onto the base
+// makes the base's copy of the tablespace the server's file.
+func TestRunIncremental(t *testing.T) {
+	const ps = backuptest.PageSize
+	srv := backuptest.New(t)
+	now := testdb.PageFixture(t, "fcrc32.after.gz")
+	stale := append(append([]byte{}, now[:3*ps]...), testdb.PageFixture(t, "fcrc32.before.gz")[:ps]...)
+	tbl := filepath.Join(srv.Datadir, "db", "t.ibd")
+	if err := os.WriteFile(tbl, stale, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	cfg, full := runConfig(t, srv)
+	if _, err := backup.Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	base, err := backup.BaseFromDir(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An UPDATE changes page 3; the server's checkpoint and LSN move on.
+	if err := os.WriteFile(tbl, now, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	srv.Changed = []redo.PageID{{Space: binary.BigEndian.Uint32(now[34:]), Page: 3}}
+	srv.Checkpoint, srv.End = 200000, 223456
+	cfg, inc := runConfig(t, srv)
+	cfg.Incremental = base
+	if _, err := backup.Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	m, err := manifest.Read(inc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != manifest.TypeIncremental || m.Incremental == nil || m.Incremental.BaseID != base.ID || m.Incremental.Method != "redo" {
+		t.Fatalf("manifest type %q incremental %+v, want an incremental on %s by redo", m.Type, m.Incremental, base.ID)
+	}
+	b, err := os.ReadFile(filepath.Join(inc, "db", "t.ibd.delta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := delta.NewReader(bytes.NewReader(b), int64(len(b)), ps)
+	var got []uint32
+	for {
+		no, page, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(page, now[int(no)*ps:int(no+1)*ps]) {
+			t.Fatalf("page %d of the delta is not the server's", no)
+		}
+		got = append(got, no)
+	}
+	if slices.Contains(got, 1) || slices.Contains(got, 2) || !slices.Contains(got, 3) {
+		t.Fatalf("the delta holds pages %v, want page 3 and not 1 or 2", got)
+	}
+	if _, err := delta.ApplyDir(full, inc, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := os.ReadFile(filepath.Join(full, "db", "t.ibd")); err != nil || !bytes.Equal(applied, now) {
+		t.Fatalf("the base with the incremental applied does not hold the server's file (%v)", err)
 	}
 }

@@ -40,6 +40,9 @@ type Server struct {
 	Coordinates mariadb.Coordinates
 	// Redo is what a redo copy writes into the backup's ib_logfile0.
 	Redo []byte
+	// Changed are the pages the redo since the checkpoint names: every redo copy
+	// that tracks pages (a three-stage tracker, an incremental's selection) sees them.
+	Changed []redo.PageID
 	// OnStage, if set, is called as each stage is entered, before it is recorded.
 	OnStage func(ctx context.Context, s mariadb.Stage) error
 
@@ -154,6 +157,9 @@ func (c session) Open(cfg redo.Config) (backup.RedoCopy, error) {
 	c.s.mu.Lock()
 	c.s.copies++
 	c.s.mu.Unlock()
+	if cfg.Pages != nil {
+		cfg.Pages.Add(c.s.Changed...)
+	}
 	return &redoCopy{s: c.s, out: cfg, stop: make(chan struct{})}, nil
 }
 
