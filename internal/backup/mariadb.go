@@ -17,6 +17,13 @@ func MariaDB(conn mariadb.ConnConfig) Connector { return mariadbConnector{conn} 
 
 type mariadbConnector struct{ conn mariadb.ConnConfig }
 
+var (
+	_ Server         = mariadbServer{}
+	_ BackupLock     = (*mariadb.BackupLock)(nil)
+	_ ReplicaPause   = sqlThreadPause{}
+	_ redo.ServerLSN = Server(nil)
+)
+
 func (c mariadbConnector) Connect(ctx context.Context) (Server, error) {
 	s, err := mariadb.Connect(ctx, c.conn, mariadb.BackupPrivileges)
 	if err != nil {
