@@ -28,7 +28,7 @@ const DefaultStreamChunkSize = 1 << 20
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
 	// Server is the server the backup copies (the server seam, server.go); by
-	// default MariaDB(Conn).
+	// default MariaDB(Conn), the MariaDB server Conn reaches.
 	Server Connector
 	Conn   mariadb.ConnConfig
 	// Sink is where the backup goes: a directory (sink.NewDir), a stream
