@@ -100,7 +100,7 @@ func (j *job) underLocks(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if pause.Stopped() {
+		if pause != nil && pause.Stopped() {
 			j.log.Info("--safe-slave-backup: the replica's SQL thread is stopped until BLOCK_COMMIT ends")
 		}
 	}

@@ -142,9 +142,16 @@ func (c session) LSNs(context.Context) (flushed, current uint64, err error) {
 
 func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error) { return nil, nil }
 
+// PauseReplica implements backup.Server: the fake server is not a replica.
 func (c session) PauseReplica(context.Context, time.Duration) (backup.ReplicaPause, error) {
-	return nil, nil
+	c.s.event("pause replica")
+	return notReplica{}, nil
 }
+
+type notReplica struct{}
+
+func (notReplica) Stopped() bool                { return false }
+func (notReplica) Resume(context.Context) error { return nil }
 
 func (c session) BackupLock(context.Context) (backup.BackupLock, error) { return &lock{s: c.s}, nil }
 
