@@ -128,17 +128,26 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 // TestRunLockSequence: the stages are entered in order, the end is read under
-// BLOCK_COMMIT, and the session is closed after the lock is released.
+// BLOCK_COMMIT, and the session is closed after the lock is released; with
+// --safe-slave-backup the replica's SQL thread is paused before FLUSH and resumed only
+// after BLOCK_COMMIT ends.
 func TestRunLockSequence(t *testing.T) {
-	srv := backuptest.New(t)
-	cfg, _ := runConfig(t, srv)
-	if _, err := backup.Run(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"connect", "BACKUP STAGE START", "BACKUP STAGE FLUSH", "BACKUP STAGE BLOCK_DDL",
-		"BACKUP STAGE BLOCK_COMMIT", "read end", "BACKUP STAGE END", "unlock", "close"}
-	if got := srv.Events(); !slices.Equal(got, want) {
-		t.Fatalf("the backup did\n%q\nwant\n%q", got, want)
+	for _, safe := range []bool{false, true} {
+		srv := backuptest.New(t)
+		cfg, _ := runConfig(t, srv)
+		cfg.Replica.SafeSlave = safe
+		if _, err := backup.Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"connect", "BACKUP STAGE START", "BACKUP STAGE FLUSH", "BACKUP STAGE BLOCK_DDL",
+			"BACKUP STAGE BLOCK_COMMIT", "read end", "BACKUP STAGE END", "unlock", "close"}
+		if safe {
+			want = slices.Insert(want, 2, "pause replica")
+			want = slices.Insert(want, 8, "resume replica")
+		}
+		if got := srv.Events(); !slices.Equal(got, want) {
+			t.Fatalf("safe-slave-backup %v: the backup did\n%q\nwant\n%q", safe, got, want)
+		}
 	}
 }
 

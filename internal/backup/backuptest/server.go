@@ -87,7 +87,8 @@ func New(t testing.TB) *Server {
 }
 
 // Events lists what the backup did on the server, in order: "connect", each stage
-// entered ("BACKUP STAGE START", ...), "read end", "unlock", "close".
+// entered ("BACKUP STAGE START", ...), "read end", "pause replica" and "resume
+// replica" (--safe-slave-backup), "unlock", "close".
 func (s *Server) Events() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
