@@ -146,13 +146,18 @@ func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error
 // PauseReplica implements backup.Server: the fake server is not a replica.
 func (c session) PauseReplica(context.Context, time.Duration) (backup.ReplicaPause, error) {
 	c.s.event("pause replica")
-	return notReplica{}, nil
+	return pause{c.s}, nil
 }
 
-type notReplica struct{}
+// pause is a replica's SQL thread the fake never stops; it records its resume.
+type pause struct{ s *Server }
 
-func (notReplica) Stopped() bool                { return false }
-func (notReplica) Resume(context.Context) error { return nil }
+func (pause) Stopped() bool { return false }
+
+func (p pause) Resume(context.Context) error {
+	p.s.event("resume replica")
+	return nil
+}
 
 func (c session) BackupLock(context.Context) (backup.BackupLock, error) { return &lock{s: c.s}, nil }
 
