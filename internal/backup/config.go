@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/sink"
-	"golang.org/x/time/rate"
 )
 
 // DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
@@ -27,7 +27,10 @@ const DefaultStreamChunkSize = 1 << 20
 
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
-	Conn mariadb.ConnConfig
+	// Server is the server the backup copies (the server seam, server.go); by
+	// default MariaDB(Conn), the MariaDB server Conn reaches.
+	Server Connector
+	Conn   mariadb.ConnConfig
 	// Sink is where the backup goes: a directory (sink.NewDir), a stream
 	// (stream.NewSink), a repository (repo.NewSink) or a clone's recipient. Monitor,
 	// if set, is updated so the caller can watch the redo copy.
@@ -44,10 +47,11 @@ type Config struct {
 	// the network). Either one paces the reads instead of MaxRate.
 	MaxImpact float64
 	WatchRedo bool
-	// Limiter, when set, paces data file reads instead of MaxRate; its owner may change
-	// the limit while the backup runs.
-	Limiter  *rate.Limiter
-	Log      *slog.Logger
+	Log       *slog.Logger
+	// Clock is the job's time: when it starts and ends, how long the locks are held,
+	// what the three-stage copy measures rates against. Default the wall clock; unit
+	// tests pass a *clock.Fake. The throttle's pauses and re-read waits stay real.
+	Clock    clock.Clock
 	Progress io.Writer // where progress is drawn (stderr)
 	Terminal bool      // Progress is a terminal
 	// Spool is where the redo copy waits for a slow end: its directory (default the

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
@@ -66,7 +67,7 @@ func (r *fakeRedo) EndLSN() uint64                           { return r.stop }
 func TestRedoCopyStopsBeforeCommitsResume(t *testing.T) {
 	r := &fakeRedo{}
 	l := &fakeLock{end: 987654, coords: mariadb.Coordinates{GTIDBinlogPos: "0-1-731"}, redo: r}
-	j := &job{lock: l, tail: &tailer{t: r}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	j := &job{lock: l, clock: clock.Real{}, tail: &tailer{t: r}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		info: mariadb.Info{Datadir: t.TempDir(), PageSize: 16384, Vars: map[string]string{}},
 		cfg:  Config{Parallel: 1}, aria: map[string]*openCopy{}, prog: quietProgress(t)}
 	if _, err := j.underBlockCommit(context.Background()); err != nil {
@@ -193,7 +194,7 @@ func newLockStages(t *testing.T, files map[string][]byte) *lockStages {
 	end := &slowEnd{Sink: dir}
 	r := &fakeRedo{}
 	l := &endAtRelease{fakeLock: fakeLock{end: 5, redo: r}, end: end}
-	j := &job{lock: l, tail: &tailer{t: r, spool: spool.New(spool.Options{})}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sink: end,
+	j := &job{lock: l, clock: clock.Real{}, tail: &tailer{t: r, spool: spool.New(spool.Options{})}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sink: end,
 		info: mariadb.Info{Datadir: datadir, PageSize: 16384, Vars: map[string]string{}}, spoolLimit: 1 << 30,
 		cfg: Config{Parallel: 2, Spool: SpoolOptions{Dir: t.TempDir()}}, aria: map[string]*openCopy{}, prog: quietProgress(t),
 		files: map[string]copiedFile{}, sent: map[string]bool{}, bufs: make(chan []byte, 2)}

@@ -29,7 +29,7 @@ import (
 // backup's ib_logfile0 as fast as the end takes it, so a slow end never holds the
 // tailer back (it would be lapped by the server).
 type tailer struct {
-	t     redoCopy
+	t     RedoCopy
 	spool *spool.Spool
 	pages *redo.PageSet // pages the copied redo touched; nil when not tracked
 
@@ -56,19 +56,6 @@ type tailer struct {
 	// re-copy round, or lapped): its failures and its drain's no longer fail the job.
 	dropped atomic.Bool
 }
-
-// redoCopy is what the engine asks of the redo tailer (*redo.Tailer). Unit tests fake it.
-type redoCopy interface {
-	Run(ctx context.Context) error
-	StopAt(lsn uint64)
-	Copied() uint64
-	WaitCopied(ctx context.Context, lsn uint64) error
-	Start() redo.Checkpoint
-	EndLSN() uint64
-}
-
-// openRedo opens the server's redo log for a copy (j.openRedo; unit tests fake it).
-func openRedo(cfg redo.Config) (redoCopy, error) { return redo.Open(cfg) }
 
 // spoolMemory is the spool's memory tier; beyond it the redo waits in a file.
 const spoolMemory = 32 << 20
@@ -121,7 +108,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	t, err := j.openRedo(redo.Config{
 		Path:      j.redoPath(),
 		Out:       out,
-		Server:    mariadb.LSNSource{DB: j.db},
+		Server:    j.srv,
 		Creator:   "Backup ferry " + j.cfg.Version,
 		OnFileOp:  tl.addOp,
 		Pages:     tl.pages,
@@ -134,7 +121,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	tl.t = t
 	j.tails = append(j.tails, tl)
 	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
-		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+		_, cur, err := j.srv.LSNs(ctx)
 		return cur, err
 	}, j.redoCapacity(), t.Start().LSN)
 	go func() {

@@ -31,8 +31,8 @@ const (
 type ServeConfig struct {
 	Listen   string
 	Security Security
-	// Backup holds the connection to the donor server and the copy options; Sink,
-	// Limiter and Monitor are set per clone.
+	// Backup holds the connection to the donor server and the copy options; Sink
+	// and Monitor are set per clone.
 	Backup    backup.Config
 	MaxRate   int64   // bytes/s on the wire for every clone (the recipient may ask for less)
 	MaxImpact float64 // share of the donor's write throughput a clone may cost (0: not watched)
@@ -132,22 +132,12 @@ func (d *donor) accept(ctx context.Context, ln net.Listener) {
 
 // probeDonor checks the server ferry serve is attached to before accepting anyone.
 func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
-	conn, err := c.Resolve()
+	s, err := mariadb.Connect(ctx, c, mariadb.BackupPrivileges) // the backup's own probe
 	if err != nil {
 		return donorInfo{}, err
 	}
-	db, err := mariadb.Open(ctx, conn)
-	if err != nil {
-		return donorInfo{}, err
-	}
-	defer db.Close()
-	info, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return donorInfo{}, err
-	}
-	if err := mariadb.CheckPrivileges(ctx, db, conn.User, mariadb.BackupPrivileges); err != nil {
-		return donorInfo{}, err
-	}
+	defer s.Close()
+	db, info := s.DB(), s.Info()
 	di := donorInfo{version: info.Version, datadir: info.Datadir, uid: info.Vars["server_uid"]}
 	var port sql.NullInt64
 	if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@port").Scan(&di.serverID, &port); err != nil {

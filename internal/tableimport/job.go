@@ -12,7 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/ferry-backup/ferry/internal/clock"
 )
 
 // Options say which tables to restore and how.
@@ -37,7 +38,7 @@ type Job struct {
 	journal *os.File // in work: what the import does on the live server (journal.go)
 	dirty   bool     // a failed run left a table the journal names: keep the journal
 	items   []*item
-	now     func() time.Time
+	clock   clock.Clock // when tables set aside are stamped
 }
 
 type item struct {
@@ -59,7 +60,7 @@ type Result struct {
 // with Replace, and ferry must see the live datadir (it runs on the database host).
 // It first finishes what a killed table restore into the same server left there.
 func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
-	j := &Job{opt: opt, live: live, now: time.Now}
+	j := &Job{opt: opt, live: live, clock: clock.Real{}}
 	if opt.RenameTo != "" && len(opt.Tables) != 1 {
 		return nil, errors.New("--rename-to names one table: restore one table with --tables")
 	}
