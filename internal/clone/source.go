@@ -41,16 +41,17 @@ type source struct {
 func (s *source) Name() string { return "clone of " + s.cfg.From }
 
 // Inspect implements restore.Source: nothing is known before the data.
-func (s *source) Inspect(context.Context) (*restore.Backup, error) { return nil, nil }
+func (s *source) Inspect(context.Context) (*restore.Backup, error) {
+	return nil, restore.ErrNoInspect
+}
 
 // Staging implements restore.Source: the clone's staging directory, kept on failure
 // when the clone journals what it received (Settle decides).
-func (s *source) Staging(datadir string) (string, bool, error) {
+func (s *source) Staging(datadir string) (string, error) {
 	if s.offer != nil {
-		return s.staging, true, nil
+		return s.staging, nil
 	}
-	dir, _, err := (&restore.StreamSource{Dir: s.staging}).Staging(datadir)
-	return dir, s.journaled, err
+	return (&restore.StreamSource{Dir: s.staging}).Staging(datadir)
 }
 
 // Fill implements restore.Source.

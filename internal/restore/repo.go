@@ -47,6 +47,10 @@ func (s *RepoSource) Name() string {
 	return s.Repo.Location() + " " + s.BackupID
 }
 
+// Caps implements Source: a repository backup tells its manifest before any data
+// moves, and a failed restore keeps what it downloaded for --resume.
+func (s *RepoSource) Caps() Caps { return Caps{Inspect: true, Resume: true} }
+
 // Inspect implements Source: it loads and checks the backup's manifest.
 func (s *RepoSource) Inspect(ctx context.Context) (*Backup, error) {
 	m, err := s.Repo.Load(ctx, s.BackupID, s.Identities)
@@ -59,13 +63,13 @@ func (s *RepoSource) Inspect(ctx context.Context) (*Backup, error) {
 
 // Staging implements Source: the backup's own staging directory, kept on failure, and
 // locked while this process runs.
-func (s *RepoSource) Staging(datadir string) (string, bool, error) {
+func (s *RepoSource) Staging(datadir string) (string, error) {
 	if s.m == nil {
-		return "", false, errors.New("internal error: repository source used before Inspect")
+		return "", errors.New("internal error: repository source used before Inspect")
 	}
 	dir, lock, err := repoStaging(datadir, s.m.ID, s.Resume)
 	s.lock = lock
-	return dir, true, err
+	return dir, err
 }
 
 // repoStaging returns the staging directory of backup id beside datadir, and its lock:

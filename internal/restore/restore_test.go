@@ -23,11 +23,12 @@ type fakeSource struct {
 }
 
 func (s *fakeSource) Name() string                             { return "fake" }
-func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
-func (s *fakeSource) Staging(datadir string) (string, bool, error) {
+func (s *fakeSource) Caps() Caps                               { return Caps{Resume: s.keep} }
+func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, ErrNoInspect }
+func (s *fakeSource) Staging(datadir string) (string, error) {
 	dir, err := makeStaging(datadir, "")
 	s.staging = dir
-	return dir, s.keep, err
+	return dir, err
 }
 
 func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, error) {

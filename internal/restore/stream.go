@@ -129,13 +129,16 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 // Name implements Source.
 func (s *StreamSource) Name() string { return s.Label }
 
+// Caps implements Source: a stream is read once, in order, and tells nothing before
+// its data; one this package unpacks has its log parsed as it lands.
+func (s *StreamSource) Caps() Caps { return Caps{FollowLog: s.followLog} }
+
 // Inspect implements Source: nothing is known of a stream before its data.
-func (s *StreamSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
+func (s *StreamSource) Inspect(context.Context) (*Backup, error) { return nil, ErrNoInspect }
 
 // Staging implements Source: a new directory (or Dir), removed if the restore fails.
-func (s *StreamSource) Staging(datadir string) (string, bool, error) {
-	dir, err := makeStaging(datadir, s.Dir)
-	return dir, false, err
+func (s *StreamSource) Staging(datadir string) (string, error) {
+	return makeStaging(datadir, s.Dir)
 }
 
 // Fill implements Source: it unpacks the stream into staging and checks every file
