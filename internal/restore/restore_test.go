@@ -51,7 +51,8 @@ func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, er
 func restoreWith(t *testing.T, src Source, datadir string) (*Result, error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Log: log, Progress: io.Discard})
+	rec := &fakeRecoverer{calls: new([]string)} // no server: the backup is prepared
+	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Recoverer: rec, Log: log, Progress: io.Discard})
 }
 
 // TestRestoreThroughSource checks the engine's promises through a fake source: the
