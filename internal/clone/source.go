@@ -51,7 +51,7 @@ func (s *source) Staging(datadir string) (string, error) {
 	if s.offer != nil {
 		return s.staging, nil
 	}
-	return (&restore.StreamSource{Dir: s.staging}).Staging(datadir)
+	return (&stream.Source{Dir: s.staging}).Staging(datadir)
 }
 
 // Fill implements restore.Source.
@@ -118,9 +118,9 @@ func (s *source) Settle(staging string, err error) error {
 func (s *source) Finished(_, _ string) error { return nil }
 
 // stream is the donor's copy as a stream restore reads it.
-func (s *source) stream(j *journal) *restore.StreamSource {
+func (s *source) stream(j *journal) *stream.Source {
 	st := start{Resume: s.offer}
-	return &restore.StreamSource{Label: s.Name(),
+	return &stream.Source{Label: s.Name(),
 		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
 			feed := s.feed
 			if feed != nil && feed.Path() != filepath.Join(dir, logName) {

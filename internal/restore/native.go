@@ -133,8 +133,8 @@ func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead,
 	return apply.FollowAhead(ctx, feed, 0, memory), feed
 }
 
-// logName is a copy's redo log.
-const logName = "ib_logfile0"
+// LogName is a copy's redo log, as a source that follows it writes it (Following).
+const LogName = "ib_logfile0"
 
 // errLogNotFilled ends the feed of a log its source did not complete.
 var errLogNotFilled = errors.New("the copy was filled without its redo log complete")

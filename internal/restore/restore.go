@@ -446,6 +446,11 @@ func checkDatadir(datadir string, replace bool) error {
 // point (see staging.go). The caller creates it.
 func StagingPath(datadir, name string) string { return placeFor(datadir).path(name) }
 
+// NewStaging creates a new staging directory for datadir on its filesystem (dir, if
+// given, which must not exist; default a new one named after this process), for a
+// Source's Staging; a failed restore removes it unless the source keeps it.
+func NewStaging(datadir, dir string) (string, error) { return makeStaging(datadir, dir) }
+
 // makeStaging creates a new staging directory for datadir on its filesystem (want, if
 // given); see staging.go.
 func makeStaging(datadir, want string) (string, error) {

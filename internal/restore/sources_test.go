@@ -41,7 +41,7 @@ func streamSource(t *testing.T, files map[string][]byte, damaged bool) restore.S
 		t.Fatal(err)
 	}
 	sourcetest.Write(t, s, files, damaged)
-	return restore.NewStreamSource(bytes.NewReader(buf.Bytes()), "test stream", nil, 32<<20)
+	return stream.NewSource(bytes.NewReader(buf.Bytes()), "test stream", nil, 32<<20)
 }
 
 func repoSource(t *testing.T, files map[string][]byte, damaged bool) restore.Source {
