@@ -9,6 +9,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/tableimport"
@@ -273,7 +274,7 @@ func (sf *sourceFlags) repoSource(cmd *cobra.Command, g *globals, id string, ids
 	}
 	var links []restore.Source
 	for _, m := range ms {
-		links = append(links, &restore.RepoSource{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
+		links = append(links, &repo.Source{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
 	}
 	return chain(links), nil
 }

@@ -59,5 +59,5 @@ func repoSource(t *testing.T, files map[string][]byte, damaged bool) restore.Sou
 		t.Fatal(err)
 	}
 	m := sourcetest.Write(t, s, files, damaged)
-	return &restore.RepoSource{Repo: r, BackupID: m.ID, Parallel: 2}
+	return &repo.Source{Repo: r, BackupID: m.ID, Parallel: 2}
 }

@@ -19,12 +19,6 @@ type sizer interface {
 	size(want func(string) bool) (int64, error)
 }
 
-// resumer is a Source whose staging directory a later run continues (--resume): what
-// it already holds is not needed again.
-type resumer interface {
-	resumeDir(datadir string) string
-}
-
 // checkSpace refuses, before anything is written, a restore of b (as the source's
 // Inspect told it) into datadir that the datadir's filesystem cannot hold with its
 // recovery. A stream's size is known only once it is read: a full disk then stops it
@@ -38,8 +32,8 @@ func checkSpace(src Source, b *Backup, datadir string, want func(string) bool) e
 		}
 		need = n
 	}
-	if r, ok := src.(resumer); ok {
-		need -= allocatedUnder(r.resumeDir(datadir))
+	if r, ok := src.(Resumer); ok {
+		need -= allocatedUnder(r.ResumeDir(datadir))
 	}
 	where := placeFor(datadir).path("")
 	return diskspace.Check(where, need+need/100+recoveryMargin, "the restored datadir and its recovery")
@@ -103,14 +97,6 @@ func allocatedUnder(path string) int64 {
 	return n
 }
 
-// resumeDir implements resumer.
-func (s *RepoSource) resumeDir(datadir string) string {
-	if s.m == nil {
-		return ""
-	}
-	return placeFor(datadir).path("restore-" + s.m.ID)
-}
-
 // size implements sizer: the full backup written into staging, and the scratch copy
 // of each incremental that cannot be read where it is (a stream, a repository backup).
 func (c *ChainSource) size(want func(string) bool) (int64, error) {
@@ -128,10 +114,10 @@ func (c *ChainSource) size(want func(string) bool) (int64, error) {
 	return n, nil
 }
 
-// resumeDir implements resumer: the full backup's.
-func (c *ChainSource) resumeDir(datadir string) string {
-	if r, ok := c.Links[0].(resumer); ok {
-		return r.resumeDir(datadir)
+// ResumeDir implements Resumer: the full backup's.
+func (c *ChainSource) ResumeDir(datadir string) string {
+	if r, ok := c.Links[0].(Resumer); ok {
+		return r.ResumeDir(datadir)
 	}
 	return ""
 }
