@@ -45,7 +45,8 @@ type Caps struct {
 	Resume bool
 	// Consume: the source owns what its staging directory holds and implements
 	// Consuming: restore tells it each phase, and a failed restore lets it decide
-	// what stays (a directory restored with --move, a clone that can be resumed).
+	// what stays (a backup directory, whose files a --move puts back; a clone that
+	// can be resumed).
 	Consume bool
 	// Moves: Fill moves the backup's files instead of copying them, so that the
 	// backup is gone once the restore ends (a directory restored with --move).
