@@ -214,7 +214,10 @@ func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, prog
 	}
 }
 
-var _ restore.Resumer = (*Source)(nil)
+var (
+	_ restore.Source  = (*Source)(nil)
+	_ restore.Resumer = (*Source)(nil)
+)
 
 // ResumeDir implements restore.Resumer: the backup's own staging directory.
 func (s *Source) ResumeDir(datadir string) string {

@@ -60,6 +60,11 @@ func scratchDir(staging string, index int) string {
 	return filepath.Join(staging, fmt.Sprintf("%s%d", scratchPrefix, index))
 }
 
+var (
+	_ Source  = (*ChainSource)(nil)
+	_ Resumer = (*ChainSource)(nil)
+)
+
 // Name implements Source.
 func (c *ChainSource) Name() string {
 	return fmt.Sprintf("%s (a chain of %d backups)", c.Links[len(c.Links)-1].Name(), len(c.Links))

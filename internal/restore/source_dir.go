@@ -32,6 +32,11 @@ type DirSource struct {
 	b        *Backup // opened by Inspect
 }
 
+var (
+	_ Source      = (*DirSource)(nil)
+	_ LocalSource = (*DirSource)(nil)
+)
+
 // Name implements Source.
 func (s *DirSource) Name() string { return s.Dir }
 

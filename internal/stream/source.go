@@ -51,7 +51,10 @@ func NewSource(r io.Reader, name string, ids []age.Identity, maxMemory int64) *S
 	return s
 }
 
-var _ restore.Following = (*Source)(nil)
+var (
+	_ restore.Source    = (*Source)(nil)
+	_ restore.Following = (*Source)(nil)
+)
 
 // LogFeed implements restore.Following: a stream this package unpacks (not a clone's) has its
 // log parsed as it is unpacked.
