@@ -9,7 +9,9 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/tableimport"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -246,7 +248,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 			if term.IsTerminal(int(os.Stdin.Fd())) {
 				return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
 			}
-			links = append(links, restore.NewStreamSource(os.Stdin, "stdin", ids, sf.maxMemory))
+			links = append(links, stream.NewSource(os.Stdin, "stdin", ids, sf.maxMemory))
 			continue
 		}
 		f, err := os.Open(from)
@@ -255,7 +257,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 			return nil, none, fmt.Errorf("--from: %w", err)
 		}
 		files = append(files, f)
-		links = append(links, restore.NewStreamSource(f, from, ids, sf.maxMemory))
+		links = append(links, stream.NewSource(f, from, ids, sf.maxMemory))
 	}
 	return chain(links), done, nil
 }
@@ -272,7 +274,7 @@ func (sf *sourceFlags) repoSource(cmd *cobra.Command, g *globals, id string, ids
 	}
 	var links []restore.Source
 	for _, m := range ms {
-		links = append(links, &restore.RepoSource{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
+		links = append(links, &repo.Source{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
 	}
 	return chain(links), nil
 }

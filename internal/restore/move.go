@@ -44,7 +44,8 @@ const (
 	phaseUnswapped = "swap undone"
 )
 
-// Consuming is a Source that owns what its staging directory holds (a directory
+// Consuming is a Source whose Caps().Consume is set: it owns what its staging
+// directory holds (a directory
 // restored with --move, whose files move there; a clone that can be resumed): restore
 // tells it each phase, and a failed restore lets it decide what stays, never removing
 // the staging directory itself.
@@ -60,12 +61,12 @@ type Consuming interface {
 	Finished(staging, datadir string) error
 }
 
-// phase tells a Consuming source that a phase begins on staging.
+// phase tells a consuming source (Caps().Consume) that a phase begins on staging.
 func phase(src Source, staging, name string) error {
-	if c, ok := src.(Consuming); ok {
-		return c.Phase(staging, name)
+	if !src.Caps().Consume {
+		return nil
 	}
-	return nil
+	return src.(Consuming).Phase(staging, name)
 }
 
 // moveState is what the journal of a --move staging directory says.
@@ -105,41 +106,41 @@ func readMoveJournal(dir string) (moveState, error) {
 
 // moveStaging returns the staging directory of a --move restore into datadir: new, or
 // with Resume the one an interrupted run left.
-func (s *DirSource) moveStaging(datadir string) (string, bool, error) {
+func (s *DirSource) moveStaging(datadir string) (string, error) {
 	from, err := filepath.Abs(s.Dir)
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	dir := placeFor(datadir).path("move-" + s.moveID(from))
 	st, err := readMoveJournal(dir)
 	switch {
 	case err == nil && st.swapping:
-		return "", false, fmt.Errorf("a restore --move of %s was stopped while it moved its copy into %s: the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir, then remove it and %s", s.Dir, datadir, dir, dir, dir+journalExt)
+		return "", fmt.Errorf("a restore --move of %s was stopped while it moved its copy into %s: the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir, then remove it and %s", s.Dir, datadir, dir, dir, dir+journalExt)
 	case err == nil && !s.Resume:
-		return "", false, fmt.Errorf("an interrupted restore --move of %s is in %s (the backup's files moved so far are there): run the same command with --resume to finish it", s.Dir, dir)
+		return "", fmt.Errorf("an interrupted restore --move of %s is in %s (the backup's files moved so far are there): run the same command with --resume to finish it", s.Dir, dir)
 	case err == nil && st.from != from:
-		return "", false, fmt.Errorf("%s holds a restore --move of %s, not of %s: finish that one first", dir, st.from, s.Dir)
+		return "", fmt.Errorf("%s holds a restore --move of %s, not of %s: finish that one first", dir, st.from, s.Dir)
 	case err == nil:
 		s.recovering = st.recovering
-		return dir, true, nil
+		return dir, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", false, err
+		return "", err
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return "", false, fmt.Errorf("%s exists without the journal of a ferry restore --move: it is not ferry's, or a restore --move was stopped at its very end (then it is the restored datadir's last files: move them into %s)", dir, datadir)
+		return "", fmt.Errorf("%s exists without the journal of a ferry restore --move: it is not ferry's, or a restore --move was stopped at its very end (then it is the restored datadir's last files: move them into %s)", dir, datadir)
 	}
 	if dir, err = makeStaging(datadir, dir); err != nil {
-		return "", false, err
+		return "", err
 	}
 	if err := writeSynced(dir+journalExt, moveHeader+from+"\n"); err != nil {
 		os.RemoveAll(dir)
-		return "", false, err
+		return "", err
 	}
 	if err := writeSynced(filepath.Join(from, movedMarker), dir+"\n"); err != nil {
 		os.RemoveAll(dir)
-		return "", false, fmt.Errorf("mark backup %s as being moved: %w", s.Dir, err)
+		return "", fmt.Errorf("mark backup %s as being moved: %w", s.Dir, err)
 	}
-	return dir, true, nil
+	return dir, nil
 }
 
 // moveID names a backup's --move staging directory: its manifest id, or a hash of its

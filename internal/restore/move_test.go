@@ -81,7 +81,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 	if _, err := src.Inspect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	staging, _, err := src.Staging(datadir)
+	staging, err := src.Staging(datadir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 	if _, err := again.Inspect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := again.Staging(datadir); err != nil {
+	if _, err := again.Staging(datadir); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

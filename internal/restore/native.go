@@ -108,7 +108,7 @@ func applyMemory(useMemory string) (int, error) {
 	return int(n), nil
 }
 
-// Following is a Source whose redo log is written into the staging directory while
+// Following is a Source whose Caps().FollowLog is set: its redo log is written into the staging directory while
 // Fill runs, as it arrives (a clone's, a stream's): the restore parses the log as it lands, so
 // that only the pages are left to roll once the copy is complete.
 type Following interface {
@@ -122,11 +122,10 @@ type Following interface {
 // if the copy's is another. The caller fails the feed once the source is filled, so
 // that a log the source never completed does not keep the parse waiting.
 func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead, *apply.Feed) {
-	f, ok := cfg.Source.(Following)
-	if !ok || cfg.Recovery == RecoveryServer {
+	if cfg.Recovery == RecoveryServer {
 		return nil, nil
 	}
-	feed := f.LogFeed(staging)
+	feed := cfg.Source.(Following).LogFeed(staging)
 	if feed == nil {
 		return nil, nil
 	}
@@ -134,8 +133,8 @@ func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead,
 	return apply.FollowAhead(ctx, feed, 0, memory), feed
 }
 
-// logName is a copy's redo log.
-const logName = "ib_logfile0"
+// LogName is a copy's redo log, as a source that follows it writes it (Following).
+const LogName = "ib_logfile0"
 
 // errLogNotFilled ends the feed of a log its source did not complete.
 var errLogNotFilled = errors.New("the copy was filled without its redo log complete")

@@ -23,11 +23,12 @@ type fakeSource struct {
 }
 
 func (s *fakeSource) Name() string                             { return "fake" }
-func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
-func (s *fakeSource) Staging(datadir string) (string, bool, error) {
+func (s *fakeSource) Caps() Caps                               { return Caps{Resume: s.keep} }
+func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, ErrNoInspect }
+func (s *fakeSource) Staging(datadir string) (string, error) {
 	dir, err := makeStaging(datadir, "")
 	s.staging = dir
-	return dir, s.keep, err
+	return dir, err
 }
 
 func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, error) {
@@ -50,7 +51,8 @@ func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, er
 func restoreWith(t *testing.T, src Source, datadir string) (*Result, error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Log: log, Progress: io.Discard})
+	rec := &fakeRecoverer{calls: new([]string)} // no server: the backup is prepared
+	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Recoverer: rec, Log: log, Progress: io.Discard})
 }
 
 // TestRestoreThroughSource checks the engine's promises through a fake source: the

@@ -32,8 +32,19 @@ type DirSource struct {
 	b        *Backup // opened by Inspect
 }
 
+var (
+	_ Source      = (*DirSource)(nil)
+	_ LocalSource = (*DirSource)(nil)
+)
+
 // Name implements Source.
 func (s *DirSource) Name() string { return s.Dir }
+
+// Caps implements Source: a directory is read where it is and tells its backup before
+// any data moves; with Move it gives its files to the restore.
+func (s *DirSource) Caps() Caps {
+	return Caps{Inspect: true, Local: true, Consume: true, Resume: s.Move, Moves: s.Move}
+}
 
 // Inspect implements Source: it opens the directory and refuses anything that is not
 // a complete, full backup.
@@ -48,12 +59,11 @@ func (s *DirSource) Inspect(ctx context.Context) (*Backup, error) {
 
 // Staging implements Source: a new directory, removed if the restore fails; for a
 // Move, the backup's own (see move.go).
-func (s *DirSource) Staging(datadir string) (string, bool, error) {
+func (s *DirSource) Staging(datadir string) (string, error) {
 	if s.Move {
 		return s.moveStaging(datadir)
 	}
-	dir, err := makeStaging(datadir, "")
-	return dir, false, err
+	return makeStaging(datadir, "")
 }
 
 // Fill implements Source: it copies (or moves) the datadir's files into staging in
@@ -96,7 +106,7 @@ func (s *DirSource) files(ctx context.Context) ([]manifest.File, error) {
 	return s.b.datadirFiles()
 }
 
-// Verify implements localSource: it checks every file of the backup (that only
+// Verify implements LocalSource: it checks every file of the backup (that only
 // names, if set) against its manifest where it is, in parallel, so that a chain
 // applies the incremental from its own directory without copying it first.
 func (s *DirSource) Verify(ctx context.Context, env Env, only func(path string) bool) (*Backup, error) {
