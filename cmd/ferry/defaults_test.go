@@ -31,6 +31,9 @@ func TestFlagDefaults(t *testing.T) {
 		{"serve", "reconnect-wait", defaults.CloneGrace.String(), ""},
 		{"clone", "streams", strconv.Itoa(defaults.CloneStreams), ""},
 		{"clone", "reconnect-wait", defaults.CloneGrace.String(), ""},
+		{"restore", "parallel", "0", "default: one per core), objects downloaded at once from a repository (default " + strconv.Itoa(defaults.Downloads)},
+		{"restore", "replay-threads", "0", "default: twice the cores"},
+		{"verify", "parallel", strconv.Itoa(defaults.Downloads), ""},
 	} {
 		f := lookup(t, root, c.cmd, c.flag)
 		if f.DefValue != c.def {

@@ -62,3 +62,18 @@ const (
 	// CloneGrace is how long a clone waits for a lost peer to reconnect.
 	CloneGrace = 60 * time.Second
 )
+
+// Restore and verify.
+const (
+	// Downloads is the objects a restore or verify reads from a repository at once:
+	// downloads wait on the link, not on the disk.
+	Downloads = 8
+)
+
+// RestoreParallel is the files a restore copies at once from a backup directory: one
+// per core.
+func RestoreParallel() int { return runtime.NumCPU() }
+
+// ReplayThreads is the parallel applier threads of a point-in-time restore's binlog
+// replay: twice the cores, as the applier's threads wait on the disk in turn.
+func ReplayThreads() int { return 2 * runtime.NumCPU() }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -154,7 +155,7 @@ func (s *RepoSource) Fill(ctx context.Context, staging string, env Env) (*Backup
 		return nil, err
 	}
 	m := wanted(s.m, env)
-	parallel := cmp.Or(s.Parallel, 8)
+	parallel := cmp.Or(s.Parallel, defaults.Downloads)
 	j, err := openJournal(staging, m.ID)
 	if err != nil {
 		return nil, err
