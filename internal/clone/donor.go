@@ -92,7 +92,7 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	end := d.cfg.Stats.begin()
 	defer func() { end(err, s.sentBytes.Load()) }()
 	cfg := d.cfg.Backup
-	// not the backup's 1: a donor's copy waits on the network, not on the server
+	// one reader per core, not the backup's 1 (defaults.DonorParallel)
 	cfg.Parallel = cmp.Or(cfg.Parallel, defaults.DonorParallel())
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	s.monitor = &backup.Monitor{}

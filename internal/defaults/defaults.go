@@ -34,9 +34,9 @@ const (
 	SafeSlaveTimeout = 300 * time.Second
 )
 
-// DonorParallel is the copy workers of a clone or SST donor: one per core. A donor's
-// copy goes over the network to a recipient waiting for it, so it reads as fast as the
-// disk allows.
+// DonorParallel is the copy workers of a clone or SST donor: one per core. They kept
+// it when the backup's default became 1 (bench/README.md): a recipient, or a joining
+// node, waits for the copy; the load cost of one per core was measured for backups only.
 func DonorParallel() int { return runtime.NumCPU() }
 
 // Encoding and repository writes.
