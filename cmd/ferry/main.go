@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -162,5 +161,3 @@ func (g *globals) setup() error {
 
 // stderrIsTerminal decides between a progress bar and periodic log lines.
 func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
-
-func defaultParallel() int { return runtime.NumCPU() }

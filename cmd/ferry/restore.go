@@ -10,6 +10,7 @@ import (
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/tableimport"
@@ -211,7 +212,7 @@ func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
 	f.Var(byteSize{&sf.maxMemory}, "max-memory", "memory for stream data waiting to be written")
 	f.BoolVar(&sf.move, "move", false, "move files out of the backup instead of copying (the backup is consumed once recovery begins; a failure before puts every file back, one after keeps them for --resume)")
-	f.IntVar(&sf.parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
+	f.IntVar(&sf.parallel, "parallel", 0, fmt.Sprintf("parallel copy workers for a directory (default: one per core), objects downloaded at once from a repository (default %d); a stream is decoded by one goroutine per file", defaults.Downloads))
 }
 
 // open checks the flags and opens the source they name (a chain of them for

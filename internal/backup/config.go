@@ -7,23 +7,22 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/sink"
 )
 
 // DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
-const DefaultMaxMemory = 256 << 20
+const DefaultMaxMemory = defaults.PipelineMemory
 
-// DefaultChunkSize is the read/write size for data files. Measured with bench/backup.sh
-// on a 3.5 GB sysbench set (2 cores, virtio disk): 8 MiB chunks copied an idle server in
-// 4.6 s but left a concurrent write load 2% of its TPS; 256 KiB took 5.0-5.5 s and left it
-// about 43% (mariadb-backup: 12-13.5 s, about 19%).
-const DefaultChunkSize = 256 << 10
+// DefaultChunkSize is the read/write size for data files written to the server's disks
+// (a directory); defaults.ChunkSize says why.
+const DefaultChunkSize = defaults.ChunkSize
 
-// DefaultStreamChunkSize is the read size for a stream: nothing is written to the
-// server's disk, and 1 MiB reads matched an O_DIRECT dd (256 KiB: 1.1x its time).
-const DefaultStreamChunkSize = 1 << 20
+// DefaultStreamChunkSize is the read size for an end that writes nothing to the
+// server's disks (a stream, a repository, a clone) or little (an incremental).
+const DefaultStreamChunkSize = defaults.RemoteChunkSize
 
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
@@ -36,9 +35,9 @@ type Config struct {
 	// if set, is updated so the caller can watch the redo copy.
 	Sink      sink.Sink
 	Monitor   *Monitor
-	Parallel  int   // copy workers; default number of cores
-	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
-	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
+	Parallel  int   // copy workers; default defaults.BackupParallel (1; a donor sets its own)
+	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize on a Remote end or for an incremental)
+	Segment   int64 // large files are split into segments copied in parallel; default defaults.Segment
 	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
 	// MaxImpact is the share of the server's write throughput the copy may cost (0.2
 	// for --max-impact 20; 0: not watched): the data copy slows while the writes fall

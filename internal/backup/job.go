@@ -9,13 +9,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -109,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 func withDefaults(cfg Config) Config {
 	if cfg.Parallel <= 0 {
-		cfg.Parallel = runtime.NumCPU()
+		cfg.Parallel = defaults.BackupParallel
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
@@ -119,8 +119,9 @@ func withDefaults(cfg Config) Config {
 		}
 	}
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
+	cfg.Replica.SafeSlaveTimeout = cmp.Or(cfg.Replica.SafeSlaveTimeout, defaults.SafeSlaveTimeout)
 	if cfg.Segment <= 0 {
-		cfg.Segment = 256 << 20
+		cfg.Segment = defaults.Segment
 	}
 	if !cfg.Sink.Caps().Rewrite {
 		cfg.Segment = math.MaxInt64 // each file is written in order: one reader per file

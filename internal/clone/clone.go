@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -24,7 +25,7 @@ import (
 )
 
 // DefaultStreams is the number of parallel connections of a clone.
-const DefaultStreams = 4
+const DefaultStreams = defaults.CloneStreams
 
 // Config configures ferry clone.
 type Config struct {

@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/defaults"
 )
 
 // errFinished ends a session whose clone was committed.
@@ -90,6 +92,8 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	end := d.cfg.Stats.begin()
 	defer func() { end(err, s.sentBytes.Load()) }()
 	cfg := d.cfg.Backup
+	// one reader per core, not the backup's 1 (defaults.DonorParallel)
+	cfg.Parallel = cmp.Or(cfg.Parallel, defaults.DonorParallel())
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	s.monitor = &backup.Monitor{}
 	cfg.Sink, cfg.Monitor = s, s.monitor

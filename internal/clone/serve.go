@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // Defaults of ServeConfig.
 const (
-	DefaultMemory = 64 << 20         // raw bytes of frames not yet acknowledged, per clone
-	DefaultGrace  = 60 * time.Second // how long a clone waits for a lost recipient to reconnect
+	DefaultMemory = defaults.CloneMemory // raw bytes of frames not yet acknowledged, per clone
+	DefaultGrace  = defaults.CloneGrace  // how long a clone waits for a lost recipient to reconnect
 )
 
 // ServeConfig configures ferry serve.

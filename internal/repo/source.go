@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"filippo.io/age"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -79,7 +80,7 @@ func (s *Source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 		return nil, err
 	}
 	m := wanted(s.m, env)
-	parallel := cmp.Or(s.Parallel, 8)
+	parallel := cmp.Or(s.Parallel, defaults.Downloads)
 	j, err := restore.OpenJournal(staging, m.ID)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
 	"github.com/ferry-backup/ferry/internal/storage"
@@ -18,10 +19,10 @@ import (
 
 // Defaults of WriterOptions.
 const (
-	DefaultPartSize  = 32 << 20  // raw bytes per part
-	DefaultMaxMemory = 256 << 20 // encoded bytes held (parts, packs, uploads) plus block buffers
-	DefaultUploads   = 16        // most objects uploading at once
-	initialUploads   = 2         // uploaders at the start; more join while objects wait
+	DefaultPartSize  = defaults.PartSize       // raw bytes per part
+	DefaultMaxMemory = defaults.PipelineMemory // encoded bytes held (parts, packs, uploads) plus block buffers
+	DefaultUploads   = defaults.Uploads        // most objects uploading at once
+	initialUploads   = 2                       // uploaders at the start; more join while objects wait
 )
 
 // WriterOptions configures a backup written into a repository.

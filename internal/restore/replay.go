@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
@@ -117,7 +117,7 @@ func threads(r *Replay) int {
 	if r.Threads > 0 {
 		return r.Threads
 	}
-	return 2 * runtime.NumCPU()
+	return defaults.ReplayThreads()
 }
 
 // replayArgs are the private server's options: the backup's layout, and a replica

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -86,7 +86,7 @@ func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup,
 	if len(files) < len(all) {
 		env.Log.Info("restoring only the files the tables need", "files", len(files), "of", len(all), "bytes", totalSize(files), "of", totalSize(all))
 	}
-	parallel := cmp.Or(s.Parallel, runtime.NumCPU())
+	parallel := cmp.Or(s.Parallel, defaults.RestoreParallel())
 	prog := env.Reporter(totalSize(files))
 	err = copyFiles(ctx, s.b.Dir, staging, files, parallel, s.Move, env.Leave, prog)
 	prog.Finish()
@@ -120,7 +120,7 @@ func (s *DirSource) Verify(ctx context.Context, env Env, only func(path string) 
 	prog := env.Reporter(totalSize(files))
 	defer prog.Finish()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(s.Parallel, runtime.NumCPU()))
+	g.SetLimit(cmp.Or(s.Parallel, defaults.RestoreParallel()))
 	for _, f := range files {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
