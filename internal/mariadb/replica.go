@@ -61,21 +61,15 @@ func SlaveInfo(c Coordinates) []byte {
 	if c.GTIDSlavePos != "" {
 		fmt.Fprintf(&b, "SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
 		for _, s := range c.Sources {
-			fmt.Fprintf(&b, "CHANGE MASTER %sTO master_use_gtid = slave_pos;\n", connName(s.Connection))
+			// in mariadb-backup's own words, which scripts may look for
+			b.WriteString(ChangeMaster{Connection: s.Connection}.head() + " master_use_gtid = slave_pos;\n")
 		}
 		return []byte(b.String())
 	}
 	for _, s := range c.Sources {
-		fmt.Fprintf(&b, "CHANGE MASTER %sTO MASTER_LOG_FILE='%s', MASTER_LOG_POS=%d;\n", connName(s.Connection), s.File, s.Pos)
+		b.WriteString(ChangeMaster{Connection: s.Connection, LogFile: s.File, LogPos: s.Pos}.SQL() + ";\n")
 	}
 	return []byte(b.String())
-}
-
-func connName(n string) string {
-	if n == "" {
-		return ""
-	}
-	return "'" + strings.ReplaceAll(n, "'", "''") + "' "
 }
 
 // SQLThreadPause is a replica's SQL thread stopped for the backup's locks
