@@ -120,8 +120,8 @@ func (p *SQLThreadPause) tryStop(ctx context.Context) error {
 	return tempTablesOpen(open)
 }
 
-// retryWhileOpen runs try every interval while it finds temporary tables open, for up
-// to timeout (one try when it is not positive). It returns how many were open when it
+// retryWhileOpen runs try again after each wait of every while it finds temporary
+// tables open, for up to timeout (one try when timeout is not positive). It returns how many were open when it
 // gave up (0 otherwise), try's permanent error, or ctx's error.
 func retryWhileOpen(ctx context.Context, every, timeout time.Duration, try func(context.Context) error) (int, error) {
 	pol := backoff.Policy{Initial: every, Max: every, Multiplier: 1, Jitter: -1, MaxElapsed: timeout}
