@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/clone"
 	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/spf13/cobra"
 )
 
@@ -115,7 +116,5 @@ func printClone(w io.Writer, res *clone.Result) {
 		user = "<repl user>"
 	}
 	fmt.Fprintf(w, "To make it a replica of %s:%d, run on it:\n", r.Host, r.Port)
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", r.GTID)
-	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", r.Host, r.Port, user)
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(r.GTID, mariadb.ChangeMaster{Host: r.Host, Port: r.Port, User: user, Password: "<password>", UseGTID: "slave_pos"}))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/tableimport"
@@ -164,9 +165,7 @@ func printReplication(w io.Writer, res *restore.Result) {
 	}
 	fmt.Fprintf(w, "Binlog position: %s:%d  GTID: %s\n", res.Coordinates.BinlogFile, res.Coordinates.BinlogPos, gtid)
 	fmt.Fprintln(w, "To make it a replica of the backed-up server, run on it:")
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", gtid)
-	fmt.Fprintln(w, "  CHANGE MASTER TO MASTER_HOST='<source host>', MASTER_PORT=3306, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;")
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(gtid, mariadb.ChangeMaster{Host: "<source host>", Port: 3306, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
 }
 
 // printSourceReplication prints the statements that make the restored server a replica
@@ -177,9 +176,14 @@ func printSourceReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Datadir, res.Options))
 	fmt.Fprintf(w, "The backup was taken on a replica of %s:%d at gtid_slave_pos %s (its file %s:%d).\n", src.Host, src.Port, c.GTIDSlavePos, src.File, src.Pos)
 	fmt.Fprintln(w, "To make it a replica of that source, run on it:")
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
-	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", src.Host, src.Port)
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(c.GTIDSlavePos, mariadb.ChangeMaster{Host: src.Host, Port: src.Port, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
+}
+
+// printStatements prints SQL statements for the user to run, indented.
+func printStatements(w io.Writer, stmts []string) {
+	for _, s := range stmts {
+		fmt.Fprintln(w, "  "+s)
+	}
 }
 
 // sourceFlags are the flags that say where a restore reads its backup from.

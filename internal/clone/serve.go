@@ -96,38 +96,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
-	go d.accept(ctx, ln)
+	go acceptLoop(ctx, ln, cfg.Log, func(c net.Conn, release func()) { d.handle(ctx, c, release) })
 	select {
 	case <-ctx.Done():
 		d.stopCurrent(errors.New("ferry serve was stopped"))
 		return nil
 	case err := <-d.done:
 		return err
-	}
-}
-
-// maxStrangers bounds the connections that have not authenticated yet; one more is
-// closed at once, so a flood of them costs neither memory nor goroutines.
-const maxStrangers = 16
-
-func (d *donor) accept(ctx context.Context, ln net.Listener) {
-	strangers := make(chan struct{}, maxStrangers)
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				d.cfg.Log.Error("accept", "err", err)
-			}
-			return
-		}
-		select {
-		case strangers <- struct{}{}:
-		default:
-			d.cfg.Log.Warn("refused a connection: too many connections are authenticating", "peer", c.RemoteAddr().String(), "limit", maxStrangers)
-			c.Close()
-			continue
-		}
-		go d.handle(ctx, c, func() { <-strangers })
 	}
 }
 
@@ -221,10 +196,9 @@ func galeraOwn(name string) bool {
 }
 
 // handle authenticates one connection and attaches it to a new or running clone;
-// authenticated (or refused) is called once the peer is no longer a stranger.
-func (d *donor) handle(ctx context.Context, c net.Conn, authenticated func()) {
-	var once sync.Once
-	release := func() { once.Do(authenticated) }
+// release (which may be called more than once) is called once the peer is no longer
+// a stranger, or is refused.
+func (d *donor) handle(ctx context.Context, c net.Conn, release func()) {
 	defer release()
 	peer := c.RemoteAddr().String()
 	tc := tls.Server(c, d.tls)

@@ -157,7 +157,7 @@ func replayArgs(b *Backup, staging string, p *binlog.Plan, cfg Config) ([]string
 func applyUntil(ctx context.Context, srv *mariadb.Private, p *binlog.Plan, resumed bool, cfg Config) error {
 	db := srv.DB()
 	stmts := []string{
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='ferry-binlog-archive', MASTER_USE_GTID=no, RELAY_LOG_FILE='%s', RELAY_LOG_POS=%d", filepath.Base(p.RelayFiles[0]), p.RelayPos),
+		mariadb.ChangeMaster{Host: "ferry-binlog-archive", UseGTID: "no", RelayLogFile: filepath.Base(p.RelayFiles[0]), RelayLogPos: uint64(p.RelayPos)}.SQL(),
 		fmt.Sprintf("START SLAVE SQL_THREAD UNTIL MASTER_LOG_FILE='%s', MASTER_LOG_POS=%d", p.Until.File, p.Until.Pos),
 	}
 	if resumed {
