@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // ReplicaSource is one replication connection of a backed-up replica, read under
@@ -98,7 +100,7 @@ func PauseSQLThread(ctx context.Context, conn *sql.Conn, timeout time.Duration) 
 	deadline := time.Now().Add(timeout)
 	for {
 		if _, err := conn.ExecContext(ctx, "STOP SLAVE SQL_THREAD"); err != nil {
-			return p, fmt.Errorf("--safe-slave-backup: STOP SLAVE SQL_THREAD: %w", err)
+			return p, setting.Errorf("%s: STOP SLAVE SQL_THREAD: %w", setting.SafeSlaveBackup, err)
 		}
 		p.stopped = true
 		open, err := openTempTables(ctx, conn)
@@ -109,7 +111,7 @@ func PauseSQLThread(ctx context.Context, conn *sql.Conn, timeout time.Duration) 
 			return p, err
 		}
 		if time.Now().After(deadline) {
-			return p, fmt.Errorf("--safe-slave-backup: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise --safe-slave-backup-timeout", open, timeout)
+			return p, setting.Errorf("%s: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise %s", setting.SafeSlaveBackup, open, timeout, setting.SafeSlaveBackupTimeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -124,7 +126,7 @@ func openTempTables(ctx context.Context, conn *sql.Conn) (int, error) {
 	var n int
 	err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Slave_open_temp_tables'").Scan(&name, &n)
 	if err != nil {
-		return 0, fmt.Errorf("--safe-slave-backup: read Slave_open_temp_tables: %w", err)
+		return 0, setting.Errorf("%s: read Slave_open_temp_tables: %w", setting.SafeSlaveBackup, err)
 	}
 	return n, nil
 }
@@ -138,7 +140,7 @@ func (p *SQLThreadPause) Resume(ctx context.Context) error {
 		return nil
 	}
 	if _, err := p.conn.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
-		return fmt.Errorf("--safe-slave-backup: START SLAVE SQL_THREAD (start it by hand): %w", err)
+		return setting.Errorf("%s: START SLAVE SQL_THREAD (start it by hand): %w", setting.SafeSlaveBackup, err)
 	}
 	p.stopped = false
 	return nil
