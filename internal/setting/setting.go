@@ -152,7 +152,9 @@ type Error struct {
 }
 
 // Errorf is fmt.Errorf whose Setting arguments a front end can respell: format them
-// with %s. Wrapped errors (%w) keep working with errors.Is and errors.As.
+// with %s. Wrapped errors (%w) keep working with errors.Is and errors.As; errors
+// formatted with %v are respelled too, so use Errorf, not fmt.Errorf, to quote an error
+// that may name a setting without wrapping it.
 func Errorf(format string, args ...any) error {
 	return &Error{format: format, args: args, plain: fmt.Errorf(format, args...)}
 }
@@ -182,17 +184,26 @@ func (e *Error) Settings() []Setting {
 	return out
 }
 
-// text is e's own text with the settings spelled by n (wrapped errors keep theirs).
+// text is e's text with the settings spelled by n, its own and those of the errors
+// among its arguments (%w or %v alike).
 func (e *Error) text(n Names) string {
 	args := make([]any, len(e.args))
 	for i, a := range e.args {
-		if s, ok := a.(Setting); ok {
-			a = n.Name(s)
+		switch v := a.(type) {
+		case Setting:
+			a = n.Name(v)
+		case error:
+			a = rendered(Render(v, n))
 		}
 		args[i] = a
 	}
 	return fmt.Errorf(e.format, args...).Error()
 }
+
+// rendered is an argument error's text, already spelled.
+type rendered string
+
+func (r rendered) Error() string { return string(r) }
 
 // Render is err's text with every setting it names spelled by n: what a front end
 // prints. Errors already respelled by Rename keep their spelling.

@@ -97,3 +97,16 @@ func TestAllComplete(t *testing.T) {
 		t.Errorf("%d constants, All has %d (a duplicate human name?)", n, len(all))
 	}
 }
+
+// TestRenderQuoted: an error quoted with %v (not wrapped) inside an Errorf is
+// respelled too.
+func TestRenderQuoted(t *testing.T) {
+	inner := setting.Errorf("check %s", setting.TokenFile)
+	err := fmt.Errorf("clone: %w", setting.Errorf("the donor refused (%v); retry", inner))
+	if got, want := setting.Render(err, cli), "clone: the donor refused (check --token-file); retry"; got != want {
+		t.Fatalf("Render = %q, want %q", got, want)
+	}
+	if errors.Is(err, inner) {
+		t.Fatal("a quoted error became a wrapped one")
+	}
+}
