@@ -156,6 +156,19 @@ func (s Security) clientTLS(host string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// errCertWithoutKey refuses a certificate given without its key, or a key without
+// its certificate.
+var errCertWithoutKey = setting.Errorf("%s and %s go together", setting.TLSCert, setting.TLSKey)
+
+// Check refuses what is wrong in s itself, without reading a file: a certificate
+// without its key. A front end calls it to refuse early; the TLS setup checks again.
+func (s Security) Check() error {
+	if (s.CertFile == "") != (s.KeyFile == "") {
+		return errCertWithoutKey
+	}
+	return nil
+}
+
 // ownCert loads --tls-cert/--tls-key, or makes an ephemeral self-signed certificate
 // when ephemeral is allowed and none is given.
 func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
@@ -163,7 +176,7 @@ func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
 		return selfSigned()
 	}
 	if s.CertFile == "" || s.KeyFile == "" {
-		return tls.Certificate{}, setting.Errorf("%s and %s go together", setting.TLSCert, setting.TLSKey)
+		return tls.Certificate{}, errCertWithoutKey
 	}
 	cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
 	if err != nil {

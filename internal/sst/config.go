@@ -244,5 +244,6 @@ func (c Config) security() (clone.Security, error) {
 	if len(sec.Token) == 0 && sec.CAFile == "" {
 		return sec, fmt.Errorf("no wsrep_sst_auth and no [sst] tls-ca: ferry never sends or takes a datadir without authenticating the other node; set wsrep_sst_auth=user:password (the same on every node) or [sst] tls-ca, tls-cert and tls-key")
 	}
-	return sec, nil
+	// Before the joiner says "ready": clone's own check, named as [sst] keys by Explain.
+	return sec, sec.Check()
 }

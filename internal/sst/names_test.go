@@ -17,14 +17,14 @@ func TestExplainSpellsSSTKeys(t *testing.T) {
 	if err := c.apply(optfile.Options{"tcert": "/c.pem"}); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := c.security()
-	if err != nil {
-		t.Fatal(err)
+	sec, err := c.security() // refused before the joiner says "ready"
+	if got, want := c.Explain(err).Error(), "[sst] tcert and [sst] tls-key go together"; err == nil || got != want {
+		t.Fatalf("security: %q, want %q", got, want)
 	}
 	if sec.Token = []byte(strings.Repeat("t", clone.MinToken)); sec.CertFile != "/c.pem" {
 		t.Fatalf("tcert not read: %+v", sec)
 	}
-	err = clone.Serve(context.Background(), clone.ServeConfig{Security: sec})
+	err = clone.Serve(context.Background(), clone.ServeConfig{Security: sec}) // clone's own check: the same line
 	if got, want := c.Explain(err).Error(), "[sst] tcert and [sst] tls-key go together"; err == nil || got != want {
 		t.Fatalf("Explain = %q, want %q", got, want)
 	}

@@ -134,8 +134,9 @@ func TestSecurity(t *testing.T) {
 	if bytes.Equal(a.Token, b.Token) || len(a.Token) == 0 {
 		t.Fatal("different wsrep_sst_auth gave the same secret")
 	}
-	// A certificate without its key is refused by clone, named as its [sst] key:
-	// TestExplainSpellsSSTKeys.
+	if _, err := (Config{CA: "/ca", Cert: "/c"}).security(); err == nil {
+		t.Fatal("a certificate without its key was accepted")
+	}
 }
 
 func TestLogLine(t *testing.T) {
