@@ -48,7 +48,7 @@ func main() {
 			os.Exit(sig.exitCode())
 		}
 		if !isReported(err) {
-			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
+			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(flagText(err)))
 		}
 		os.Exit(1)
 	}
@@ -99,7 +99,7 @@ func interruptible() (context.Context, func()) {
 // what the verb said it left where, without the bare "context canceled" that every
 // wait cut short carries.
 func interruptedLine(sig interrupted, err error) string {
-	msg := oneLine(err.Error())
+	msg := oneLine(flagText(err))
 	for _, bare := range []string{context.Canceled.Error(), "operation was canceled"} {
 		msg = strings.ReplaceAll(msg, ": "+bare, "")
 		msg = strings.ReplaceAll(msg, bare+": ", "")

@@ -125,7 +125,7 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 // printResult prints one backup's line of a verification of the repository.
 func printResult(w io.Writer, res verify.Result) {
 	if res.Err != nil {
-		msg := res.Err.Error()
+		msg := flagText(res.Err)
 		if !strings.Contains(msg, res.ID) {
 			msg = "backup " + res.ID + ": " + msg
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 	"golang.org/x/time/rate"
@@ -262,7 +263,7 @@ func (j *job) explain(err error, opened bool) error {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("backup interrupted; %s", partial)
 	case mariadb.IsConnLost(err):
-		return fmt.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
+		return setting.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
 	}
 	return err
 }

@@ -247,7 +247,7 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 		return h, fmt.Errorf("protocol mismatch: the donor runs ferry %s (clone protocol %d), the recipient ferry %s (protocol %d): use the same ferry version on both hosts", d.cfg.Backup.Version, protocolVersion, h.Ferry, h.Protocol)
 	}
 	if d.key != nil && !checkProof(d.key, bc.c.ConnectionState(), roleRecipient, h.Proof) {
-		return h, errors.New("wrong token: the two hosts do not share the same secret (ferry clone and serve: --token-file; a Galera SST: wsrep_sst_auth, the same on every node)")
+		return h, errors.New("wrong token: the two hosts do not share the same secret (ferry clone and serve: the token file; a Galera SST: wsrep_sst_auth, the same on every node)")
 	}
 	return h, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/stream"
 )
 
@@ -106,7 +107,7 @@ func (s *source) Phase(staging, _ string) error {
 func (s *source) Settle(staging string, err error) error {
 	if st, jerr := readJournal(staging); s.journaled && jerr == nil && st != nil && st.startLSN != 0 &&
 		!st.phases[phaseFilled] && !st.phases[phaseApplying] {
-		return fmt.Errorf("%w; the partial clone is kept in %s: run the same command with --resume to continue it", err, staging)
+		return setting.Errorf("%w; the partial clone is kept in %s: run the same command with %s to continue it", err, staging, setting.Resume)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {
 		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)

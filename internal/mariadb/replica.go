@@ -11,6 +11,8 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // ReplicaSource is one replication connection of a backed-up replica, read under
@@ -92,7 +94,7 @@ func PauseSQLThread(ctx context.Context, conn *sql.Conn, timeout time.Duration) 
 	}
 	open, err := retryWhileOpen(ctx, time.Second, timeout, p.tryStop)
 	if open > 0 {
-		return p, fmt.Errorf("--safe-slave-backup: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise --safe-slave-backup-timeout", open, timeout)
+		return p, setting.Errorf("%s: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise %s", setting.SafeSlaveBackup, open, timeout, setting.SafeSlaveBackupTimeout)
 	}
 	return p, err
 }
@@ -107,7 +109,7 @@ func (n tempTablesOpen) Error() string { return fmt.Sprintf("%d temporary tables
 // (tempTablesOpen); a failed statement is a permanent error.
 func (p *SQLThreadPause) tryStop(ctx context.Context) error {
 	if _, err := p.conn.ExecContext(ctx, "STOP SLAVE SQL_THREAD"); err != nil {
-		return backoff.Permanent(fmt.Errorf("--safe-slave-backup: STOP SLAVE SQL_THREAD: %w", err))
+		return backoff.Permanent(setting.Errorf("%s: STOP SLAVE SQL_THREAD: %w", setting.SafeSlaveBackup, err))
 	}
 	p.stopped = true
 	open, err := openTempTables(ctx, p.conn)
@@ -146,7 +148,7 @@ func openTempTables(ctx context.Context, conn *sql.Conn) (int, error) {
 	var n int
 	err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Slave_open_temp_tables'").Scan(&name, &n)
 	if err != nil {
-		return 0, fmt.Errorf("--safe-slave-backup: read Slave_open_temp_tables: %w", err)
+		return 0, setting.Errorf("%s: read Slave_open_temp_tables: %w", setting.SafeSlaveBackup, err)
 	}
 	return n, nil
 }
@@ -160,7 +162,7 @@ func (p *SQLThreadPause) Resume(ctx context.Context) error {
 		return nil
 	}
 	if _, err := p.conn.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
-		return fmt.Errorf("--safe-slave-backup: START SLAVE SQL_THREAD (start it by hand): %w", err)
+		return setting.Errorf("%s: START SLAVE SQL_THREAD (start it by hand): %w", setting.SafeSlaveBackup, err)
 	}
 	p.stopped = false
 	return nil

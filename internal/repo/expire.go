@@ -2,13 +2,13 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 	"golang.org/x/sync/errgroup"
 )
@@ -22,7 +22,7 @@ type Policy struct {
 // Check refuses a policy that names no rule.
 func (p Policy) Check() error {
 	if p.KeepLast <= 0 && p.KeepWithin <= 0 {
-		return errors.New("say what to keep: --keep-last N and/or --keep-days D (expire never guesses)")
+		return setting.Errorf("say what to keep: %s N and/or %s D (expire never guesses)", setting.KeepLast, setting.KeepDays)
 	}
 	return nil
 }

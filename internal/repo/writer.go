@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 )
 
@@ -65,10 +66,10 @@ func (o WriterOptions) partsMemory() int64 { return o.MaxMemory - o.Pipeline.Max
 func (o WriterOptions) Check() error {
 	o = o.withDefaults()
 	if o.PartSize < 1<<20 || o.PartSize > 4<<30 {
-		return fmt.Errorf("--part-size %d MiB: use 1 MiB to 4 GiB", o.PartSize>>20)
+		return setting.Errorf("%s %d MiB: use 1 MiB to 4 GiB", setting.PartSize, o.PartSize>>20)
 	}
 	if need := o.Pipeline.MaxMemory + 3*o.PartSize; o.MaxMemory < need {
-		return fmt.Errorf("--max-memory %d MiB is too small for --part-size %d MiB and %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
+		return setting.Errorf("%s %d MiB is too small for %s %d MiB and %d parallel files: allow at least %d MiB", setting.MaxMemory, o.MaxMemory>>20, setting.PartSize, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
 	}
 	return nil
 }

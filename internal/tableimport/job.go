@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Options say which tables to restore and how.
@@ -62,7 +62,7 @@ type Result struct {
 func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 	j := &Job{opt: opt, live: live, clock: clock.Real{}}
 	if opt.RenameTo != "" && len(opt.Tables) != 1 {
-		return nil, errors.New("--rename-to names one table: restore one table with --tables")
+		return nil, setting.Errorf("%s names one table: restore one table with %s", setting.RenameTo, setting.Tables)
 	}
 	if err := live.QueryRowContext(ctx, "SELECT @@datadir").Scan(&j.datadir); err != nil {
 		return nil, fmt.Errorf("read the server's datadir: %w", err)
@@ -87,7 +87,7 @@ func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 			return nil, err
 		}
 		if it.exists && !opt.Replace {
-			return nil, fmt.Errorf("%s exists on the server: pass --replace-tables to replace it (it is kept, renamed aside) or --rename-to NAME to restore beside it", it.to)
+			return nil, setting.Errorf("%s exists on the server: pass %s to replace it (it is kept, renamed aside) or %s NAME to restore beside it", it.to, setting.ReplaceTables, setting.RenameTo)
 		}
 		j.items = append(j.items, it)
 	}
