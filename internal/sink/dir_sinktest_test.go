@@ -16,7 +16,7 @@ import (
 // marked incomplete or has no manifest.
 type dirStored struct{ dir string }
 
-func (d dirStored) Load(context.Context) (*manifest.Manifest, map[string][]byte, error) {
+func (d dirStored) Load(context.Context, string) (*manifest.Manifest, map[string][]byte, error) {
 	if _, err := os.Stat(filepath.Join(d.dir, manifest.IncompleteMarker)); err == nil {
 		return nil, nil, fmt.Errorf("%s is marked incomplete", d.dir)
 	}

@@ -38,7 +38,7 @@ type streamStored struct {
 	out *syncBuffer
 }
 
-func (s streamStored) Load(ctx context.Context) (*manifest.Manifest, map[string][]byte, error) {
+func (s streamStored) Load(ctx context.Context, _ string) (*manifest.Manifest, map[string][]byte, error) {
 	dir := s.t.TempDir()
 	if _, err := stream.Unpack(ctx, bytes.NewReader(s.out.bytes()), dir, stream.UnpackOptions{MaxMemory: 16 << 20}); err != nil {
 		return nil, nil, err

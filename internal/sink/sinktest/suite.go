@@ -23,10 +23,11 @@ import (
 
 // Stored reads back what an end stored, the way a restore reads it.
 type Stored interface {
-	// Load returns the backup the end holds: its manifest and every file's bytes as a
-	// restore gets them (patches stored apart applied). It returns an error when the end
-	// holds no restorable backup (nothing committed yet, or the backup was aborted).
-	Load(ctx context.Context) (*manifest.Manifest, map[string][]byte, error)
+	// Load returns backup id as the end holds it: its manifest and every file's bytes
+	// as a restore gets them (patches stored apart applied). It returns an error when
+	// the end holds no restorable backup of that id (nothing committed yet, or the
+	// backup was aborted).
+	Load(ctx context.Context, id string) (*manifest.Manifest, map[string][]byte, error)
 }
 
 // Factory returns a fresh end, not yet open, and the reader of what it stores. It is
@@ -137,7 +138,7 @@ func (b *backup) commit(t *testing.T, s sink.Sink, st Stored) {
 	if err := s.Drain(ctx); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
-	if _, _, err := st.Load(ctx); err == nil {
+	if _, _, err := st.Load(ctx, b.id); err == nil {
 		t.Fatal("the backup reads back as restorable before Commit")
 	}
 	m := b.manifest()
@@ -145,7 +146,7 @@ func (b *backup) commit(t *testing.T, s sink.Sink, st Stored) {
 		t.Fatalf("Commit: %v", err)
 	}
 	b.checkCaps(t, s, "after Commit")
-	got, files, err := st.Load(ctx)
+	got, files, err := st.Load(ctx, b.id)
 	if err != nil {
 		t.Fatalf("read the committed backup back: %v", err)
 	}
@@ -417,7 +418,7 @@ func testAbort(t *testing.T, s sink.Sink, st Stored) {
 	if msg == "" {
 		t.Error("Abort returned no message on how the partial backup is left")
 	}
-	if _, _, err := st.Load(context.Background()); err == nil {
+	if _, _, err := st.Load(context.Background(), b.id); err == nil {
 		t.Error("an aborted backup reads back as restorable")
 	}
 }
