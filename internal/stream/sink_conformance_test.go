@@ -32,7 +32,8 @@ func (b *syncBuffer) bytes() []byte {
 }
 
 // streamStored decodes what was written with ferry's own stream reader, into a
-// directory, as restore does; a stream without its manifest is no backup.
+// directory, and checks each file against the manifest, as restore does; a stream
+// without its manifest is no backup.
 type streamStored struct {
 	t   *testing.T
 	out *syncBuffer
@@ -40,11 +41,18 @@ type streamStored struct {
 
 func (s streamStored) Load(ctx context.Context, _ string) (*manifest.Manifest, map[string][]byte, error) {
 	dir := s.t.TempDir()
-	if _, err := stream.Unpack(ctx, bytes.NewReader(s.out.bytes()), dir, stream.UnpackOptions{MaxMemory: 16 << 20}); err != nil {
+	got, err := stream.Unpack(ctx, bytes.NewReader(s.out.bytes()), dir, stream.UnpackOptions{MaxMemory: 16 << 20})
+	if err != nil {
 		return nil, nil, err
 	}
 	m, err := manifest.Read(dir)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := sinktest.CheckSums(m, func(p string) (int64, uint32, bool) {
+		f, ok := got.Files[p]
+		return f.Size, f.CRC, ok
+	}); err != nil {
 		return nil, nil, err
 	}
 	files, err := sinktest.ReadTree(dir)

@@ -245,7 +245,8 @@ func testInOrder(t *testing.T, s sink.Sink, st Stored) {
 // testRewrite (Caps().Rewrite): a file written by parallel segments out of order, a
 // stale copy removed (twice, and one never written), a finished copy renamed into a new
 // directory, and a file removed then copied again under the same path. An end without
-// Caps().Rewrite refuses Remove and Rename, and what it was sent stays sent.
+// Caps().Rewrite refuses Remove, Rename and a second Create of a file, and what it was
+// sent stays sent.
 func testRewrite(t *testing.T, s sink.Sink, st Stored) {
 	b := open(t, s, "sinktest-rewrite")
 	if !b.caps.Rewrite {
@@ -255,6 +256,9 @@ func testRewrite(t *testing.T, s sink.Sink, st Stored) {
 		}
 		if err := s.Rename("db/t.frm", "db/u.frm"); err == nil {
 			t.Error("Rename succeeded on an end without Caps().Rewrite")
+		}
+		if _, err := s.Create("db/t.frm", sink.FileOptions{}); err == nil {
+			t.Error("a file already sent was created again on an end without Caps().Rewrite")
 		}
 		b.commit(t, s, st)
 		return
