@@ -313,8 +313,9 @@ func testRewrite(t *testing.T, s sink.Sink, st Stored) {
 
 // testPatch (Caps().Patch): pages of closed files rewritten over two rounds, Drain
 // before each round as the three-stage copy does: over old bytes, zeros over old bytes
-// of a sparse file, across the old end (the file grows, zeros in between), and a later
-// round over part of an earlier one (the later wins). In place, Patch returns the
+// of a sparse file, across the old end and past it (the file grows, zeros in between),
+// more than a frame, block or part at once, under the new name of a renamed file (with
+// Caps().Rewrite), and a later round over part of an earlier one (the later wins). In place, Patch returns the
 // CRC-32C of the bytes it replaced (zeros past the old end) and the file's checksum is
 // kept from it; stored apart, it returns 0 and the file's checksum stays that of the
 // first copy, extended with zeros. An end without Caps().Patch refuses with
@@ -333,6 +334,17 @@ func testPatch(t *testing.T, s sink.Sink, st Stored) {
 	b.write(t, s, "db/p.ibd", random(8*page+1000, 3), sink.FileOptions{}, 4*page)
 	b.write(t, s, "db/sparse.ibd", pages(6*page, 8), sink.FileOptions{Sparse: true}, page)
 	b.write(t, s, "db/untouched.ibd", pages(2*page, 9), sink.FileOptions{}, page)
+	b.write(t, s, "db/big.ibd", random(2<<20+page, 5), sink.FileOptions{}, 256<<10)
+	moved := "db/p.ibd" // patched under its new name where the end can rename
+	if b.caps.Rewrite {
+		b.write(t, s, "db/moved.ibd", pages(4*page, 10), sink.FileOptions{}, page)
+		if err := s.Rename("db/moved.ibd", "db2/moved.ibd"); err != nil {
+			t.Fatalf("Rename: %v", err)
+		}
+		moved = "db2/moved.ibd"
+		b.record(moved, b.files["db/moved.ibd"])
+		b.forget("db/moved.ibd")
+	}
 	type patch struct {
 		round int
 		rel   string
@@ -345,10 +357,14 @@ func testPatch(t *testing.T, s sink.Sink, st Stored) {
 		{1, "db/p.ibd", 8 * page, bytes.Repeat([]byte{'E'}, 2*page)}, // across the old end
 		{1, "db/sparse.ibd", 0, make([]byte, 2*page)},                // zeros over old bytes
 		{1, "db/sparse.ibd", 3 * page, bytes.Repeat([]byte{'S'}, page)},
+		{1, "db/big.ibd", page, bytes.Repeat([]byte{'L'}, 3<<19)}, // more than a frame, block or part
+		{1, moved, 2 * page, bytes.Repeat([]byte{'M'}, page)},
 	}, {
 		{2, "db/p.ibd", page, bytes.Repeat([]byte{'C'}, 2*page)}, // over half of round 1's first
 		{2, "db/p.ibd", 12 * page, bytes.Repeat([]byte{'G'}, page)},
 		{2, "db/sparse.ibd", 3 * page, make([]byte, page)},
+		{2, "db/big.ibd", 1 << 20, bytes.Repeat([]byte{'N'}, 4*page)},
+		{2, moved, 2 * page, bytes.Repeat([]byte{'O'}, 2*page)},
 	}} {
 		if err := s.Drain(context.Background()); err != nil {
 			t.Fatalf("Drain before round %d: %v", round[0].round, err)
