@@ -243,10 +243,10 @@ func testInOrder(t *testing.T, s sink.Sink, st Stored) {
 }
 
 // testRewrite (Caps().Rewrite): a file written by parallel segments out of order, a
-// stale copy removed (twice, and one never written), a finished copy renamed into a new
-// directory, and a file removed then copied again under the same path. An end without
-// Caps().Rewrite refuses Remove, Rename and a second Create of a file, and what it was
-// sent stays sent.
+// stale copy removed (twice, and one never written), a copy that vanished part way
+// closed at 0 and removed, a finished copy renamed into a new directory, and a file
+// removed then copied again under the same path. An end without Caps().Rewrite refuses
+// Remove, Rename and a second Create of a file, and what it was sent stays sent.
 func testRewrite(t *testing.T, s sink.Sink, st Stored) {
 	b := open(t, s, "sinktest-rewrite")
 	if !b.caps.Rewrite {
@@ -292,7 +292,17 @@ func testRewrite(t *testing.T, s sink.Sink, st Stored) {
 	b.write(t, s, "db/stale.ibd", pages(64<<10, 4), sink.FileOptions{}, 16384)
 	b.write(t, s, "db/old.ibd", pages(48<<10, 5), sink.FileOptions{}, 16384)
 	b.write(t, s, "db/again.ibd", pages(32<<10, 6), sink.FileOptions{}, 16384)
-	for _, rel := range []string{"db/stale.ibd", "db/stale.ibd", "db/never.ibd"} {
+	vanished, err := s.Create("db/vanished.ibd", sink.FileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vanished.WriteAt(random(96<<10, 6), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := vanished.Close(0); err != nil { // as the copy ends a file DDL dropped
+		t.Fatalf("close a file part written at 0: %v", err)
+	}
+	for _, rel := range []string{"db/stale.ibd", "db/stale.ibd", "db/never.ibd", "db/vanished.ibd"} {
 		if err := s.Remove(rel); err != nil {
 			t.Fatalf("Remove %s: %v (a missing file is not an error)", rel, err)
 		}
