@@ -63,7 +63,8 @@ type backup struct {
 	mu    sync.Mutex
 }
 
-// open opens s and checks its Caps do not change from then on (checked again later).
+// open opens s for backup id and keeps its Caps, which must not change from then on
+// (checkCaps).
 func open(t *testing.T, s sink.Sink, id string) *backup {
 	t.Helper()
 	if s.Name() == "" {
