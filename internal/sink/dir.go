@@ -19,6 +19,8 @@ import (
 // until the manifest is written.
 type Dir struct{ dir string }
 
+var _ Sink = (*Dir)(nil)
+
 // NewDir returns the end for a backup into dir, which must be new or empty; it
 // creates nothing before Open.
 func NewDir(dir string) (*Dir, error) {

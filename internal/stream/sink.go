@@ -24,6 +24,8 @@ type Sink struct {
 	sent sink.Sent // every file started in the stream
 }
 
+var _ sink.Sink = (*Sink)(nil)
+
 // NewSink returns the end for a stream written to out, checking the options' memory
 // budget.
 func NewSink(out io.Writer, o Options) (*Sink, error) {
