@@ -38,24 +38,6 @@ func readManifest(t testing.TB, dir string) *manifest.Manifest {
 	return &m
 }
 
-// shortTemp makes a temp dir with a short path (unix socket paths are limited),
-// removed after the test unless it failed and FERRY_E2E_KEEP is set.
-func shortTemp(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "fe2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() && os.Getenv("FERRY_E2E_KEEP") != "" {
-			t.Logf("FERRY_E2E_KEEP: kept %s", d)
-			return
-		}
-		os.RemoveAll(d)
-	})
-	return d
-}
-
 // compareChecksums fails on any table whose checksum differs or is missing.
 func compareChecksums(t testing.TB, want, got map[string]string) {
 	t.Helper()

@@ -80,7 +80,7 @@ func (m *matrix) restored(t testing.TB, datadir string) {
 // names, and that the next run (--resume for a repository) completes and restores the
 // source's tables.
 func TestInterruptMatrix(t *testing.T) {
-	m := &matrix{t: t, tmp: shortTemp(t)}
+	m := &matrix{t: t, tmp: testdb.ShortDir(t)}
 	m.src = testdb.Start(t, testdb.Options{ServerID: 1})
 	m.src.Exec(t, "CREATE DATABASE shop")
 	m.src.Exec(t, "CREATE TABLE shop.probe (id INT PRIMARY KEY) ENGINE=InnoDB")

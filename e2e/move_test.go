@@ -116,7 +116,7 @@ func leftBeside(t testing.TB, datadir string) []string {
 // staging directory that --resume completes. The restored server holds the bank
 // invariants at the backup's GTID and replicates to the source's checksums.
 func TestMoveKeepsTheBackup(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 4, 20000)
 	load.Start()
 	full := filepath.Join(tmp, "full")

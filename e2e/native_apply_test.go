@@ -20,7 +20,7 @@ import (
 // --recovery native then fails in one line. Every restored copy starts and holds the
 // workload's invariants at the backup's GTID, and replicates to the source's checksums.
 func TestNativeApply(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 4, 20000)
 	load.Start()
 	full := filepath.Join(tmp, "full")

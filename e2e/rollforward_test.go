@@ -60,7 +60,7 @@ func TestRollForward(t *testing.T) {
 		}
 		return out, during
 	}
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 
 	t.Run("directory", func(t *testing.T) {
 		target := filepath.Join(tmp, "bk")

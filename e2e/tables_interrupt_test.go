@@ -45,7 +45,7 @@ func TestTableImportInterrupted(t *testing.T) {
 	conn.Close()
 	load.Start()
 	time.Sleep(500 * time.Millisecond)
-	bk := filepath.Join(shortTemp(t), "bk")
+	bk := filepath.Join(testdb.ShortDir(t), "bk")
 	mustFerry(t, backupArgs(src, bk)...)
 	sums := testdb.Checksums(t, src.DB(t), "filler")
 	backup := sums["filler.t"]

@@ -60,7 +60,7 @@ type job struct {
 
 	mu    sync.Mutex
 	files map[string]copiedFile // by backup-relative path
-	sent  map[string]bool       // every file started in the sink, by its stored name
+	sent  sink.Sent             // every file started in the sink, by its stored name
 	aria  map[string]*openCopy  // Aria logs whose end is copied under BLOCK_COMMIT
 	held  *lockSpool            // what is copied under the backup locks, while they are held
 
@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cfg = withDefaults(cfg)
 	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, clock: cfg.Clock,
-		files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
+		files: map[string]copiedFile{}, sent: sink.Sent{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID(cfg.Clock.Now())
 	res, err := j.run(ctx)
 	if err != nil {

@@ -121,7 +121,7 @@ func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 		info: mariadb.Info{Datadir: dd, PageSize: ps, Vars: map[string]string{}},
 		files: map[string]copiedFile{"db/t.ibd": {Rel: "db/t.ibd", Size: int64(len(stale)), CRC: checksum.Sum(stale),
 			SpaceID: space, Known: true, Kind: manifest.KindInnoDB}},
-		sent: map[string]bool{}, aria: map[string]*openCopy{}}
+		sent: sink.Sent{}, aria: map[string]*openCopy{}}
 	t.Cleanup(j.releaseTail)
 	return &threeStageSetup{j: j, clock: clk, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
 		oldPage3LSN: binary.BigEndian.Uint64(before[16:]), pageSize: ps}

@@ -197,7 +197,7 @@ func newLockStages(t *testing.T, files map[string][]byte) *lockStages {
 	j := &job{lock: l, clock: clock.Real{}, tail: &tailer{t: r, spool: spool.New(spool.Options{})}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sink: end,
 		info: mariadb.Info{Datadir: datadir, PageSize: 16384, Vars: map[string]string{}}, spoolLimit: 1 << 30,
 		cfg: Config{Parallel: 2, Spool: SpoolOptions{Dir: t.TempDir()}}, aria: map[string]*openCopy{}, prog: quietProgress(t),
-		files: map[string]copiedFile{}, sent: map[string]bool{}, bufs: make(chan []byte, 2)}
+		files: map[string]copiedFile{}, sent: sink.Sent{}, bufs: make(chan []byte, 2)}
 	j.bufs <- make([]byte, 1<<20)
 	j.bufs <- make([]byte, 1<<20)
 	p, err := j.scan()

@@ -16,7 +16,7 @@ func (j *job) create(rel string, o sink.FileOptions) (sink.File, error) {
 	}
 	if err == nil {
 		j.mu.Lock()
-		sink.Sent(j.sent).Add(rel)
+		j.sent.Add(rel)
 		j.mu.Unlock()
 	}
 	return f, err
@@ -26,7 +26,7 @@ func (j *job) create(rel string, o sink.FileOptions) (sink.File, error) {
 func (j *job) wasSent(rel string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return sink.Sent(j.sent).Has(rel)
+	return j.sent.Has(rel)
 }
 
 // writeWhole stores a small file in one piece and returns its manifest entry.

@@ -242,7 +242,7 @@ func (j *job) retire(tl *tailer, lsn uint64) error {
 			return err
 		}
 		j.mu.Lock()
-		delete(j.sent, "ib_logfile0")
+		j.sent.Forget("ib_logfile0")
 		j.mu.Unlock()
 	}
 	return tl.runErr
