@@ -56,7 +56,7 @@ func resolveOwner(spec, datadir string) (ownerIDs, error) {
 func resolveOwnerWith(spec, datadir string, acc accounts) (ownerIDs, error) {
 	if spec != "" {
 		o, err := parseOwner(spec, acc)
-		o.desc = spec + " (as asked)"
+		o.desc = spec + " (as given)"
 		return o, err
 	}
 	if o, ok := ownerOf(datadir, acc); ok && o.uid != 0 {

@@ -71,7 +71,7 @@ func TestResolveOwner(t *testing.T) {
 		uid                 int
 		desc                string
 	}{
-		{"--owner", "backup", fresh, withMysql, 34, "backup (as asked)"},
+		{"--owner", "backup", fresh, withMysql, 34, "backup (as given)"},
 		{"new datadir, mysql user", "", fresh, withMysql, 102, "mysql:mysql (the mysql user)"},
 		{"new datadir, no mysql user", "", fresh, noMysql, myUID, "(the owner of " + dir + "; this host has no mysql user)"},
 	} {
