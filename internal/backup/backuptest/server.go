@@ -156,7 +156,7 @@ func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error
 // PauseReplica implements backup.Server: the fake server is not a replica.
 func (c session) PauseReplica(context.Context, time.Duration) (backup.ReplicaPause, error) {
 	c.s.event("pause replica")
-	return pause{c.s}, nil
+	return pause(c), nil
 }
 
 // pause is a replica's SQL thread the fake never stops; it records its resume.
