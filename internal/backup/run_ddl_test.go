@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ferry-backup/ferry/internal/backup"
@@ -52,19 +54,61 @@ func (c *onCreate) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	return c.Sink.Create(rel, o)
 }
 
+// recordingEnd records the files created, renamed and removed in the end.
+type recordingEnd struct {
+	sink.Sink
+	mu  sync.Mutex
+	ops []string
+}
+
+func (r *recordingEnd) add(op string) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+func (r *recordingEnd) Create(rel string, o sink.FileOptions) (sink.File, error) {
+	r.add("create " + rel)
+	return r.Sink.Create(rel, o)
+}
+
+func (r *recordingEnd) Rename(from, to string) error {
+	r.add("rename " + from + " " + to)
+	return r.Sink.Rename(from, to)
+}
+
+// count is how many of the recorded operations start with prefix.
+func (r *recordingEnd) count(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, op := range r.ops {
+		if strings.HasPrefix(op, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
 // TestRunDDL: tables renamed, dropped, rebuilt (a new space id at the same path) and
 // created while the backup runs, between the scan and BLOCK_DDL: after the data copy
-// (at FLUSH) or in its middle (as the copy of ibdata1 starts, the .ibd files listed
-// but maybe not read yet), with the tracker's redo kept or with a re-copy round whose
-// redo copy starts after the DDL. The backup holds, under each name, exactly the
+// (at FLUSH), in its middle (as the copy of ibdata1 starts, the .ibd files listed
+// but maybe not read yet), or between the copy and a re-copy round (whose tracker
+// named pages of the renamed, dropped and rebuilt tables); with the tracker's redo
+// kept or with a re-copy round. The backup holds, under each name, exactly the
 // tablespace the server holds there at the end (same bytes, so the same space id;
 // size and CRC-32C in the manifest), nothing of the dropped or temporary names, and
-// no file the manifest does not list.
+// no file the manifest does not list. When the DDL ran after the copy, the renamed
+// table's copy is moved under BLOCK_DDL, not copied again, and the rebuilt and created
+// ones are copied whole.
 func TestRunDDL(t *testing.T) {
 	t.Parallel()
 	rebuilt, created := backuptest.Tablespace(t, 1003), backuptest.Tablespace(t, 1004)
-	for _, at := range []string{"flush", "copy"} {
+	for _, at := range []string{"flush", "copy", "round"} {
 		for _, rounds := range []bool{false, true} {
+			if at == "round" && !rounds {
+				continue
+			}
 			name := at
 			if rounds {
 				name += ", re-copy round"
@@ -85,19 +129,28 @@ func TestRunDDL(t *testing.T) {
 					}
 				}
 				cfg, dir := runConfig(t, srv)
+				end := &recordingEnd{Sink: cfg.Sink}
+				cfg.Sink = end
 				ddl := func() {
 					if err := ddlDuringBackup(srv, rebuilt, created); err != nil {
 						t.Error(err)
 					}
 				}
-				if at == "flush" {
+				switch at {
+				case "round":
+					srv.OnOpen = func(n int) {
+						if n == 1 {
+							ddl()
+						}
+					}
+				case "flush":
 					srv.OnStage = func(_ context.Context, s mariadb.Stage) error {
 						if s == mariadb.StageFlush {
 							ddl()
 						}
 						return nil
 					}
-				} else {
+				default:
 					cfg.Sink = &onCreate{Sink: cfg.Sink, rel: "ibdata1", do: ddl}
 				}
 				res, err := backup.Run(context.Background(), cfg)
@@ -113,6 +166,10 @@ func TestRunDDL(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkBackupIsServer(t, srv, dir, m)
+				if at == "flush" && (end.count("create db/new.ibd") != 0 || end.count("rename db/old.ibd ") != 1 ||
+					end.count("create db/t.ibd") != 2 || end.count("create db/created.ibd") != 1) {
+					t.Fatalf("the end saw %q: want db/old.ibd's copy renamed, db/t.ibd copied twice, db/created.ibd once", end.ops)
+				}
 			})
 		}
 	}

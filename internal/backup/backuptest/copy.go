@@ -43,6 +43,7 @@ func (c session) Open(cfg redo.Config) (backup.RedoCopy, error) {
 	n := s.copies
 	s.copies++
 	sc := s.script(n)
+	s.End = max(s.End, sc.Start) // the server's LSN is past its newest checkpoint
 	r := &redoCopy{s: s, script: sc, out: cfg, stop: make(chan struct{})}
 	s.running = append(s.running, r)
 	s.mu.Unlock()
