@@ -127,18 +127,21 @@ func TestRunThreeStageRounds(t *testing.T) {
 // whose page LSN is above the tracker's start (recopy.go, recopyChanged), and says so;
 // the tracker's partial redo is dropped for the round's. With the tracker's start
 // above every page's LSN the same fallback copies nothing again: the filter is the
-// page LSN.
+// page LSN. A round that fell back counts as shrinking: if the checkpoint moves on
+// far enough, another round follows, from the first round's page set.
 func TestRunThreeStageLappedTracker(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		start func(now, ibdata []byte, oldPage3 uint64) uint64
 		fresh bool // the backup's copy is the server's file now (else the one copied first)
+		more  bool // the checkpoint moves on again after the round
 	}{
-		{"page 3 newer than the start", func(_, _ []byte, old uint64) uint64 { return old }, true},
+		{"page 3 newer than the start", func(_, _ []byte, old uint64) uint64 { return old }, true, false},
 		{"no page newer than the start", func(now, ibdata []byte, _ uint64) uint64 {
 			return max(newestLSN(now), newestLSN(ibdata))
-		}, false},
+		}, false, false},
+		{"checkpoint moves on after the fallback", func(_, _ []byte, old uint64) uint64 { return old }, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,7 +160,16 @@ func TestRunThreeStageLappedTracker(t *testing.T) {
 				{Start: start, Lapped: true},
 				{Start: start + farLSN, Redo: []byte("the round's redo\n")},
 			}
-			srv.End = start + 2*farLSN
+			if c.more {
+				// The round's copy names many pages: without the fallback, the round
+				// would not count as shrinking.
+				for p := range uint32(64) {
+					srv.Script[1].Pages = append(srv.Script[1].Pages, redo.PageID{Space: backuptest.SpaceID(now), Page: p})
+				}
+				srv.Script = append(srv.Script, backuptest.Copy{Start: start + 2*farLSN, Redo: []byte("the second round's redo\n")})
+			}
+			last := srv.Script[len(srv.Script)-1]
+			srv.End = start + 3*farLSN
 			srv.OnOpen = writeAt(t, srv, 1, "db/t.ibd", now)
 			cfg, dir := runConfig(t, srv)
 			logs := new(bytes.Buffer)
@@ -174,9 +186,9 @@ func TestRunThreeStageLappedTracker(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkFile(t, dir, m, "ib_logfile0", srv.Script[1].Redo, "the round's redo")
-			if m.StartLSN != srv.Script[1].Start || res.Rounds != 1 {
-				t.Fatalf("start LSN %d, rounds %d; want the round's checkpoint %d, 1", m.StartLSN, res.Rounds, srv.Script[1].Start)
+			checkFile(t, dir, m, "ib_logfile0", last.Redo, "the last round's redo")
+			if m.StartLSN != last.Start || res.Rounds != len(srv.Script)-1 {
+				t.Fatalf("start LSN %d, rounds %d; want the last round's checkpoint %d, %d", m.StartLSN, res.Rounds, last.Start, len(srv.Script)-1)
 			}
 			if c.fresh {
 				checkFile(t, dir, m, "db/t.ibd", now, "the server's file (page 3 copied again)")
