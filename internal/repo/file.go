@@ -110,12 +110,18 @@ func (f *File) WriteAt(p []byte, off int64) error {
 	return f.putBack(pt, off)
 }
 
-// take claims the open part that ends at off, or starts one there.
+// take claims the open part that ends at off, or starts one there. The start is marked
+// at once, under the same lock: a range ending at off meanwhile is then sealed by its
+// putBack, not left open beside the new part, idle (pinning a block and budget) until
+// the file is closed.
 func (f *File) take(off int64) (*part, error) {
 	f.mu.Lock()
 	pt, ok := f.open[off]
 	delete(f.open, off)
 	closed := f.closed
+	if !ok && !closed {
+		f.starts[off] = true
+	}
 	f.mu.Unlock()
 	if closed {
 		return nil, fmt.Errorf("repository backup: write to %s after close (internal error)", f.rel)
