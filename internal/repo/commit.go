@@ -88,7 +88,12 @@ func (w *Writer) describe(m *manifest.Manifest) error {
 	return nil
 }
 
-// Abort stops the uploads of a failed backup (writers still running get its error).
-// Its objects stay, without a manifest: the backup is never listed as restorable, and
-// ferry expire removes it. The uploaders end with the process.
-func (w *Writer) Abort(err error) { w.fail(err) }
+// Abort stops the uploads of a failed backup (writers still running get its error) and
+// waits for those under way to give up, so nothing is written to the repository once it
+// returns. Its objects stay, without a manifest: the backup is never listed as
+// restorable, and ferry expire removes it.
+func (w *Writer) Abort(err error) {
+	w.fail(err)
+	w.puts.Lock() // uploads under way have returned; later ones see the context cancelled
+	w.puts.Unlock()
+}

@@ -103,6 +103,7 @@ type Writer struct {
 	queue chan sealed
 	ups   *uploads // sealed objects not yet uploaded, for Drain
 	upWG  sync.WaitGroup
+	puts  sync.RWMutex   // held shared by each upload under way: Abort waits for them to stop
 	upN   atomic.Int32   // uploaders running
 	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
 
@@ -249,9 +250,11 @@ func (w *Writer) uploader() {
 	for s := range w.queue {
 		size, crc := s.buf.n, s.buf.crc
 		var err error
+		w.puts.RLock()
 		if w.ctx.Err() == nil {
 			err = w.repo.st.Put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
 		}
+		w.puts.RUnlock()
 		s.buf.release()
 		w.mem.done(size)
 		if err != nil {
