@@ -16,7 +16,7 @@ import (
 func export(ctx context.Context, b *Backup, staging, bin string, cfg Config) error {
 	var err error
 	if bin == "" {
-		if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
+		if bin, err = cfg.recoverer().Server(ctx, b); err != nil {
 			return err
 		}
 	}
@@ -35,7 +35,7 @@ func export(ctx context.Context, b *Backup, staging, bin string, cfg Config) err
 	defer os.RemoveAll(run)
 	args := append(opts.Args(), "--innodb-buffer-pool-size="+cmp.Or(cfg.UseMemory, "256M"), "--innodb-log-file-size="+strconv.FormatInt(fi.Size(), 10))
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: staging, RunDir: run, Args: args, ErrLog: filepath.Join(run, "mariadbd.err")}
-	srv, err := mariadb.StartPrivate(ctx, pc)
+	srv, err := cfg.starter().StartPrivate(ctx, pc)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}

@@ -27,6 +27,9 @@ type PrepareConfig struct {
 	UseMemory string   // memory for recovery, default 256M (Config.UseMemory)
 	Recovery  Recovery // native apply (with or without fallback) or the server's recovery
 	Keys      keyfile.Files
+	// Recoverer, if set, recovers the backup instead of the stock server and native
+	// apply (a test's).
+	Recoverer Preparer
 	Log       *slog.Logger
 }
 
@@ -51,15 +54,19 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 		cfg.Log.Info("backup is already prepared; nothing to do", "dir", cfg.Dir)
 		return nil
 	}
-	bin, version, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
+	rec := cfg.recoverer()
+	bin, err := rec.Server(ctx, b)
+	if err != nil {
+		return err
+	}
+	version, err := rec.Version(ctx, bin)
 	if err != nil {
 		return err
 	}
 	// Files the recovery does not touch keep their checksum; the margin covers coarse
 	// file timestamps.
 	since := time.Now().Add(-2 * time.Second)
-	rec := recovery{b: b, dir: cfg.Dir, errLog: errLogBeside(cfg.Dir), bin: bin, mem: cfg.UseMemory, mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log}
-	if err := rec.run(ctx); err != nil {
+	if err := rec.Recover(ctx, RecoverJob{Backup: b, Dir: cfg.Dir, ErrLog: errLogBeside(cfg.Dir), Bin: bin}); err != nil {
 		return err
 	}
 	return b.markPrepared(version, since)

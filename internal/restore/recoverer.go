@@ -34,9 +34,25 @@ type RecoverJob struct {
 	Ahead *apply.Ahead // the log parsed while the copy was filled (nil: none)
 }
 
+// Preparer is the Recoverer of a backup prepared in place (ferry prepare), which
+// records the version of the server that prepared it.
+type Preparer interface {
+	Recoverer
+	// Version is the version of the server bin, as Server returned it.
+	Version(ctx context.Context, bin string) (string, error)
+}
+
 // stockRecoverer is the Recoverer of a restore on a host: the mariadbd found on PATH
 // (or the one named), the native apply first unless the mode says otherwise.
 type stockRecoverer struct{ cfg Config }
+
+// recoverer is cfg.Recoverer, or the stock one.
+func (cfg PrepareConfig) recoverer() Preparer {
+	if cfg.Recoverer != nil {
+		return cfg.Recoverer
+	}
+	return stockRecoverer{Config{Mariadbd: cfg.Mariadbd, UseMemory: cfg.UseMemory, Recovery: cfg.Recovery, Keys: cfg.Keys, Log: cfg.Log}}
+}
 
 // recoverer is cfg.Recoverer, or the stock one.
 func (cfg Config) recoverer() Recoverer {
@@ -60,4 +76,9 @@ func (s stockRecoverer) Recover(ctx context.Context, job RecoverJob) error {
 	rec := recovery{b: job.Backup, dir: job.Dir, errLog: job.ErrLog, bin: job.Bin, mem: s.cfg.UseMemory,
 		mode: s.cfg.Recovery, keys: s.cfg.Keys, log: s.cfg.Log, force: job.Force, ahead: job.Ahead}
 	return rec.run(ctx)
+}
+
+// Version implements Preparer.
+func (s stockRecoverer) Version(ctx context.Context, bin string) (string, error) {
+	return mariadb.MysqldVersion(ctx, bin)
 }

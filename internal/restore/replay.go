@@ -60,7 +60,7 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 		cfg.Log.Info("resume: the replay was stopped cleanly by the interruption: it goes on where it stopped")
 	}
 	pc := mariadb.PrivateConfig{Binary: bin, Datadir: staging, RunDir: run, Args: args, ErrLog: errLogBeside(staging)}
-	srv, err := mariadb.StartPrivate(ctx, pc)
+	srv, err := cfg.starter().StartPrivate(ctx, pc)
 	if err != nil {
 		removeIfInterrupted(ctx, pc.ErrLog)
 		return c, fmt.Errorf("replay: %w", err)
@@ -155,7 +155,7 @@ func replayArgs(b *Backup, staging string, p *binlog.Plan, cfg Config) ([]string
 // applyUntil points the replica at the relay logs (unless resumed: it is where an
 // interrupted run stopped), runs its applier up to the plan's end and checks it
 // stopped exactly there.
-func applyUntil(ctx context.Context, srv *mariadb.Private, p *binlog.Plan, resumed bool, cfg Config) error {
+func applyUntil(ctx context.Context, srv PrivateServer, p *binlog.Plan, resumed bool, cfg Config) error {
 	db := srv.DB()
 	stmts := []string{
 		mariadb.ChangeMaster{Host: "ferry-binlog-archive", UseGTID: "no", RelayLogFile: filepath.Base(p.RelayFiles[0]), RelayLogPos: uint64(p.RelayPos)}.SQL(),

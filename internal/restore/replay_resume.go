@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // A point-in-time replay cut short by an interruption (SIGINT, SIGTERM) is continued
@@ -82,7 +81,7 @@ func relayIn(staging string, p *binlog.Plan, resumed bool) (*binlog.Plan, error)
 // stopReplay stops the applier of an interrupted replay at a transaction boundary,
 // shuts the server down cleanly and records that the replay can go on from there. If
 // any of it fails, nothing is recorded: a resumed run starts the replay over.
-func stopReplay(ctx context.Context, srv *mariadb.Private, staging string) error {
+func stopReplay(ctx context.Context, srv PrivateServer, staging string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	_, err := srv.DB().ExecContext(ctx, "STOP SLAVE SQL_THREAD")

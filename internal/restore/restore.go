@@ -69,6 +69,10 @@ type Config struct {
 	Log       *slog.Logger
 	Progress  io.Writer
 	Terminal  bool
+
+	// Starter, if set, starts the private server of the replay and the export instead
+	// of the stock server (a test's).
+	Starter Starter
 }
 
 // Result tells what a restore did.

@@ -60,18 +60,36 @@ func Files() map[string][]byte {
 // Damaged is written with one byte flipped (its manifest entry keeps the true bytes').
 func Write(t *testing.T, s sink.Sink, files map[string][]byte, damaged bool) *manifest.Manifest {
 	t.Helper()
-	ctx := context.Background()
-	id := "20261128t000000z-0000cafe"
-	if err := s.Open(ctx, id); err != nil {
+	m := Manifest(s.Caps().Storage)
+	cp := xtrabackup.Checkpoints{BackupType: xtrabackup.TypeLogApplied, ToLSN: 1, LastLSN: 1}
+	if err := WriteBackup(s, m, cp, files, damaged); err != nil {
 		t.Fatal(err)
 	}
-	all := map[string][]byte{xtrabackup.CheckpointsFile: xtrabackup.Checkpoints{BackupType: xtrabackup.TypeLogApplied, ToLSN: 1, LastLSN: 1}.Bytes()}
+	return m
+}
+
+// Manifest is the manifest of a prepared full backup at GTID, without its files, for
+// WriteBackup.
+func Manifest(storage manifest.Storage) *manifest.Manifest {
+	return &manifest.Manifest{Format: 1, Tool: "ferry", ID: "20261128t000000z-0000cafe", Type: manifest.TypeFull, EndTime: time.Now(), Storage: storage,
+		Server:      manifest.Server{Version: "10.11.19-MariaDB", Settings: map[string]string{}},
+		Coordinates: mariadb.Coordinates{GTIDBinlogPos: GTID}, Prepared: &manifest.Prepared{At: time.Now(), MariadbdVersion: "10.11.19-MariaDB"}}
+}
+
+// WriteBackup writes files and the checkpoints cp through s, as the backup engine
+// does, and commits m (its id opens the backup) with every file's size and CRC-32C.
+// With damaged set, Damaged is written with one byte flipped (its manifest entry
+// keeps the true bytes'). It returns the first error, and may run beside the reader
+// of a sink that streams (a clone's session).
+func WriteBackup(s sink.Sink, m *manifest.Manifest, cp xtrabackup.Checkpoints, files map[string][]byte, damaged bool) error {
+	ctx := context.Background()
+	if err := s.Open(ctx, m.ID); err != nil {
+		return err
+	}
+	all := map[string][]byte{xtrabackup.CheckpointsFile: cp.Bytes()}
 	for p, b := range files {
 		all[p] = b
 	}
-	m := &manifest.Manifest{Format: 1, Tool: "ferry", ID: id, Type: manifest.TypeFull, EndTime: time.Now(), Storage: s.Caps().Storage,
-		Server:      manifest.Server{Version: "10.11.19-MariaDB", Settings: map[string]string{}},
-		Coordinates: mariadb.Coordinates{GTIDBinlogPos: GTID}, Prepared: &manifest.Prepared{At: time.Now(), MariadbdVersion: "10.11.19-MariaDB"}}
 	for _, p := range sortedKeys(all) {
 		data := all[p]
 		m.Files = append(m.Files, manifest.File{Path: p, Size: int64(len(data)), CRC32C: checksum.Hex(checksum.Sum(data))})
@@ -79,29 +97,25 @@ func Write(t *testing.T, s sink.Sink, files map[string][]byte, damaged bool) *ma
 			data = slices.Clone(data)
 			data[len(data)/2] ^= 0x40
 		}
-		writeFile(t, s, p, data)
+		if err := writeFile(s, p, data); err != nil {
+			return err
+		}
 	}
-	if err := s.Commit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return s.Commit(ctx, m)
 }
 
 // writeFile writes one file through s in 256 KiB writes, in order.
-func writeFile(t *testing.T, s sink.Sink, p string, data []byte) {
-	t.Helper()
+func writeFile(s sink.Sink, p string, data []byte) error {
 	f, err := s.Create(p, sink.FileOptions{Meta: p == xtrabackup.CheckpointsFile, Size: int64(len(data))})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for off := 0; off < len(data); off += 256 << 10 {
 		if err := f.WriteAt(data[off:min(off+256<<10, len(data))], int64(off)); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	if err := f.Close(int64(len(data))); err != nil {
-		t.Fatal(err)
-	}
+	return f.Close(int64(len(data)))
 }
 
 func sortedKeys(m map[string][]byte) []string {
@@ -157,7 +171,8 @@ func checkPaths(t *testing.T, b *restore.Backup) {
 		t.Fatal(err)
 	}
 	for p := range Files() {
-		if !slices.Contains(paths, p) {
+		// A chain tells its newest incremental, which holds a tablespace as its delta.
+		if !slices.Contains(paths, p) && (b.Chain == 0 || !slices.Contains(paths, p+".delta")) {
 			t.Errorf("Inspect's backup lists %v, without %s", paths, p)
 		}
 	}
@@ -167,7 +182,9 @@ func checkPaths(t *testing.T, b *restore.Backup) {
 }
 
 // testFill: Fill writes every file into staging, byte for byte, and returns the
-// backup, prepared, at its coordinates; a local source verifies it in place too.
+// backup at its coordinates: prepared, as written, unless it is a chain's (its
+// deltas are applied, and one recovery is still to run); a local source verifies it
+// in place too.
 func testFill(t *testing.T, newSource New) {
 	files := Files()
 	src := newSource(t, files, false)
@@ -175,8 +192,8 @@ func testFill(t *testing.T, newSource New) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !b.Prepared || b.Manifest == nil || b.Manifest.Coordinates.GTIDBinlogPos != GTID {
-		t.Errorf("Fill returned %+v, want the prepared backup at %s", b, GTID)
+	if b.Prepared != (b.Chain == 0) || b.Manifest == nil || b.Manifest.Coordinates.GTIDBinlogPos != GTID {
+		t.Errorf("Fill returned %+v, want the backup at %s, prepared unless it is a chain's", b, GTID)
 	}
 	for p, data := range files {
 		n, crc, err := filecopy.FileCRC(filepath.Join(staging, p))
@@ -224,16 +241,21 @@ func fill(t *testing.T, src restore.Source) (string, *restore.Backup, error) {
 }
 
 // testRestore: restore.Restore makes a datadir of exactly the backup's datadir
-// files, at the backup's coordinates, and leaves no staging directory.
+// files, at the backup's coordinates, and leaves no staging directory; it recovers the
+// copy once if the backup is not prepared (a chain), and never otherwise.
 func testRestore(t *testing.T, newSource New) {
 	files := Files()
 	datadir := filepath.Join(t.TempDir(), "data")
-	res, err := restore.Restore(context.Background(), config(newSource(t, files, false), datadir))
+	cfg := config(newSource(t, files, false), datadir)
+	res, err := restore.Restore(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Coordinates.GTIDBinlogPos != GTID || res.Datadir != datadir {
 		t.Errorf("Restore = %+v, want %s at %s", res, datadir, GTID)
+	}
+	if jobs := cfg.Recoverer.(*Recorder).Jobs; len(jobs) != map[bool]int{true: 0, false: 1}[res.Backup.Prepared] {
+		t.Errorf("a restore of a backup prepared %v recovered it %d times (%+v)", res.Backup.Prepared, len(jobs), jobs)
 	}
 	if got, want := tree(t, datadir), sortedKeys(files); !slices.Equal(got, want) {
 		t.Errorf("the datadir holds %v, want %v", got, want)
@@ -299,24 +321,31 @@ func tree(t *testing.T, dir string) []string {
 	return out
 }
 
-// config is a restore of src into datadir with no server: the backups are prepared,
-// and a source that tells nothing before its data only asks whether one is there.
+// config is a restore of src into datadir with no server: see Recorder.
 func config(src restore.Source, datadir string) restore.Config {
-	return restore.Config{Source: src, Datadir: datadir, Recoverer: NoServer{}, Log: quiet(), Progress: io.Discard}
+	return restore.Config{Source: src, Datadir: datadir, Recoverer: &Recorder{}, Log: quiet(), Progress: io.Discard}
 }
 
 func env() restore.Env { return restore.Env{Log: quiet(), Progress: io.Discard} }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// NoServer is a Recoverer for prepared backups: it names a server that is never run,
-// and refuses to recover.
-type NoServer struct{}
+// Recorder is the Recoverer of the restores under test: it names a server that is
+// never run, and records each recovery it is given, leaving the copy as it is. The
+// backups under test are prepared, but a chain's (whose incrementals are applied and
+// which one recovery then makes consistent): that recovery has nothing to do here.
+type Recorder struct {
+	Jobs []restore.RecoverJob
+}
 
 // Server implements restore.Recoverer.
-func (NoServer) Server(context.Context, *restore.Backup) (string, error) { return "mariadbd", nil }
+func (*Recorder) Server(context.Context, *restore.Backup) (string, error) { return "mariadbd", nil }
 
-// Recover implements restore.Recoverer.
-func (NoServer) Recover(context.Context, restore.RecoverJob) error {
-	return errors.New("sourcetest: a prepared backup was sent to recovery")
+// Recover implements restore.Recoverer: it refuses a prepared backup.
+func (r *Recorder) Recover(_ context.Context, job restore.RecoverJob) error {
+	r.Jobs = append(r.Jobs, job)
+	if job.Backup.Prepared {
+		return errors.New("sourcetest: a prepared backup was sent to recovery")
+	}
+	return nil
 }
