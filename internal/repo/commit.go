@@ -94,6 +94,9 @@ func (w *Writer) describe(m *manifest.Manifest) error {
 // restorable, and ferry expire removes it.
 func (w *Writer) Abort(err error) {
 	w.fail(err)
-	w.puts.Lock() // uploads under way have returned; later ones see the context cancelled
-	w.puts.Unlock()
+	// Taking the lock waits for the uploads under way; later ones see the context
+	// cancelled and write nothing.
+	w.puts.Lock()
+	w.puts.Unlock() //nolint:staticcheck // SA2001: the critical section is the wait
+
 }
