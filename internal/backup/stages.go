@@ -42,9 +42,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
-	if j.cfg.Incremental != nil {
-		j.sel = j.selectPages(ctx)
-	}
+	j.mode.start(ctx, j)
 	p, err := j.scan()
 	if err != nil {
 		return nil, err
@@ -129,11 +127,9 @@ func (p plan) size() int64 {
 	return n
 }
 
+// copyInnoDB copies InnoDB tablespace files as the backup's mode does.
 func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
-	if j.cfg.Incremental != nil {
-		return j.copyDeltas(ctx, files)
-	}
-	return j.copyInnoDBFiles(ctx, files)
+	return j.mode.copyInnoDB(ctx, j, files)
 }
 
 // underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
