@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 	"golang.org/x/sync/errgroup"
@@ -50,11 +51,11 @@ func BaseFromManifest(m *manifest.Manifest, name string) (*Base, error) {
 	return &Base{ID: m.ID, Name: name, ToLSN: m.ChainLSN(), FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID, Spaces: baseSpaces(m)}, nil
 }
 
-// BaseFromDir reads the base of --incremental-basedir: a complete ferry backup, or one
+// BaseFromDir reads the base in directory dir: a complete ferry backup, or one
 // made by mariadb-backup (full or incremental, prepared or not).
 func BaseFromDir(dir string) (*Base, error) {
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err == nil {
-		return nil, fmt.Errorf("--incremental-basedir %s is an incomplete backup (interrupted before its manifest): take a new full backup", dir)
+		return nil, setting.Errorf("%s %s is an incomplete backup (interrupted before its manifest): take a new full backup", setting.IncrementalBasedir, dir)
 	}
 	m, err := manifest.Read(dir)
 	switch {
@@ -65,7 +66,7 @@ func BaseFromDir(dir string) (*Base, error) {
 	}
 	cp, err := xtrabackup.ReadCheckpoints(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--incremental-basedir %s is not a backup (no %s or %s): %w", dir, manifest.FileName, xtrabackup.CheckpointsFile, err)
+		return nil, setting.Errorf("%s %s is not a backup (no %s or %s): %w", setting.IncrementalBasedir, dir, manifest.FileName, xtrabackup.CheckpointsFile, err)
 	}
 	b := &Base{Name: dir, ToLSN: cp.ToLSN, FromLSN: cp.ToLSN}
 	if cp.BackupType == xtrabackup.TypeLogApplied {
@@ -74,7 +75,7 @@ func BaseFromDir(dir string) (*Base, error) {
 	// Not prepared: its pages are exact only below the checkpoint its redo starts from.
 	c, err := redo.NewestCheckpoint(filepath.Join(dir, "ib_logfile0"))
 	if err != nil {
-		return nil, fmt.Errorf("--incremental-basedir %s: read the checkpoint of its redo log: %w", dir, err)
+		return nil, setting.Errorf("%s %s: read the checkpoint of its redo log: %w", setting.IncrementalBasedir, dir, err)
 	}
 	b.FromLSN = min(c.LSN, cp.ToLSN)
 	return b, nil

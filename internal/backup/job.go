@@ -225,7 +225,7 @@ func (j *job) connect(ctx context.Context) error {
 func (j *job) checkAccess(ctx context.Context) error {
 	if o := j.cfg.Replica; (o.Info && !o.BestEffort) || o.SafeSlave {
 		if _, err := j.srv.ReplicaSources(ctx); err != nil { // refused now, not after the copy
-			return fmt.Errorf("--slave-info/--safe-slave-backup: %w", err)
+			return setting.Errorf("%s/%s: %w", setting.SlaveInfo, setting.SafeSlaveBackup, err)
 		}
 	}
 	if _, err := os.Stat(j.redoPath()); err != nil {
@@ -248,7 +248,7 @@ func (j *job) explain(err error, opened bool) error {
 	case errors.Is(err, filecopy.ErrDiskFull):
 		return fmt.Errorf("the filesystem of %s is full (%v): free space there, choose another destination or (a repository) run ferry expire; %s", j.sink.Name(), err, partial)
 	case errors.Is(err, spool.ErrFull):
-		return fmt.Errorf("the redo copy outran the destination (%v): give --max-spool more, or --tmpdir a directory with more space, or a faster destination; %s", err, partial)
+		return setting.Errorf("the redo copy outran the destination (%v): give %s more, or %s a directory with more space, or a faster destination; %s", err, setting.MaxSpool, setting.Tmpdir, partial)
 	case errors.Is(err, syscall.EPIPE):
 		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):

@@ -9,6 +9,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // stages walks BACKUP STAGE START → FLUSH → BLOCK_DDL → BLOCK_COMMIT → END around the
@@ -234,7 +235,7 @@ func (j *job) readSources(ctx context.Context) error {
 		j.log.Debug("not recording the replica's sources", "err", err)
 		return nil
 	case err != nil:
-		return fmt.Errorf("--slave-info: %w", err)
+		return setting.Errorf("%s: %w", setting.SlaveInfo, err)
 	case len(src) == 0 && !o.BestEffort:
 		j.log.Warn("--slave-info: the server is not a replica; nothing to record")
 	}

@@ -30,6 +30,7 @@ const (
 	Heartbeat              Setting = "heartbeat"
 	Host                   Setting = "server host"
 	IdentityFile           Setting = "age identity file"
+	IncrementalBasedir     Setting = "incremental base directory"
 	KeepDays               Setting = "days to keep"
 	KeepLast               Setting = "backups to keep"
 	Mariadbd               Setting = "mariadbd binary"
@@ -59,6 +60,7 @@ const (
 	SafeSlaveBackup        Setting = "safe replica backup"
 	SafeSlaveBackupTimeout Setting = "safe replica backup timeout"
 	SegmentSize            Setting = "segment size"
+	SlaveInfo              Setting = "replica sources record"
 	Socket                 Setting = "server socket"
 	Start                  Setting = "replica start"
 	Tables                 Setting = "tables"
@@ -67,6 +69,7 @@ const (
 	TLSCert                Setting = "TLS certificate"
 	TLSKey                 Setting = "TLS key"
 	TLSServerName          Setting = "TLS server name"
+	Tmpdir                 Setting = "redo spool directory"
 	TokenFile              Setting = "token file"
 	ToGTID                 Setting = "target GTID"
 	ToTime                 Setting = "target time"
@@ -87,6 +90,7 @@ func All() []Setting {
 		Heartbeat,
 		Host,
 		IdentityFile,
+		IncrementalBasedir,
 		KeepDays,
 		KeepLast,
 		Mariadbd,
@@ -116,6 +120,7 @@ func All() []Setting {
 		SafeSlaveBackup,
 		SafeSlaveBackupTimeout,
 		SegmentSize,
+		SlaveInfo,
 		Socket,
 		Start,
 		Tables,
@@ -124,6 +129,7 @@ func All() []Setting {
 		TLSCert,
 		TLSKey,
 		TLSServerName,
+		Tmpdir,
 		TokenFile,
 		ToGTID,
 		ToTime,
