@@ -55,6 +55,9 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 		m.Files = append(m.Files, mf)
 	}
 	sort.Slice(m.Files, func(a, b int) bool { return m.Files[a].Path < m.Files[b].Path })
+	if err := ctx.Err(); err != nil { // interrupted after the locks: still no backup
+		return err
+	}
 	return j.sink.Commit(ctx, m)
 }
 

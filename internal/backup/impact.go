@@ -58,7 +58,7 @@ func startThrottle(ctx context.Context, cfg Config, impact float64, mon *Monitor
 	lim := rate.NewLimiter(rate.Inf, throttleBurst)
 	srv, err := cfg.Server.Counters(ctx)
 	if err != nil {
-		log.Warn("--max-impact: cannot watch the server's writes; the copy is not throttled", "err", err)
+		log.Warn("impact limit: cannot watch the server's writes; the copy is not throttled", "err", err)
 		return lim
 	}
 	t := &throttle{srv: srv, lim: lim, impact: impact, mon: mon, log: log, current: math.Inf(1)}
@@ -110,7 +110,7 @@ func (t *throttle) probe(ctx context.Context) {
 	}
 	t.base = float64(t.writes(ctx)-w0) / time.Since(at).Seconds()
 	t.apply()
-	t.log.Debug("--max-impact baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
+	t.log.Debug("impact limit baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
 }
 
 // smooth averages the per-second write rates (an exponential moving average over about

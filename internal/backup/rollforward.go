@@ -182,7 +182,7 @@ func (j *job) noRollForward() string {
 	case j.info.EncryptsLog():
 		return "the server encrypts its redo log (innodb_encrypt_log=ON), and ferry writes the backup's log start unencrypted only"
 	case j.cfg.Filter != nil:
-		return "a partial backup (--tables) holds only some tablespaces, and the redo names all of them"
+		return "a partial backup holds only some tablespaces, and the redo names all of them"
 	case !strings.Contains(j.info.Vars["innodb_checksum_algorithm"], "crc32"):
 		return "innodb_checksum_algorithm=" + j.info.Vars["innodb_checksum_algorithm"] + " (ferry writes crc32 checksums)"
 	}

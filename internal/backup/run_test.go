@@ -42,7 +42,6 @@ func runConfig(t *testing.T, srv *backuptest.Server) (backup.Config, string) {
 // copy wrote is the backup's ib_logfile0, the end LSN and coordinates are the ones read
 // under BLOCK_COMMIT, the times are the job's clock's, and the manifest came last.
 func TestRunFull(t *testing.T) {
-	start := time.Now()
 	srv := backuptest.New(t)
 	cfg, dir := runConfig(t, srv)
 	res, err := backup.Run(context.Background(), cfg)
@@ -90,9 +89,6 @@ func TestRunFull(t *testing.T) {
 		t.Fatalf("the incomplete marker is still there: %v", err)
 	}
 	checkManifestLast(t, dir)
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("a backup of the fake server took %v, want well under a second", d)
-	}
 }
 
 // checkManifestLast: no file of the backup was written after its manifest.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
@@ -54,7 +55,7 @@ func (j *job) lockSpoolRoom(p plan) (int64, error) {
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
 	what := fmt.Sprintf("the %d non-InnoDB files copied under the backup locks (kept there until the locks are released, so that commits never wait on %s)", n, j.sink.Name())
 	if need > room {
-		return 0, fmt.Errorf("%s need %s in %s, and --max-spool leaves %s for them: give --max-spool more, or --tmpdir a directory with more space", what, diskspace.Human(need), dir, diskspace.Human(max(room, 0)))
+		return 0, setting.Errorf("%s need %s in %s, and %s leaves %s for them: give %s more, or %s a directory with more space", what, diskspace.Human(need), dir, setting.MaxSpool, diskspace.Human(max(room, 0)), setting.MaxSpool, setting.Tmpdir)
 	}
 	if err := diskspace.Check(dir, need, what); err != nil {
 		return 0, err

@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
@@ -140,7 +141,7 @@ func (l *endAtRelease) Enter(ctx context.Context, s mariadb.Stage) (time.Duratio
 // the non-InnoDB files and Aria logs copied under BLOCK_DDL and BLOCK_COMMIT reach the
 // end only once the locks are released (a slow link made every commit wait on them),
 // and then whole. A spool bound that cannot hold them refuses the backup before the
-// first lock, naming --max-spool; a file that outgrew the bound since goes straight to
+// first lock, naming the spool limit; a file that outgrew the bound since goes straight to
 // the end, whole too.
 func TestLockCopiesGoToTheSpool(t *testing.T) {
 	files := map[string][]byte{"db/t.MYD": rnd(3 << 20), "db/t.frm": rnd(900), "mysql/general_log.CSV": rnd(70 << 10), "aria_log.00000001": rnd(5<<20 + 8192)}
@@ -155,7 +156,7 @@ func TestLockCopiesGoToTheSpool(t *testing.T) {
 			t.Fatalf("the end got %d files, %d bytes while the locks were held", s.l.created, s.l.writes)
 		}
 		s.j.spoolLimit = 1 << 20
-		if _, err := s.j.lockSpoolRoom(s.p); err == nil || !strings.Contains(err.Error(), "--max-spool") {
+		if _, err := s.j.lockSpoolRoom(s.p); err == nil || !strings.Contains(err.Error(), setting.MaxSpool.String()) {
 			t.Fatalf("a spool bound too small for the copies under the locks: %v", err)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
@@ -257,7 +258,7 @@ func (j *job) spoolMax() (int64, error) {
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
 	free, err := diskspace.Free(dir)
 	if err != nil {
-		return 0, fmt.Errorf("redo spool directory %s (--tmpdir): %w", dir, err)
+		return 0, setting.Errorf("redo spool directory %s (%s): %w", dir, setting.Tmpdir, err)
 	}
 	return free / 10 * 9, nil
 }
@@ -309,11 +310,11 @@ func (j *job) loadLogKeys() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("the server encrypts its redo log (innodb_encrypt_log=ON), whose records ferry reads to follow DDL during the copy, and its key file cannot be read: %w; run ferry as a user that can read it, or pass --key-file (and --key-password-file)", err)
+		return setting.Errorf("the server encrypts its redo log (innodb_encrypt_log=ON), whose records ferry reads to follow DDL during the copy, and its key file cannot be read: %w; run ferry as a user that can read it, or pass %s (and %s)", err, setting.KeyFile, setting.KeyPasswordFile)
 	}
 	err = redo.CheckLogKey(j.redoPath(), k.Key, j.info.Vars["file_key_management_encryption_algorithm"])
 	if errors.Is(err, redo.ErrWrongKey) {
-		return fmt.Errorf("the key file does not decrypt the server's encrypted redo log (key id 1 of %s): pass --key-file with the server's own key file (and --key-password-file)", mariadb.FileKeyManagement)
+		return setting.Errorf("the key file does not decrypt the server's encrypted redo log (key id 1 of %s): pass %s with the server's own key file (and %s)", mariadb.FileKeyManagement, setting.KeyFile, setting.KeyPasswordFile)
 	}
 	if err != nil {
 		return fmt.Errorf("check the key of the server's encrypted redo log: %w", err)

@@ -201,6 +201,9 @@ type conn struct {
 	bc   *bufConn
 	once sync.Once
 	dead atomic.Bool
+	// wmu serializes writes to bc.w: the send loop's frames and down's error frame,
+	// which the acknowledgements' reader may send while a frame is half written.
+	wmu sync.Mutex
 
 	mu   sync.Mutex
 	sent map[uint64]*frame
@@ -211,7 +214,7 @@ func (c *conn) sendLoop() error {
 	for {
 		f, ok := s.tryNext()
 		if !ok {
-			if err := c.bc.w.Flush(); err != nil {
+			if err := c.locked(c.bc.w.Flush); err != nil {
 				return err
 			}
 			var err error
@@ -237,11 +240,18 @@ func (c *conn) sendLoop() error {
 				return err
 			}
 		}
-		if err := writeFrame(c.bc.w, f); err != nil {
+		if err := c.locked(func() error { return writeFrame(c.bc.w, f) }); err != nil {
 			return err
 		}
 		s.sentBytes.Add(int64(f.wireSize()))
 	}
+}
+
+// locked runs write with the connection's writer to itself.
+func (c *conn) locked(write func() error) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return write()
 }
 
 func (c *conn) readAcks() {
@@ -275,8 +285,8 @@ func (c *conn) down(err error) {
 		s := c.s
 		c.dead.Store(true) // before c.mu: sendLoop checks it under c.mu before keeping a frame
 		if cause := s.err(); cause != nil && !errors.Is(cause, errFinished) {
-			c.bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			c.bc.send(&frame{typ: frameError, payload: []byte(cause.Error())})
+			c.bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second)) // a write blocked in the send loop fails by then
+			c.locked(func() error { return c.bc.send(&frame{typ: frameError, payload: []byte(cause.Error())}) })
 		}
 		c.bc.c.Close()
 		c.mu.Lock()

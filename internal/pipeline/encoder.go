@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
@@ -24,7 +25,10 @@ type Options struct {
 	Workers     int             // compression workers; default 1
 	MaxMemory   int64           // bytes for block buffers (each block costs two buffers)
 	BlockSize   int             // default DefaultBlockSize
-	OpenFiles   int             // units written at once (each may hold a partial block)
+	// OpenFiles is how many units may keep a partial block between their writes (the
+	// files written at once). More units may be open: a unit beyond them encodes what
+	// each write leaves over as a short block, so no count of open units exhausts the pool.
+	OpenFiles int
 }
 
 // MinMemory is the smallest budget that lets o's open units and workers progress.
@@ -62,6 +66,14 @@ type Encoder struct {
 	free   []*block
 	jobs   chan *block
 	wg     sync.WaitGroup
+	// keep counts the units that may still keep a partial block between writes: the
+	// pool less 2*Workers+4 blocks for the flow through the workers, so at least OpenFiles.
+	// A partial block is held by its unit alone and leaves only when the unit writes
+	// again or closes; if every block of the pool were such a partial one, nothing
+	// would be in flight to come back and every writer waiting for a block would wait
+	// forever. Fewer keepers than blocks means a waiting writer always has a block
+	// free or in flight, whatever the callers leave open.
+	keep atomic.Int64
 
 	mu  sync.Mutex
 	err error
@@ -94,6 +106,7 @@ func NewEncoder(o Options) (*Encoder, error) {
 		e.tokens <- struct{}{}
 	}
 	e.jobs = make(chan *block, n)
+	e.keep.Store(int64(n - 2*o.Workers - 4))
 	for range o.Workers {
 		e.wg.Add(1)
 		go e.work()
@@ -132,6 +145,19 @@ func (e *Encoder) getBlock() *block {
 	b.in, b.n, b.err = b.in[:e.opts.BlockSize], 0, nil
 	b.ready = make(chan struct{})
 	return b
+}
+
+// takeKeep claims the right to keep a partial block between writes, if one is left.
+func (e *Encoder) takeKeep() bool {
+	for {
+		k := e.keep.Load()
+		if k <= 0 {
+			return false
+		}
+		if e.keep.CompareAndSwap(k, k-1) {
+			return true
+		}
+	}
 }
 
 func (e *Encoder) putBlock(b *block) {

@@ -19,6 +19,9 @@ type Unit struct {
 	queue chan *block // blocks in order, waiting for their worker
 	done  chan error  // result of the emitter
 	raw   bool        // bytes go to the sink as they are
+	// keeps: the unit may keep a partial block between writes (one of the encoder's
+	// OpenFiles); without it, each write ends by submitting its partial block.
+	keeps bool
 	// compress: blocks go through the workers' compressor (else they only keep the
 	// unit's order on their way to the encryption).
 	compress bool
@@ -37,6 +40,7 @@ func (e *Encoder) Start(name string, sink io.Writer, compress bool) (*Unit, erro
 	if u.raw {
 		return u, nil
 	}
+	u.keeps = e.takeKeep()
 	u.queue = make(chan *block, 2*e.opts.Workers)
 	u.done = make(chan error, 1)
 	out, enc := sink, io.WriteCloser(nil)
@@ -75,6 +79,11 @@ func (u *Unit) Write(p []byte) (int, error) {
 		}
 	}
 	u.size += int64(n)
+	if u.cur != nil && !u.keeps {
+		if u.keeps = u.e.takeKeep(); !u.keeps {
+			return n, u.submit() // a short block: holding it could starve the pool
+		}
+	}
 	return n, nil
 }
 
@@ -146,6 +155,10 @@ func (u *Unit) Close() error {
 	} else if u.cur != nil {
 		u.e.putBlock(u.cur)
 		u.cur = nil
+	}
+	if u.keeps {
+		u.keeps = false
+		u.e.keep.Add(1)
 	}
 	close(u.queue)
 	if eerr := <-u.done; err == nil {

@@ -12,8 +12,9 @@ import (
 // When the budget is used up a writer waits as long as sealed objects are uploading
 // (their memory comes back); if nothing is uploading, waiting could last forever (all
 // memory in half-filled parts), so a writer cuts its part short and uploads it, and
-// a writer with an empty part flushes the pack. Parts thus stay whole while the link is
-// the bottleneck and memory never deadlocks.
+// a writer with an empty part flushes the pack or seals a part left open between
+// writes. Parts thus stay whole while the link is the bottleneck and memory never
+// deadlocks.
 type budget struct {
 	mu     sync.Mutex
 	cond   *sync.Cond

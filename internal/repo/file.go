@@ -23,6 +23,7 @@ type File struct {
 	blobs   []manifest.Blob
 	patches []manifest.Blob // pages copied again after Close, in the order written
 	closed  bool
+	idle    sync.WaitGroup // open parts another writer is sealing to free memory (sealIdle)
 }
 
 // part is a range of a file being encoded into one buffer.
@@ -110,12 +111,18 @@ func (f *File) WriteAt(p []byte, off int64) error {
 	return f.putBack(pt, off)
 }
 
-// take claims the open part that ends at off, or starts one there.
+// take claims the open part that ends at off, or starts one there. The start is marked
+// at once, under the same lock: a range ending at off meanwhile is then sealed by its
+// putBack, not left open beside the new part, idle (pinning a block and budget) until
+// the file is closed.
 func (f *File) take(off int64) (*part, error) {
 	f.mu.Lock()
 	pt, ok := f.open[off]
 	delete(f.open, off)
 	closed := f.closed
+	if !ok && !closed {
+		f.starts[off] = true
+	}
 	f.mu.Unlock()
 	if closed {
 		return nil, fmt.Errorf("repository backup: write to %s after close (internal error)", f.rel)
@@ -147,7 +154,7 @@ func (f *File) reserve(pt *part, k int, off int64) (*part, error) {
 	var cutErr error
 	relieve := func() bool {
 		if pt.raw == 0 {
-			return f.w.flushPack()
+			return f.w.flushPack() || f.w.sealIdle()
 		}
 		if cutErr = pt.seal(); cutErr != nil {
 			return false
@@ -164,6 +171,45 @@ func (f *File) reserve(pt *part, k int, off int64) (*part, error) {
 	}
 	pt.reserved += n
 	return pt, nil
+}
+
+// sealIdle seals the largest part left open between writes by any file (a range
+// between two writes, or a file's last range waiting for the file's Close while other
+// ranges are copied), to free the budget it holds; false if there is none. Idle parts
+// could otherwise hold all of it with no writer able to cut its own. The range's next
+// write, if any, starts a new part.
+func (w *Writer) sealIdle() bool {
+	w.mu.Lock()
+	files := make([]*File, 0, len(w.files))
+	for _, f := range w.files {
+		files = append(files, f)
+	}
+	w.mu.Unlock()
+	var best *part
+	var at int64
+	for _, f := range files {
+		f.mu.Lock()
+		for off, pt := range f.open {
+			if best == nil || pt.reserved > best.reserved {
+				best, at = pt, off
+			}
+		}
+		f.mu.Unlock()
+	}
+	if best == nil {
+		return false
+	}
+	f := best.f
+	f.mu.Lock()
+	if f.open[at] != best {
+		f.mu.Unlock()
+		return true // its writer took it back: memory is moving, look again
+	}
+	delete(f.open, at)
+	f.idle.Add(1)
+	f.mu.Unlock()
+	defer f.idle.Done()
+	return best.seal() == nil
 }
 
 // seal finishes the part's encoding and stores it: as its own object, or in a pack if
@@ -262,6 +308,7 @@ func (f *File) Close(size int64) error {
 			return err
 		}
 	}
+	f.idle.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if size == 0 {

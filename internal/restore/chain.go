@@ -379,7 +379,7 @@ func (c *ChainSource) applyLink(ctx context.Context, l *link, prev *Backup, stag
 		if env.RecoverBase == nil {
 			return fmt.Errorf("%s needs its base recovered first (internal error: no recovery given)", l.b.Origin())
 		}
-		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken with --incremental-lsn): recovering the chain so far first, without rolling back",
+		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken from a given LSN): recovering the chain so far first, without rolling back",
 			"link", l.b.Origin(), "from_lsn", l.b.selectedFrom())
 		if err := env.RecoverBase(ctx, prev, staging); err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -83,7 +84,7 @@ func OpenJournal(dir, id string) (*Journal, error) {
 func checkJournal(dir, id string) error {
 	f, err := filecopy.OpenRead(filepath.Join(dir, journalName))
 	if err != nil {
-		return fmt.Errorf("%s holds no ferry restore journal (%v): --resume continues only a restore ferry left there; remove the directory", dir, err)
+		return setting.Errorf("%s holds no ferry restore journal (%v): %s continues only a restore ferry left there; remove the directory", dir, err, setting.Resume)
 	}
 	defer f.Close()
 	head := make([]byte, len(journalHeader)+len(id)+1)

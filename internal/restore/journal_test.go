@@ -131,7 +131,7 @@ func TestStagingLockedWhileARestoreRuns(t *testing.T) {
 		t.Fatalf("a second restore into a staging directory in use: %v", err)
 	}
 	lock.Close() // the first restore ended
-	if _, _, err := repoStaging(datadir, "B1", false); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, _, err := repoStaging(datadir, "B1", false); err == nil || !strings.Contains(cliText(err), "--resume") {
 		t.Fatalf("a new restore over an interrupted one: %v", err)
 	}
 	j, err := OpenJournal(dir, "B1")

@@ -105,7 +105,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 		t.Fatalf("a resume after recovery began looked for the files again: %v", err)
 	}
 	err = again.Settle(staging, errors.New("recovery failed again"))
-	if !strings.Contains(err.Error(), "--resume") {
+	if !strings.Contains(cliText(err), "--resume") {
 		t.Errorf("after recovery began a failure says %v", err)
 	}
 	if _, serr := os.Stat(filepath.Join(staging, "ibdata1")); serr != nil {

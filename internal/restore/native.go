@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/optfile"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Recovery says how a copy's redo is applied.
@@ -59,7 +60,7 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 		}
 	}
 	if errors.Is(err, apply.ErrKey) {
-		return false, fmt.Errorf("prepare: %w: --key-file %s is not the source's key file, or --key-password-file is wrong", err, keyFileOf(opts))
+		return false, setting.Errorf("prepare: %w: %s %s is not the source's key file, or %s is wrong", err, setting.KeyFile, keyFileOf(opts), setting.KeyPasswordFile)
 	}
 	if mode == RecoveryNative || !errors.Is(err, apply.ErrNotApplied) {
 		return false, fmt.Errorf("prepare: %w", err)
@@ -103,7 +104,7 @@ func applyMemory(useMemory string) (int, error) {
 	}
 	n, err := optfile.ParseSize(useMemory)
 	if err != nil || n < 1<<20 || n > 1<<40 {
-		return 0, fmt.Errorf("--use-memory %q: give the memory for recovery as a size from 1M to 1T, like 256M or 2G", useMemory)
+		return 0, setting.Errorf("%s %q: give the memory for recovery as a size from 1M to 1T, like 256M or 2G", setting.UseMemory, useMemory)
 	}
 	return int(n), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
@@ -43,7 +44,7 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	defer os.RemoveAll(run)
 	phase, resumed := resumedReplay(staging)
 	if resumed && phase != replayPhase(p) {
-		return c, fmt.Errorf("the copy in %s was partly replayed for another point in time (%s): resume it with the --to-gtid or --to-time it was started with, or remove it to start over", staging, strings.TrimPrefix(phase, phaseReplaying+" "))
+		return c, setting.Errorf("the copy in %s was partly replayed for another point in time (%s): resume it with the %s or %s it was started with, or remove it to start over", staging, strings.TrimPrefix(phase, phaseReplaying+" "), setting.ToGTID, setting.ToTime)
 	}
 	if p, err = relayIn(staging, p, resumed); err != nil {
 		return c, err

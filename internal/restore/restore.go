@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Config configures ferry restore.
@@ -126,7 +127,7 @@ type run struct {
 func start(ctx context.Context, cfg Config) (*run, error) {
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
-		return nil, errors.New("--datadir is required")
+		return nil, setting.Errorf("%s is required", setting.Datadir)
 	}
 	if _, err := applyMemory(cfg.UseMemory); err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func settle(cfg Config, staging string, err error) error {
 		return cfg.Source.(Consuming).Settle(staging, err)
 	}
 	if caps.Resume {
-		return fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
+		return setting.Errorf("%w; the partial restore is kept in %s: run the same command with %s to continue it", err, staging, setting.Resume)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {
 		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
@@ -184,17 +185,17 @@ func settle(cfg Config, staging string, err error) error {
 // if it is not prepared yet.
 func checkBefore(ctx context.Context, b *Backup, cfg Config, rec Recoverer) (string, error) {
 	if b.isIncremental() && b.Chain == 0 {
-		return "", fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
+		return "", setting.Errorf("%s is an incremental backup: restore it on its base, e.g. %s FULL %s %s (with every incremental between, oldest first)", b.Origin(), setting.TargetDir, setting.IncrementalDir, b.Origin())
 	}
 	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
 		return "", err
 	}
 	if cfg.Galera && b.coordinates().Galera == nil {
-		return "", fmt.Errorf("--galera: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", b.Origin())
+		return "", setting.Errorf("%s: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", setting.Galera, b.Origin())
 	}
 	if cfg.FromSource {
 		if err := CheckSource(b.coordinates()); err != nil {
-			return "", fmt.Errorf("--replicate-from-source: %s %w", b.Origin(), err)
+			return "", setting.Errorf("%s: %s %w", setting.ReplicateFromSource, b.Origin(), err)
 		}
 	}
 	if _, err := b.Options(cfg.Keys); err != nil {
@@ -211,7 +212,7 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config, rec Recoverer) (str
 func CheckSource(c mariadb.Coordinates) error {
 	switch {
 	case len(c.Sources) == 0:
-		return errors.New("does not record a replication source: take it from the replica with ferry backup --slave-info")
+		return setting.Errorf("does not record a replication source: take it from the replica with ferry backup %s", setting.SlaveInfo)
 	case len(c.Sources) > 1:
 		return fmt.Errorf("records %d replication sources (multi-source): set the connections up by hand from xtrabackup_slave_info", len(c.Sources))
 	case c.GTIDSlavePos == "":
@@ -270,7 +271,7 @@ func (r *run) fill(ctx context.Context, feed *apply.Feed) (*Backup, error) {
 		return nil, err
 	}
 	if b.isIncremental() && b.Chain == 0 {
-		return nil, fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
+		return nil, setting.Errorf("%s is an incremental backup: restore it on its base, e.g. %s FULL %s %s (with every incremental between, oldest first)", b.Origin(), setting.TargetDir, setting.IncrementalDir, b.Origin())
 	}
 	if b.ForeignPrepared {
 		r.cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "from", b.Origin())
@@ -415,7 +416,7 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 // writeGaleraState writes grastate.dat at the backup's Galera position.
 func writeGaleraState(staging string, c mariadb.Coordinates, cfg Config) error {
 	if c.Galera == nil {
-		return errors.New("--galera: the backup has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node")
+		return setting.Errorf("%s: the backup has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", setting.Galera)
 	}
 	if err := galera.WriteState(staging, *c.Galera); err != nil {
 		return err
@@ -433,7 +434,7 @@ func checkDatadir(datadir string, replace bool) error {
 		return err
 	}
 	if !replace {
-		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir's files aside (they are kept, never deleted)", datadir)
+		return setting.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass %s to move the existing datadir's files aside (they are kept, never deleted)", datadir, setting.Replace)
 	}
 	if mariadb.DatadirInUse(datadir) {
 		return fmt.Errorf("datadir %s is in use by a running server: stop it before restoring over it", datadir)
@@ -490,7 +491,7 @@ func swapIn(staging, datadir string, replace bool, local func(string) bool) (str
 	}
 	if !replace {
 		if ents, err := contents(datadir); err != nil || len(ents) > 0 {
-			return "", fmt.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory, or pass --replace", datadir)
+			return "", setting.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory, or pass %s", datadir, setting.Replace)
 		}
 	}
 	return swapContents(staging, datadir, placeFor(datadir).asidePath(time.Now().Format("20060102T150405")), local)

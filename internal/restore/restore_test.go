@@ -97,7 +97,7 @@ func TestRestoreThroughSource(t *testing.T) {
 		datadir := filepath.Join(t.TempDir(), "data")
 		src := &fakeSource{keep: true, failErr: errors.New("connection cut")}
 		_, err := restoreWith(t, src, datadir)
-		if err == nil || !strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), src.staging) {
+		if err == nil || !strings.Contains(cliText(err), "--resume") || !strings.Contains(err.Error(), src.staging) {
 			t.Fatalf("err = %v, want the kept staging and --resume named", err)
 		}
 		if _, err := os.Stat(filepath.Join(src.staging, "db", "t.ibd")); err != nil {
@@ -108,7 +108,7 @@ func TestRestoreThroughSource(t *testing.T) {
 		datadir := t.TempDir()
 		os.WriteFile(filepath.Join(datadir, "ibdata1"), []byte("x"), 0o640)
 		src := &fakeSource{}
-		if _, err := restoreWith(t, src, datadir); err == nil || !strings.Contains(err.Error(), "--replace") {
+		if _, err := restoreWith(t, src, datadir); err == nil || !strings.Contains(cliText(err), "--replace") {
 			t.Fatalf("err = %v", err)
 		}
 		if src.staging != "" {
@@ -126,7 +126,7 @@ func TestApplyMemory(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"lots", "-1G", "512K", "2T", "1.5G"} {
-		if _, err := applyMemory(in); err == nil || !strings.Contains(err.Error(), "--use-memory") {
+		if _, err := applyMemory(in); err == nil || !strings.Contains(cliText(err), "--use-memory") {
 			t.Errorf("applyMemory(%q): %v, want a refusal naming --use-memory", in, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func repoStaging(datadir, id string, resume bool) (string, *os.File, error) {
 		}
 		if !resume {
 			lock.Close()
-			return "", nil, fmt.Errorf("an interrupted restore of backup %s is in %s: run again with --resume to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir)
+			return "", nil, setting.Errorf("an interrupted restore of backup %s is in %s: run again with %s to continue it (what it holds is verified, not downloaded again), or remove that directory", id, dir, setting.Resume)
 		}
 		if err := checkResumable(dir, id); err != nil {
 			lock.Close()
@@ -86,7 +87,7 @@ func lockStaging(dir string) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another ferry restore is running in %s: wait for it to end, or stop it and run this again with --resume", dir)
+			return nil, setting.Errorf("another ferry restore is running in %s: wait for it to end, or stop it and run this again with %s", dir, setting.Resume)
 		}
 		return nil, fmt.Errorf("lock the staging directory %s: %w", dir, err)
 	}
@@ -98,13 +99,13 @@ func lockStaging(dir string) (*os.File, error) {
 func checkResumable(dir, id string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory: --resume continues only a restore ferry left there; remove it", dir)
+		return setting.Errorf("%s is not a directory: %s continues only a restore ferry left there; remove it", dir, setting.Resume)
 	}
 	if err := checkJournal(dir, id); err != nil {
 		return err
 	}
 	if mariadb.DatadirInUse(dir) {
-		return fmt.Errorf("a mariadbd still runs on %s (left by a restore killed during its recovery or replay): stop it, then run this again with --resume", dir)
+		return setting.Errorf("a mariadbd still runs on %s (left by a restore killed during its recovery or replay): stop it, then run this again with %s", dir, setting.Resume)
 	}
 	if err := safepath.CheckTree(dir); err != nil {
 		return fmt.Errorf("cannot resume the restore in %s: %w", dir, err)

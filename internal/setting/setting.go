@@ -21,19 +21,27 @@ func (s Setting) String() string { return string(s) }
 const (
 	Compress               Setting = "compression"
 	CompressLevel          Setting = "compression level"
+	Databases              Setting = "databases"
 	Datadir                Setting = "datadir"
+	DataDirectoryMap       Setting = "DATA DIRECTORY map"
 	DefaultsFile           Setting = "option file"
 	EncryptTo              Setting = "age recipient"
 	EncryptToFile          Setting = "age recipients file"
+	Exclude                Setting = "excluded tables"
 	FlushInterval          Setting = "flush interval"
 	From                   Setting = "donor address"
+	Galera                 Setting = "Galera restore"
 	Heartbeat              Setting = "heartbeat"
 	Host                   Setting = "server host"
 	IdentityFile           Setting = "age identity file"
 	IncrementalBasedir     Setting = "incremental base directory"
+	IncrementalDir         Setting = "incremental directory"
 	KeepDays               Setting = "days to keep"
 	KeepLast               Setting = "backups to keep"
+	KeyFile                Setting = "key file"
+	KeyPasswordFile        Setting = "key password file"
 	Mariadbd               Setting = "mariadbd binary"
+	MaxImpact              Setting = "impact limit"
 	MaxMemory              Setting = "memory limit"
 	MaxRate                Setting = "rate limit"
 	MaxSpool               Setting = "redo spool limit"
@@ -41,15 +49,20 @@ const (
 	MergeSize              Setting = "merge size"
 	MetricsFile            Setting = "metrics file"
 	MetricsListen          Setting = "metrics address"
+	Move                   Setting = "file move"
+	NoDataDirectory        Setting = "DATA DIRECTORY override"
+	Owner                  Setting = "datadir owner"
 	Parallel               Setting = "parallelism"
 	PartSize               Setting = "part size"
 	PasswordFile           Setting = "password file"
 	Port                   Setting = "server port"
 	RenameTo               Setting = "new table name"
+	Replace                Setting = "datadir replacement"
 	ReplaceTables          Setting = "table replacement"
+	Replicate              Setting = "replication setup"
+	ReplicateFromSource    Setting = "replication from the source"
 	ReplPasswordFile       Setting = "replication password file"
 	ReplUser               Setting = "replication user"
-	Replicate              Setting = "replication setup"
 	Repo                   Setting = "repository"
 	Resume                 Setting = "resume"
 	RetryMax               Setting = "retry limit"
@@ -60,19 +73,21 @@ const (
 	SafeSlaveBackup        Setting = "safe replica backup"
 	SafeSlaveBackupTimeout Setting = "safe replica backup timeout"
 	SegmentSize            Setting = "segment size"
-	SlaveInfo              Setting = "replica sources record"
+	SlaveInfo              Setting = "replica coordinates"
 	Socket                 Setting = "server socket"
 	Start                  Setting = "replica start"
+	StreamFile             Setting = "stream file"
 	Tables                 Setting = "tables"
 	TargetDir              Setting = "target directory"
 	TLSCA                  Setting = "TLS CA"
 	TLSCert                Setting = "TLS certificate"
 	TLSKey                 Setting = "TLS key"
 	TLSServerName          Setting = "TLS server name"
-	Tmpdir                 Setting = "redo spool directory"
-	TokenFile              Setting = "token file"
+	Tmpdir                 Setting = "temporary directory"
 	ToGTID                 Setting = "target GTID"
+	TokenFile              Setting = "token file"
 	ToTime                 Setting = "target time"
+	UseMemory              Setting = "recovery memory"
 	User                   Setting = "user name"
 )
 
@@ -81,19 +96,27 @@ func All() []Setting {
 	return []Setting{
 		Compress,
 		CompressLevel,
+		Databases,
 		Datadir,
+		DataDirectoryMap,
 		DefaultsFile,
 		EncryptTo,
 		EncryptToFile,
+		Exclude,
 		FlushInterval,
 		From,
+		Galera,
 		Heartbeat,
 		Host,
 		IdentityFile,
 		IncrementalBasedir,
+		IncrementalDir,
 		KeepDays,
 		KeepLast,
+		KeyFile,
+		KeyPasswordFile,
 		Mariadbd,
+		MaxImpact,
 		MaxMemory,
 		MaxRate,
 		MaxSpool,
@@ -101,15 +124,20 @@ func All() []Setting {
 		MergeSize,
 		MetricsFile,
 		MetricsListen,
+		Move,
+		NoDataDirectory,
+		Owner,
 		Parallel,
 		PartSize,
 		PasswordFile,
 		Port,
 		RenameTo,
+		Replace,
 		ReplaceTables,
+		Replicate,
+		ReplicateFromSource,
 		ReplPasswordFile,
 		ReplUser,
-		Replicate,
 		Repo,
 		Resume,
 		RetryMax,
@@ -123,6 +151,7 @@ func All() []Setting {
 		SlaveInfo,
 		Socket,
 		Start,
+		StreamFile,
 		Tables,
 		TargetDir,
 		TLSCA,
@@ -130,9 +159,10 @@ func All() []Setting {
 		TLSKey,
 		TLSServerName,
 		Tmpdir,
-		TokenFile,
 		ToGTID,
+		TokenFile,
 		ToTime,
+		UseMemory,
 		User,
 	}
 }

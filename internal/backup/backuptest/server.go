@@ -45,10 +45,19 @@ type Server struct {
 	Changed []redo.PageID
 	// OnStage, if set, is called as each stage is entered, before it is recorded.
 	OnStage func(ctx context.Context, s mariadb.Stage) error
+	// Script scripts the redo copies in the order the backup opens them (copy.go):
+	// where each starts, the pages it names, whether the server laps it. Past the
+	// list, a copy starts at Checkpoint, names Changed and writes Redo.
+	Script []Copy
+	// OnOpen, if set, is called as redo copy n (0 the first) opens: the moment to
+	// change the datadir between the data copy and a re-copy round.
+	OnOpen func(n int)
 
-	mu     sync.Mutex
-	events []string
-	copies int
+	mu      sync.Mutex
+	events  []string
+	copies  int
+	running []*redoCopy // redo copies whose Run has not returned
+	lock    lockState
 }
 
 // New returns a fake server whose datadir is a new temporary directory.
@@ -138,7 +147,8 @@ func (c session) Info() mariadb.Info {
 }
 
 func (c session) LSNs(context.Context) (flushed, current uint64, err error) {
-	return c.s.End, c.s.End, nil
+	end := c.s.end()
+	return end, end, nil
 }
 
 func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error) { return nil, nil }
@@ -146,7 +156,7 @@ func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error
 // PauseReplica implements backup.Server: the fake server is not a replica.
 func (c session) PauseReplica(context.Context, time.Duration) (backup.ReplicaPause, error) {
 	c.s.event("pause replica")
-	return pause{c.s}, nil
+	return pause(c), nil
 }
 
 // pause is a replica's SQL thread the fake never stops; it records its resume.
@@ -159,25 +169,16 @@ func (p pause) Resume(context.Context) error {
 	return nil
 }
 
-func (c session) BackupLock(context.Context) (backup.BackupLock, error) { return &lock{s: c.s}, nil }
+func (c session) BackupLock(ctx context.Context) (backup.BackupLock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &lock{s: c.s}, nil
+}
 
 func (c session) Redo() backup.RedoLog { return c }
 
 func (c session) Close() error { c.s.event("close"); return nil }
-
-// Open implements backup.RedoLog: a copy from the checkpoint that writes Server.Redo.
-func (c session) Open(cfg redo.Config) (backup.RedoCopy, error) {
-	c.s.mu.Lock()
-	c.s.copies++
-	c.s.mu.Unlock()
-	if cfg.Pages != nil {
-		cfg.Pages.Add(c.s.Changed...)
-	}
-	return &redoCopy{s: c.s, out: cfg, stop: make(chan struct{})}, nil
-}
-
-// Checkpoint implements backup.RedoLog.
-func (c session) Checkpoint(string) (uint64, error) { return c.s.Checkpoint, nil }
 
 // lock is the fake's stage sequence.
 type lock struct {
@@ -185,68 +186,67 @@ type lock struct {
 	stage mariadb.Stage
 }
 
+// Enter fails, as a statement on a real server does, once ctx is done.
 func (l *lock) Enter(ctx context.Context, st mariadb.Stage) (time.Duration, error) {
 	if l.s.OnStage != nil {
 		if err := l.s.OnStage(ctx, st); err != nil {
 			return 0, err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	l.stage = st
+	l.s.mu.Lock()
+	l.s.lock.entered(st)
+	l.s.mu.Unlock()
 	l.s.event("BACKUP STAGE " + string(st))
 	return 0, nil
 }
 
-func (l *lock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error) {
+func (l *lock) ReadEnd(ctx context.Context) (uint64, mariadb.Coordinates, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, mariadb.Coordinates{}, err
+	}
 	l.s.event("read end")
-	return l.s.End, l.s.Coordinates, nil
+	return l.s.end(), l.s.Coordinates, nil
 }
 
+// Close ends the sequence if it is still inside it, as the real lock's does.
 func (l *lock) Close() error {
+	l.s.mu.Lock()
+	l.s.lock.closed = true
+	l.s.mu.Unlock()
 	l.s.event("unlock")
 	return nil
 }
 
-// redoCopy is a fake redo copy: it writes Server.Redo, then runs until it is told
-// where to stop (it has then copied up to there) or its context ends.
-type redoCopy struct {
-	s    *Server
-	out  redo.Config
-	stop chan struct{}
-	once sync.Once
-	mu   sync.Mutex
-	end  uint64
+// lockState is what the fake's lock sequence went through.
+type lockState struct {
+	started, ended, closed bool
 }
 
-func (r *redoCopy) Run(ctx context.Context) error {
-	if _, err := r.out.Out.Write(r.s.Redo); err != nil {
-		return err
-	}
-	select {
-	case <-r.stop:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+func (ls *lockState) entered(st mariadb.Stage) {
+	switch st {
+	case mariadb.StageStart:
+		ls.started = true
+	case mariadb.StageEnd:
+		ls.ended = true
 	}
 }
 
-func (r *redoCopy) StopAt(lsn uint64) {
-	r.mu.Lock()
-	r.end = lsn
-	r.mu.Unlock()
-	r.once.Do(func() { close(r.stop) })
+// LockHeld tells whether the backup left the lock sequence open: started, and
+// neither ended (BACKUP STAGE END) nor closed. A backup that returned, whether it
+// failed or not, must leave it false.
+func (s *Server) LockHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lock.started && !s.lock.ended && !s.lock.closed
 }
 
-func (r *redoCopy) Copied() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return max(r.end, r.s.Checkpoint)
-}
-
-func (r *redoCopy) WaitCopied(context.Context, uint64) error { return nil }
-func (r *redoCopy) Start() redo.Checkpoint                   { return redo.Checkpoint{LSN: r.s.Checkpoint} }
-
-func (r *redoCopy) EndLSN() uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.end
+// end is the server's current LSN.
+func (s *Server) end() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.End
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
@@ -274,7 +275,7 @@ func testFailedRestore(t *testing.T, newSource New) {
 	// A source may refuse the backup before it makes a staging directory (a
 	// repository checks its manifest's checksums first).
 	left, _ := filepath.Glob(filepath.Join(filepath.Dir(datadir), ".data.ferry-*"))
-	if kept := len(left) > 0; kept && !src.Caps().Resume || kept != strings.Contains(err.Error(), "--resume") {
+	if kept := len(left) > 0; kept && !src.Caps().Resume || kept != strings.Contains(setting.Render(err, setting.Names{setting.Resume: "--resume"}), "--resume") {
 		t.Errorf("Caps %+v; the failed restore left %v and says %v", src.Caps(), left, err)
 	}
 }
