@@ -20,6 +20,7 @@ func flagNames() setting.Names {
 		setting.Heartbeat:              "--heartbeat",
 		setting.Host:                   "--host",
 		setting.IdentityFile:           "--identity-file",
+		setting.IncrementalBasedir:     "--incremental-basedir",
 		setting.IncrementalDir:         "--incremental-dir",
 		setting.KeepDays:               "--keep-days",
 		setting.KeepLast:               "--keep-last",

@@ -112,7 +112,7 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 // openOut creates the file's copy once, for whichever segment starts first.
 func (j *job) openOut(ij *innoJob) error {
 	ij.once.Do(func() {
-		if ij.stored = j.storedName(ij.src.Rel); ij.stored == ij.src.Rel {
+		if ij.stored = j.ddl.storedName(j, ij.src.Rel); ij.stored == ij.src.Rel {
 			ij.stored = ""
 		}
 		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse, Size: ij.src.Size, Space: ij.space()})

@@ -71,12 +71,15 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 		e.created[id] = true // copied whole again, as a tablespace created meanwhile
 	}
 	j.mu.Unlock()
-	if j.cfg.Incremental != nil {
-		return j.reconcileIncremental(ctx, current, e)
-	}
-	if !j.sink.Caps().Rewrite {
-		return j.reconcileStream(ctx, current, e)
-	}
+	return j.ddl.reconcile(ctx, j, current, e)
+}
+
+// dirDDL is reconcileDDL for a full backup into an end that can change what it holds:
+// renamed copies are renamed, dropped ones removed, and the tablespaces created,
+// re-created or renamed during the copy copied again under their names.
+type dirDDL struct{}
+
+func (dirDDL) reconcile(ctx context.Context, j *job, current []srcFile, e ddlEffects) error {
 	if err := j.applyDropsAndRenames(e); err != nil {
 		return err
 	}
@@ -87,14 +90,17 @@ func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
 	if err := j.dropStale(current); err != nil {
 		return err
 	}
-	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB)
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB, false)
 }
 
+// storedName: a copy is rewritten in place, under its own name.
+func (dirDDL) storedName(_ *job, rel string) string { return rel }
+
 // copyChangedByDDL copies again, with copy, the tablespaces DDL created, re-created
-// or renamed during the backup.
-func (j *job) copyChangedByDDL(ctx context.Context, files []srcFile, copy func(context.Context, []srcFile) error) error {
+// or renamed during the backup (of an incremental, for the log).
+func (j *job) copyChangedByDDL(ctx context.Context, files []srcFile, copy func(context.Context, []srcFile) error, incremental bool) error {
 	if len(files) > 0 {
-		j.log.Info("copying whole the tablespaces DDL created, re-created or renamed during the backup", "files", len(files), "incremental", j.cfg.Incremental != nil)
+		j.log.Info("copying whole the tablespaces DDL created, re-created or renamed during the backup", "files", len(files), "incremental", incremental)
 	}
 	return copy(ctx, files)
 }

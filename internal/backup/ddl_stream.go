@@ -17,11 +17,13 @@ const (
 	newCopy   = ".new"
 )
 
-// reconcileStream is reconcileDDL for a stream, where nothing sent can be changed: a
-// copy that is no longer the tablespace at its path gets a .del marker, and the
-// tablespace now there (created, re-created or renamed during the copy) is copied again,
-// as <base>.new if its name was already used in the stream.
-func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffects) error {
+// streamDDL is reconcileDDL for a full backup into a stream, where nothing sent can be
+// changed: a copy that is no longer the tablespace at its path gets a .del marker, and
+// the tablespace now there (created, re-created or renamed during the copy) is copied
+// again, as <base>.new if its name was already used in the stream.
+type streamDDL struct{}
+
+func (streamDDL) reconcile(ctx context.Context, j *job, current []srcFile, e ddlEffects) error {
 	keep, recopy, err := j.keptCopies(current, e, func(rel string) string { return rel })
 	if err != nil {
 		return err
@@ -29,7 +31,7 @@ func (j *job) reconcileStream(ctx context.Context, current []srcFile, e ddlEffec
 	if err := j.sendDeletes(keep); err != nil {
 		return err
 	}
-	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB)
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDB, false)
 }
 
 // keptCopies splits the server's tablespaces into those whose copy in the backup (named
@@ -82,11 +84,9 @@ func (j *job) sendDeletes(keep map[string]bool) error {
 	return nil
 }
 
-// storedName is the name for a new copy of rel: rel itself, or <base>.new in an end
-// that cannot rewrite what it was sent and already carries rel, and in an incremental
-// (a whole tablespace beside the deltas).
-func (j *job) storedName(rel string) string {
-	if j.cfg.Incremental == nil && (j.sink.Caps().Rewrite || !j.wasSent(rel)) {
+// storedName: rel itself, or <base>.new if the stream already carries rel.
+func (streamDDL) storedName(j *job, rel string) string {
+	if !j.wasSent(rel) {
 		return rel
 	}
 	return strings.TrimSuffix(rel, innodbExt) + newCopy

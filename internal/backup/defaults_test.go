@@ -28,7 +28,7 @@ func TestZeroConfigDefaults(t *testing.T) {
 		{"repository", Config{Sink: capsOnly{caps: sink.Caps{Rewrite: true, Remote: true}}}, defaults.RemoteChunkSize},
 		{"incremental into a directory", Config{Sink: capsOnly{caps: sink.Caps{Rewrite: true, Direct: true}}, Incremental: BaseFromLSN(1)}, defaults.RemoteChunkSize},
 	} {
-		got := withDefaults(c.cfg)
+		got := withDefaults(c.cfg, modeFor(c.cfg))
 		if got.Parallel != defaults.BackupParallel || got.ChunkSize != c.chunk || got.Replica.SafeSlaveTimeout != defaults.SafeSlaveTimeout {
 			t.Errorf("%s: parallel %d, chunk %d, safe-slave timeout %v; want %d, %d, %v", c.name, got.Parallel, got.ChunkSize,
 				got.Replica.SafeSlaveTimeout, defaults.BackupParallel, c.chunk, defaults.SafeSlaveTimeout)

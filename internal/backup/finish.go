@@ -21,20 +21,10 @@ import (
 func (j *job) finish(ctx context.Context, res *Result) error {
 	m := &j.m
 	m.Format, m.Tool, m.ToolVersion = manifest.FormatVersion, "ferry", j.cfg.Version
-	m.Type, m.Engine = manifest.TypeFull, "innodb-redo-copy/1"
-	m.ToLSN = m.EndLSN
-	if b := j.cfg.Incremental; b != nil {
-		c, err := j.checkpoint()
-		if err != nil {
-			return err
-		}
-		m.ToLSN = max(b.ToLSN, min(c, m.EndLSN))
-	}
-	cp := xtrabackup.Checkpoints{BackupType: xtrabackup.TypeFull, ToLSN: m.ToLSN, LastLSN: m.LastLSN}
-	if b := j.cfg.Incremental; b != nil {
-		m.Type = manifest.TypeIncremental
-		m.Incremental = &manifest.Incremental{BaseID: b.ID, BaseToLSN: b.ToLSN, FromLSN: j.sel.from, Method: j.sel.method()}
-		cp.BackupType, cp.FromLSN = xtrabackup.TypeIncremental, b.ToLSN
+	m.Engine = "innodb-redo-copy/1"
+	cp := xtrabackup.Checkpoints{LastLSN: m.LastLSN}
+	if err := j.mode.record(j, m, &cp); err != nil { // Type, ToLSN, Incremental
+		return err
 	}
 	m.EndTime = j.clock.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
@@ -114,10 +104,7 @@ func (j *job) galeraInfo() []byte {
 
 func (j *job) infoEntries(res *Result) []xtrabackup.InfoEntry {
 	m, c := &j.m, j.m.Coordinates
-	from, incremental := m.StartLSN, "N"
-	if m.Incremental != nil {
-		from, incremental = m.Incremental.BaseToLSN, "Y" // as mariadb-backup writes it
-	}
+	from, incremental := j.mode.infoFrom(m)
 	binlog := fmt.Sprintf("filename '%s', position '%d', GTID of the last change '%s'", c.BinlogFile, c.BinlogPos, c.GTIDBinlogPos)
 	return []xtrabackup.InfoEntry{
 		{Key: "uuid", Value: m.ID},

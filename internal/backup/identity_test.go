@@ -174,7 +174,8 @@ func TestReplacedInInterruptedCopy(t *testing.T) {
 // is made from nothing); one it holds that is another file is an error, never a delta
 // onto the wrong file.
 func TestDeltaReplacedSystem(t *testing.T) {
-	j := &job{log: slog.New(slog.DiscardHandler), cfg: Config{Incremental: &Base{Have: map[string]manifest.Space{"ibdata1": {System: true}}}}}
+	j := &job{log: slog.New(slog.DiscardHandler)}
+	b := &Base{Have: map[string]manifest.Space{"ibdata1": {System: true}}}
 	for _, c := range []struct {
 		src          srcFile
 		whole, every bool
@@ -185,7 +186,7 @@ func TestDeltaReplacedSystem(t *testing.T) {
 		{srcFile{Rel: "ibdata1", System: true}, false, false, true},
 	} {
 		dc := &deltaCopy{ij: &innoJob{src: c.src}}
-		err := dc.replaced(j, "changed")
+		err := dc.replaced(j, b, "changed")
 		if dc.whole != c.whole || dc.every != c.every || (err != nil) != c.fails {
 			t.Errorf("%s: whole %v every %v err %v", c.src.Rel, dc.whole, dc.every, err)
 		}

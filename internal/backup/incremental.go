@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 	"golang.org/x/sync/errgroup"
@@ -50,11 +51,11 @@ func BaseFromManifest(m *manifest.Manifest, name string) (*Base, error) {
 	return &Base{ID: m.ID, Name: name, ToLSN: m.ChainLSN(), FromLSN: min(m.StartLSN, m.EndLSN), UID: m.Server.UID, Spaces: baseSpaces(m)}, nil
 }
 
-// BaseFromDir reads the base of --incremental-basedir: a complete ferry backup, or one
+// BaseFromDir reads the base in directory dir: a complete ferry backup, or one
 // made by mariadb-backup (full or incremental, prepared or not).
 func BaseFromDir(dir string) (*Base, error) {
 	if _, err := os.Stat(filepath.Join(dir, manifest.IncompleteMarker)); err == nil {
-		return nil, fmt.Errorf("--incremental-basedir %s is an incomplete backup (interrupted before its manifest): take a new full backup", dir)
+		return nil, setting.Errorf("%s %s is an incomplete backup (interrupted before its manifest): take a new full backup", setting.IncrementalBasedir, dir)
 	}
 	m, err := manifest.Read(dir)
 	switch {
@@ -65,7 +66,7 @@ func BaseFromDir(dir string) (*Base, error) {
 	}
 	cp, err := xtrabackup.ReadCheckpoints(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--incremental-basedir %s is not a backup (no %s or %s): %w", dir, manifest.FileName, xtrabackup.CheckpointsFile, err)
+		return nil, setting.Errorf("%s %s is not a backup (no %s or %s): %w", setting.IncrementalBasedir, dir, manifest.FileName, xtrabackup.CheckpointsFile, err)
 	}
 	b := &Base{Name: dir, ToLSN: cp.ToLSN, FromLSN: cp.ToLSN}
 	if cp.BackupType == xtrabackup.TypeLogApplied {
@@ -74,7 +75,7 @@ func BaseFromDir(dir string) (*Base, error) {
 	// Not prepared: its pages are exact only below the checkpoint its redo starts from.
 	c, err := redo.NewestCheckpoint(filepath.Join(dir, "ib_logfile0"))
 	if err != nil {
-		return nil, fmt.Errorf("--incremental-basedir %s: read the checkpoint of its redo log: %w", dir, err)
+		return nil, setting.Errorf("%s %s: read the checkpoint of its redo log: %w", setting.IncrementalBasedir, dir, err)
 	}
 	b.FromLSN = min(c.LSN, cp.ToLSN)
 	return b, nil
@@ -87,8 +88,8 @@ func BaseFromLSN(lsn uint64) *Base {
 
 // checkBase refuses a base that is not of this server: another server_uid, or an end
 // past the server's current LSN.
-func (j *job) checkBase(ctx context.Context) error {
-	b := j.cfg.Incremental
+func (m *incrementalMode) checkBase(ctx context.Context, j *job) error {
+	b := m.base
 	if b.UID != "" && j.info.Vars["server_uid"] != "" && b.UID != j.info.Vars["server_uid"] {
 		return fmt.Errorf("the base %s was taken on another server (server_uid %s, this one is %s): an incremental applies only on a backup of the same server; take a full backup", b.Name, b.UID, j.info.Vars["server_uid"])
 	}
@@ -124,8 +125,8 @@ func (s *selection) method() string {
 // selectPages learns the pages changed since the base from the server's redo log if
 // it still holds everything since the base's from LSN, up to where this backup's own
 // redo copy starts; otherwise every page is read and those above from are kept.
-func (j *job) selectPages(ctx context.Context) *selection {
-	s := &selection{from: j.cfg.Incremental.FromLSN, upto: j.tail.t.Start().LSN}
+func (m *incrementalMode) selectPages(ctx context.Context, j *job) *selection {
+	s := &selection{from: m.base.FromLSN, upto: j.tail.t.Start().LSN}
 	if s.from == 0 {
 		s.why = "the base records no LSN: every page is read"
 		j.log.Info("incremental: changed pages by scan", "why", s.why)
@@ -180,14 +181,16 @@ type deltaCopy struct {
 	// next: the pages below it were considered already (a scan's next pass starts
 	// back at an aligned offset)
 	next uint32
+	// from: pages whose LSN is above it are kept (the selection's)
+	from uint64
 }
 
 // copyDeltas writes a .delta and .meta for each tablespace file, in parallel.
-func (j *job) copyDeltas(ctx context.Context, files []srcFile) error {
+func (m *incrementalMode) copyDeltas(ctx context.Context, j *job, files []srcFile) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(j.cfg.Parallel)
 	for _, f := range files {
-		g.Go(func() error { return j.copyDelta(gctx, f) })
+		g.Go(func() error { return m.copyDelta(gctx, j, f) })
 	}
 	return g.Wait()
 }
@@ -195,7 +198,7 @@ func (j *job) copyDeltas(ctx context.Context, files []srcFile) error {
 // copyDelta copies the changed pages of one file. A file whose page 0 is not written
 // yet, or that vanished, was created or dropped during the copy: the reconciliation
 // under BLOCK_DDL handles it.
-func (j *job) copyDelta(ctx context.Context, f srcFile) error {
+func (m *incrementalMode) copyDelta(ctx context.Context, j *job, f srcFile) error {
 	in, err := directio.Open(f.Abs)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -208,9 +211,9 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	if err := j.readHeader(in, ij); err != nil || ij.checker == nil {
 		return err
 	}
-	dc := &deltaCopy{ij: ij, in: in}
-	if why := j.replacedSince(ij); why != "" {
-		if err := dc.replaced(j, why); err != nil {
+	dc := &deltaCopy{ij: ij, in: in, from: m.sel.from}
+	if why := m.replacedSince(ij); why != "" {
+		if err := dc.replaced(j, m.base, why); err != nil {
 			return err
 		}
 	}
@@ -220,8 +223,8 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	}
 	dc.out, dc.sum = out, &crcAppender{f: out}
 	dc.w = delta.NewWriter(dc.sum, ij.page)
-	dc.imports = j.cfg.Incremental.Spaces == nil && !ij.src.System
-	if list, scan := j.sel.pagesOf(ij); scan || dc.whole || dc.every {
+	dc.imports = m.base.Spaces == nil && !ij.src.System
+	if list, scan := m.sel.pagesOf(ij); scan || dc.whole || dc.every {
 		err = j.deltaScan(ctx, dc)
 	} else {
 		j.prog.AddTotal(int64(len(list))*int64(ij.page) - f.Size)
@@ -243,19 +246,19 @@ func (j *job) copyDelta(ctx context.Context, f srcFile) error {
 	return j.writeMeta(f.Rel, ij, dc.whole)
 }
 
-// replaced makes the delta hold every page of a file that is not the base's (why):
+// replaced makes the delta hold every page of a file that is not the base's (b, why):
 // marked whole, or, for a system tablespace file an interrupted copy lacks, unmarked
 // (it is never replaced, and is made from nothing). A system tablespace file the base
 // holds that is another file cannot be brought up to date by a delta: an error.
-func (dc *deltaCopy) replaced(j *job, why string) error {
+func (dc *deltaCopy) replaced(j *job, b *Base, why string) error {
 	f := dc.ij.src
 	switch {
 	case !f.System:
 		dc.whole = true
 		j.log.Info("incremental: tablespace copied whole", "file", f.Rel, "space_id", dc.ij.header.SpaceID, "why", why)
 		return nil
-	case j.cfg.Incremental.Have != nil:
-		if _, held := j.cfg.Incremental.Have[f.Rel]; !held {
+	case b.Have != nil:
+		if _, held := b.Have[f.Rel]; !held {
 			dc.every = true
 			j.log.Info("incremental: system tablespace file copied in full", "file", f.Rel, "why", why)
 			return nil
@@ -266,8 +269,8 @@ func (dc *deltaCopy) replaced(j *job, why string) error {
 
 // replacedSince says why the tablespace ij is not the file the base holds ("" when
 // it is): the incremental then copies it whole (identity.go).
-func (j *job) replacedSince(ij *innoJob) string {
-	return j.cfg.Incremental.replacedIn(ij.src.Rel, *ij.space(), j.sel.fileOps[ij.header.SpaceID])
+func (m *incrementalMode) replacedSince(ij *innoJob) string {
+	return m.base.replacedIn(ij.src.Rel, *ij.space(), m.sel.fileOps[ij.header.SpaceID])
 }
 
 // replacedIn says why the tablespace file rel (now, as read) is not the one the base
@@ -466,7 +469,7 @@ func (j *job) keepNewer(ctx context.Context, dc *deltaCopy, b []byte, off int64,
 			continue
 		}
 		dc.next = no + 1
-		if !dc.whole && !dc.every && (listed != nil && !listed[no] || !changedSince(page, j.sel.from, dc.imports)) {
+		if !dc.whole && !dc.every && (listed != nil && !listed[no] || !changedSince(page, dc.from, dc.imports)) {
 			continue
 		}
 		if err := j.validate(ctx, dc.in, dc.ij, page, off+int64(i)); err != nil {
@@ -504,12 +507,14 @@ func (a *crcAppender) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// reconcileIncremental is reconcileDDL for an incremental: a delta that is no longer
-// of the tablespace at its path (dropped, renamed, re-created during the copy) is
-// removed, or in an end that cannot take back what it was sent, cancelled by a .del
-// marker applied after the deltas; each tablespace without a valid delta (created or
-// renamed during the copy) is copied whole as <base>.new.
-func (j *job) reconcileIncremental(ctx context.Context, current []srcFile, e ddlEffects) error {
+// deltaDDL is reconcileDDL for an incremental: a delta that is no longer of the
+// tablespace at its path (dropped, renamed, re-created during the copy) is removed, or
+// in an end that cannot take back what it was sent, cancelled by a .del marker applied
+// after the deltas; each tablespace without a valid delta (created or renamed during
+// the copy) is copied whole as <base>.new.
+type deltaDDL struct{}
+
+func (deltaDDL) reconcile(ctx context.Context, j *job, current []srcFile, e ddlEffects) error {
 	keep, recopy, err := j.keptCopies(current, e, func(rel string) string { return rel + deltaExt })
 	if err != nil {
 		return err
@@ -517,7 +522,12 @@ func (j *job) reconcileIncremental(ctx context.Context, current []srcFile, e ddl
 	if err := j.dropStaleDeltas(keep); err != nil {
 		return err
 	}
-	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDBFiles)
+	return j.copyChangedByDDL(ctx, recopy, j.copyInnoDBFiles, true)
+}
+
+// storedName: a whole tablespace beside the deltas is <base>.new.
+func (deltaDDL) storedName(_ *job, rel string) string {
+	return strings.TrimSuffix(rel, innodbExt) + newCopy
 }
 
 // dropStaleDeltas removes (or cancels with a .del marker) the deltas not kept.

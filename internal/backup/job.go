@@ -16,7 +16,6 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/defaults"
-	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -33,6 +32,8 @@ import (
 // job is the state of one backup run.
 type job struct {
 	cfg   Config
+	mode  mode       // full or incremental (mode.go), chosen once in Run
+	ddl   reconciler // how DDL run during the copy is reconciled on this end (mode.go)
 	log   *slog.Logger
 	srv   Server // the server copied (Config.Server's session)
 	info  mariadb.Info
@@ -69,8 +70,7 @@ type job struct {
 	lostSpaces map[uint32]bool
 	stats      struct{ rereads atomic.Int64 }
 	recopy     recopyStats
-	rolled     *rolled    // the roll-forward, if it ran
-	sel        *selection // an incremental's changed pages
+	rolled     *rolled // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
 	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
 	clock     clock.Clock
@@ -97,8 +97,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Sink == nil {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
-	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, clock: cfg.Clock,
+	md := modeFor(cfg)
+	cfg = withDefaults(cfg, md)
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, clock: cfg.Clock, mode: md, ddl: md.reconciler(cfg.Sink.Caps()),
 		files: map[string]copiedFile{}, sent: sink.Sent{}, aria: map[string]*openCopy{}}
 	j.m.ID = newID(cfg.Clock.Now())
 	res, err := j.run(ctx)
@@ -108,13 +109,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-func withDefaults(cfg Config) Config {
+// withDefaults fills what cfg leaves zero; md is the backup's mode.
+func withDefaults(cfg Config, md mode) Config {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = defaults.BackupParallel
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
-		if cfg.Sink.Caps().Remote || cfg.Incremental != nil || cfg.BaseFor != nil {
+		if cfg.Sink.Caps().Remote || md.smallChunks() {
 			// nothing is written to the server's disk, or (an incremental) little
 			cfg.ChunkSize = DefaultStreamChunkSize
 		}
@@ -155,15 +157,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	} else if _, err := j.lockSpoolRoom(p); err != nil { // refused before the first byte, checked again before the locks
 		return nil, err
 	}
-	if j.cfg.BaseFor != nil {
-		if j.cfg.Incremental, err = j.cfg.BaseFor(ctx, j.info.Vars["server_uid"]); err != nil {
-			return nil, err
-		}
-	}
-	if j.cfg.Incremental != nil {
-		if err := j.checkBase(ctx); err != nil {
-			return nil, err
-		}
+	if err := j.mode.begin(ctx, j); err != nil {
+		return nil, err
 	}
 	if err := j.checkRoom(ctx); err != nil {
 		return nil, err
@@ -207,11 +202,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // memoryBudget is what the copy buffers, the end's own pipeline and the redo spool's
 // memory tier may hold.
 func (j *job) memoryBudget() int64 {
-	n := int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory
-	if j.cfg.Incremental != nil { // each delta writer holds one cluster of pages
-		n += int64(j.cfg.Parallel) * int64(delta.ClusterPages(j.info.PageSize)+1) * int64(j.info.PageSize)
-	}
-	return n
+	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory + j.mode.memory(j)
 }
 
 // connect opens a session on the server (the one probe, with the privileges check)
@@ -234,7 +225,7 @@ func (j *job) connect(ctx context.Context) error {
 func (j *job) checkAccess(ctx context.Context) error {
 	if o := j.cfg.Replica; (o.Info && !o.BestEffort) || o.SafeSlave {
 		if _, err := j.srv.ReplicaSources(ctx); err != nil { // refused now, not after the copy
-			return fmt.Errorf("--slave-info/--safe-slave-backup: %w", err)
+			return setting.Errorf("%s/%s: %w", setting.SlaveInfo, setting.SafeSlaveBackup, err)
 		}
 	}
 	if _, err := os.Stat(j.redoPath()); err != nil {
@@ -257,7 +248,7 @@ func (j *job) explain(err error, opened bool) error {
 	case errors.Is(err, filecopy.ErrDiskFull):
 		return fmt.Errorf("the filesystem of %s is full (%v): free space there, choose another destination or (a repository) run ferry expire; %s", j.sink.Name(), err, partial)
 	case errors.Is(err, spool.ErrFull):
-		return fmt.Errorf("the redo copy outran the destination (%v): give --max-spool more, or --tmpdir a directory with more space, or a faster destination; %s", err, partial)
+		return setting.Errorf("the redo copy outran the destination (%v): give %s more, or %s a directory with more space, or a faster destination; %s", err, setting.MaxSpool, setting.Tmpdir, partial)
 	case errors.Is(err, syscall.EPIPE):
 		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):

@@ -3,11 +3,11 @@ package backup
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // MariaDB is the Connector of the MariaDB server conn reaches: the default of
@@ -54,7 +54,7 @@ func (s mariadbServer) BackupLock(ctx context.Context) (BackupLock, error) {
 func (s mariadbServer) PauseReplica(ctx context.Context, timeout time.Duration) (ReplicaPause, error) {
 	conn, err := s.DB().Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("--safe-slave-backup: %w", err)
+		return nil, setting.Errorf("%s: %w", setting.SafeSlaveBackup, err)
 	}
 	p, err := mariadb.PauseSQLThread(ctx, conn, timeout)
 	return sqlThreadPause{p, conn}, err

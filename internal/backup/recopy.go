@@ -47,8 +47,8 @@ const (
 // a short redo tail, saying why not where it cannot.
 func (j *job) wantThreeStage() bool {
 	switch {
-	case j.cfg.Incremental != nil:
-		j.log.Info("three-stage copy off: an incremental keeps the redo of its copy, which reads only the changed pages")
+	case j.mode.wholeRedo() != "":
+		j.log.Info("three-stage copy off: " + j.mode.wholeRedo())
 		return false
 	case j.cfg.FullRedo:
 		j.log.Info("three-stage copy off (--full-redo): the backup keeps the whole redo of the copy")

@@ -9,6 +9,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // stages walks BACKUP STAGE START → FLUSH → BLOCK_DDL → BLOCK_COMMIT → END around the
@@ -42,9 +43,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
-	if j.cfg.Incremental != nil {
-		j.sel = j.selectPages(ctx)
-	}
+	j.mode.start(ctx, j)
 	p, err := j.scan()
 	if err != nil {
 		return nil, err
@@ -129,11 +128,9 @@ func (p plan) size() int64 {
 	return n
 }
 
+// copyInnoDB copies InnoDB tablespace files as the backup's mode does.
 func (j *job) copyInnoDB(ctx context.Context, files []srcFile) error {
-	if j.cfg.Incremental != nil {
-		return j.copyDeltas(ctx, files)
-	}
-	return j.copyInnoDBFiles(ctx, files)
+	return j.mode.copyInnoDB(ctx, j, files)
 }
 
 // underBlockDDL enters FLUSH and BLOCK_DDL, brings the InnoDB copy in line with DDL
@@ -238,7 +235,7 @@ func (j *job) readSources(ctx context.Context) error {
 		j.log.Debug("not recording the replica's sources", "err", err)
 		return nil
 	case err != nil:
-		return fmt.Errorf("--slave-info: %w", err)
+		return setting.Errorf("%s: %w", setting.SlaveInfo, err)
 	case len(src) == 0 && !o.BestEffort:
 		j.log.Warn("--slave-info: the server is not a replica; nothing to record")
 	}

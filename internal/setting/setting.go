@@ -34,6 +34,7 @@ const (
 	Heartbeat              Setting = "heartbeat"
 	Host                   Setting = "server host"
 	IdentityFile           Setting = "age identity file"
+	IncrementalBasedir     Setting = "incremental base directory"
 	IncrementalDir         Setting = "incremental directory"
 	KeepDays               Setting = "days to keep"
 	KeepLast               Setting = "backups to keep"
@@ -108,6 +109,7 @@ func All() []Setting {
 		Heartbeat,
 		Host,
 		IdentityFile,
+		IncrementalBasedir,
 		IncrementalDir,
 		KeepDays,
 		KeepLast,
