@@ -71,7 +71,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 			}
 			cfg.Version = version
 			cfg.Command = strings.Join(os.Args[1:], " ")
-			applyTestHooks(&cfg) // a no-op unless built with -tags testhooks (e2e)
+			// A no-op unless built with -tags testhooks (the e2e tests' binary).
+			applyTestHooks(&cfg)
 			start := time.Now() // the manifest's end time is the consistent point; uploads may go on after it
 			res, err := backup.Run(cmd.Context(), cfg)
 			if err != nil {
