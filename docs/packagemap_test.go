@@ -182,6 +182,9 @@ func mapLine(p goPackage) string {
 	if what == "" {
 		what = "(no package doc)"
 	}
+	if len(p.path) >= 19 {
+		return p.path + "  " + what // past the column, two spaces as the map's long names have
+	}
 	return fmt.Sprintf("%-19s %s", p.path, what)
 }
 
