@@ -16,4 +16,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-2h}
-exec env FERRY_APPLY_SOAK="$DURATION" go test -count=1 -v -timeout 0 -run 'TestApplySoak' ./internal/apply
+exec env FERRY_APPLY_SOAK="$DURATION" go test -tags e2e -count=1 -v -timeout 0 -run 'TestApplySoak' ./internal/apply

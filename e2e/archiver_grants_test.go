@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -27,7 +29,7 @@ func TestArchiverGrants(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE TABLE test.t (id INT PRIMARY KEY)")
 	src.Exec(t, "INSERT INTO test.t VALUES (1), (2)")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	pw := filepath.Join(tmp, "pw")
 	if err := os.WriteFile(pw, []byte("archpw\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -19,9 +21,9 @@ import (
 func TestCloneSurvivesDroppedConnections(t *testing.T) {
 	d := startDonor(t, 60000)
 	proxy := testdb.StartTCPProxy(t, d.addr)
-	datadir := filepath.Join(shortTemp(t), "data")
+	datadir := filepath.Join(testdb.ShortDir(t), "data")
 	d.load.Start()
-	logf := filepath.Join(shortTemp(t), "clone.log")
+	logf := filepath.Join(testdb.ShortDir(t), "clone.log")
 	cmd := exec.Command(ferryBin, "clone", "--from", proxy.Addr, "--token-file", d.token, "--datadir", datadir,
 		"--streams", "3", "--max-rate", "12M", "--compress", "none")
 	out, err := os.Create(logf)
@@ -111,7 +113,7 @@ func dirSize(dir string) (int64, error) {
 // says what to do, and leaves the datadir as it was.
 func TestCloneErrors(t *testing.T) {
 	d := startDonor(t, 1000)
-	dir := shortTemp(t)
+	dir := testdb.ShortDir(t)
 	wrong := writeFile(t, dir, "wrong", "not the donor token at all")
 	short := writeFile(t, dir, "short", "guessable")
 	open := writeFile(t, dir, "open", "correct horse battery staple 7f3a")

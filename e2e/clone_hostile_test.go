@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -56,7 +58,7 @@ func TestServeBoundsStrangers(t *testing.T) {
 	if grown > 48<<20 {
 		t.Fatalf("64 unauthenticated connections declaring 64 MiB frames grew serve's peak RSS by %d MiB (bound 48)", grown>>20)
 	}
-	datadir := filepath.Join(shortTemp(t), "data")
+	datadir := filepath.Join(testdb.ShortDir(t), "data")
 	out := mustFerry(t, "clone", "--from", d.addr, "--token-file", d.token, "--datadir", datadir)
 	rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
 	if n := rep.QueryString(t, "SELECT COUNT(*) FROM filler.t"); n != "2000" {

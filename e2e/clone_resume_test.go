@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -24,7 +26,7 @@ import (
 func TestCloneResume(t *testing.T) {
 	d := startDonor(t, 40000)
 	proxy := testdb.StartTCPProxy(t, d.addr)
-	datadir := filepath.Join(shortTemp(t), "data")
+	datadir := filepath.Join(testdb.ShortDir(t), "data")
 	staging := filepath.Join(filepath.Dir(datadir), ".data.ferry-clone")
 	scratch := filepath.Join(staging, ".ferry-clone-resume")
 	args := []string{"clone", "--from", proxy.Addr, "--token-file", d.token, "--datadir", datadir, "--compress", "none"}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -26,7 +28,7 @@ type donor struct {
 func startDonor(t *testing.T, fillerRows int, extra ...string) *donor {
 	t.Helper()
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 4, fillerRows)
-	dir := shortTemp(t)
+	dir := testdb.ShortDir(t)
 	d := &donor{src: src, load: load, token: filepath.Join(dir, "token")}
 	if err := os.WriteFile(d.token, []byte("correct horse battery staple 7f3a\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func clonedGTID(t testing.TB, out string) string {
 // log, parsed as its frames landed, is applied natively.
 func TestCloneStartReplicateUnderLoad(t *testing.T) {
 	d := startDonor(t, 60000, "--once")
-	dir := shortTemp(t)
+	dir := testdb.ShortDir(t)
 	pw := writeFile(t, dir, "repl.pw", "replpw\n")
 	rcpt := testdb.Configure(t, testdb.Options{ServerID: 2})
 	d.load.Start()

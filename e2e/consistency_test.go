@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -24,7 +26,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 
 	load.Start()
 	time.Sleep(time.Second) // the workload is running before the backup starts
-	target := filepath.Join(shortTemp(t), "bk")
+	target := filepath.Join(testdb.ShortDir(t), "bk")
 	before := lsnNow(t, src)
 	out := mustFerry(t, backupArgs(src, target, "--max-rate", "5M", "--parallel", "2")...)
 	during := lsnNow(t, src) - before
@@ -47,7 +49,7 @@ func TestBackupUnderLoadIsConsistent(t *testing.T) {
 	t.Logf("redo written during the backup %d (%.1f laps), kept %d after %d re-copy rounds, lock times %v, gtid %s", during,
 		float64(during)/float64(capacity), kept, rounds, m.LockTimesMS, m.Coordinates.GTIDBinlogPos)
 
-	datadir := filepath.Join(shortTemp(t), "restored")
+	datadir := filepath.Join(testdb.ShortDir(t), "restored")
 	out = mustFerry(t, "restore", "--target-dir", target, "--datadir", datadir)
 	if !strings.Contains(out.stdout, "gtid_slave_pos = '"+m.Coordinates.GTIDBinlogPos+"'") {
 		t.Errorf("restore did not print the replication statements for %s:\n%s", m.Coordinates.GTIDBinlogPos, out.stdout)

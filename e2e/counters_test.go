@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -46,12 +48,12 @@ func TestNonInnoDBCountersMatchGTID(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second)
-	dir := filepath.Join(shortTemp(t), "bk")
+	dir := filepath.Join(testdb.ShortDir(t), "bk")
 	mustFerry(t, backupArgs(src, dir)...)
 	stop()
 	wg.Wait()
 	m := readManifest(t, dir)
-	datadir := filepath.Join(shortTemp(t), "restored")
+	datadir := filepath.Join(testdb.ShortDir(t), "restored")
 	mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir)
 	r := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
 	for dom, engine := range engines {

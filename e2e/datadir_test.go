@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -26,7 +28,7 @@ import (
 // mtimes are the same before and after), and every restored copy holds the writer's
 // invariant and the source's checksums.
 func TestDataDirectoryTables(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	ext := filepath.Join(tmp, "ext")
 	os.MkdirAll(ext, 0o777)
 	// A 64 MiB redo log: mariadb-backup, run under the same writes for interop, failed

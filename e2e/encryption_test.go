@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -44,7 +46,7 @@ func TestEncryptionAtRest(t *testing.T) {
 // untouched. A key file ferry cannot read, or one that is not the server's, refuses
 // the backup before anything is written.
 func encryptedRedoUnderDDL(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	keys, pw, args := keyFiles(t, tmp, true)
 	src := testdb.Start(t, testdb.Options{ServerID: 1, Args: append(args, "--innodb-encrypt-log=ON", "--innodb-encrypt-tables=ON")})
 	bad := filepath.Join(tmp, "bad-keys")
@@ -89,7 +91,7 @@ func encryptedRedoUnderDDL(t *testing.T) {
 }
 
 func encryptionCycle(t *testing.T, withPassword bool) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	keys, pw, args := keyFiles(t, tmp, withPassword)
 	serverArgs := append(args, "--innodb-encrypt-tables=ON", "--aria-encrypt-tables=ON")
 	if withPassword {
@@ -139,7 +141,7 @@ func encryptionCycle(t *testing.T, withPassword bool) {
 	never := filepath.Join(tmp, "never")
 	wantFail(t, nil, "--key-file", "restore", "--target-dir", dir, "--datadir", never)
 	noDatadir(t, never)
-	wrong, _, _ := keyFiles(t, shortTemp(t), false)
+	wrong, _, _ := keyFiles(t, testdb.ShortDir(t), false)
 	wantFail(t, nil, "not the source's key file", "restore", "--target-dir", dir, "--datadir", never, "--key-file", wrong)
 	noDatadir(t, never)
 	if ents, _ := filepath.Glob(filepath.Join(tmp, ".never*")); len(ents) > 1 || len(ents) == 1 && !strings.HasSuffix(ents[0], ".ferry-prepare.err") {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -19,7 +21,7 @@ func TestBadInput(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE USER weak@localhost IDENTIFIED BY 'weakpw'")
 	src.Exec(t, "GRANT SELECT ON *.* TO weak@localhost")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	pw := filepath.Join(tmp, "pw")
 	os.WriteFile(pw, []byte("wrong\n"), 0o600)
 	weakpw := filepath.Join(tmp, "weakpw")
@@ -110,7 +112,7 @@ func TestBadInput(t *testing.T) {
 func TestKilledBackupIsRefused(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
-	dir := filepath.Join(shortTemp(t), "killed")
+	dir := filepath.Join(testdb.ShortDir(t), "killed")
 	cmd := exec.Command(ferryBin, backupArgs(src, dir, "--max-rate", "1M")...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -144,14 +146,14 @@ func TestKilledBackupIsRefused(t *testing.T) {
 func TestDiskFull(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
-	mnt := shortTemp(t)
+	mnt := testdb.ShortDir(t)
 	mountTmpfs(t, mnt, "4m")
 	dir := filepath.Join(mnt, "bk")
 	wantFail(t, nil, "not enough free disk space", backupArgs(src, dir)...)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a refused backup created %s (%v)", dir, err)
 	}
-	base := filepath.Join(shortTemp(t), "base")
+	base := filepath.Join(testdb.ShortDir(t), "base")
 	mustFerry(t, backupArgs(src, base)...)
 	src.Exec(t, "UPDATE shop.orders SET qty = qty + 1")
 	src.Exec(t, "UPDATE shop.archive SET note = CONCAT(note, 'x')")
@@ -168,7 +170,7 @@ func TestDiskFull(t *testing.T) {
 func TestServerRestartDuringBackup(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	dir := filepath.Join(tmp, "interrupted")
 	cmd := exec.Command(ferryBin, backupArgs(src, dir, "--max-rate", "2M")...)
 	var stderr strings.Builder
@@ -227,7 +229,7 @@ func TestCorruptSourcePageFailsBackup(t *testing.T) {
 	}
 	f.Close()
 	src.Restart(t)
-	dir := filepath.Join(shortTemp(t), "bk")
+	dir := filepath.Join(testdb.ShortDir(t), "bk")
 	r := wantFail(t, nil, "shop/orders.ibd: page 5 is corrupt", backupArgs(src, dir)...)
 	if strings.Contains(r.stderr, "completed OK") {
 		t.Fatal("backup reported success over a corrupt page")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs the ferry binary against real mariadbd servers started by
 // internal/testdb: backup under load, prepare, restore, interop with mariadb-backup,
 // and the failure modes a DBA meets.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -42,7 +44,7 @@ import (
 //   - at the end every table has the same checksum on every node, and the bank
 //     invariants hold on each joiner.
 func TestGaleraSST(t *testing.T) {
-	small := shortTemp(t)
+	small := testdb.ShortDir(t)
 	mountTmpfs(t, small, "64m") // n4's 32 MiB gcache fits, a copy of n1 does not
 	g := testdb.NewGalera(t, testdb.GaleraOptions{Nodes: 4, Ferry: ferryBin, Dirs: map[int]string{3: small}})
 	mountTmpfs(t, g.Nodes[1].Datadir, "1g") // n2's datadir is a mount point, as on most hosts
@@ -67,7 +69,7 @@ func TestGaleraSST(t *testing.T) {
 				setup: func() { g.SetSST(2, "wsrep-sst-auth=sst:not-the-secret") }})
 		}},
 		{"another MariaDB series", func(t *testing.T) {
-			fake := writeFile(t, shortTemp(t), "mariadbd-10.6", "#!/bin/sh\necho 'mariadbd  Ver 10.6.21-MariaDB for debian-linux-gnu on x86_64'\n")
+			fake := writeFile(t, testdb.ShortDir(t), "mariadbd-10.6", "#!/bin/sh\necho 'mariadbd  Ver 10.6.21-MariaDB for debian-linux-gnu on x86_64'\n")
 			os.Chmod(fake, 0o755)
 			failedSST(t, g, 2, sstFailure{want: "but this host's", exitSeen: true, setup: func() { g.SetSST(2, "mariadbd="+fake) }})
 		}},
@@ -165,7 +167,7 @@ func rejoinByIST(t *testing.T, g *testdb.Galera) {
 // --galera (grastate.dat at the backup's position) and starts n3.
 func seedFromBackup(t *testing.T, g *testdb.Galera) {
 	n1, n3 := g.Nodes[0], g.Nodes[2]
-	bk := filepath.Join(shortTemp(t), "bk")
+	bk := filepath.Join(testdb.ShortDir(t), "bk")
 	mustFerry(t, "backup", "--socket", n1.Socket, "--user", "root", "--target-dir", bk)
 	b, err := os.ReadFile(filepath.Join(bk, "xtrabackup_galera_info"))
 	if err != nil {
@@ -303,7 +305,7 @@ func failedSST(t *testing.T, g *testdb.Galera, i int, f sstFailure) {
 // wsrep_sst_auth (the donor then reads its server as its OS user through the socket), and
 // makes n2 join by a full SST authenticated by the certificates alone.
 func sstWithCertificates(t *testing.T, g *testdb.Galera) {
-	ca, cert, key := writeTestCA(t, shortTemp(t))
+	ca, cert, key := writeTestCA(t, testdb.ShortDir(t))
 	lines := []string{"wsrep-sst-auth=", "tls-ca=" + ca, "tls-cert=" + cert, "tls-key=" + key}
 	for i := range g.Nodes {
 		g.WriteSST(t, i, lines...)

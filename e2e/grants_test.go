@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -20,7 +22,7 @@ func TestBackupUserGrants(t *testing.T) {
 	src.Exec(t, "CREATE USER bk@localhost IDENTIFIED BY 'bkpw'")
 	src.Exec(t, "GRANT RELOAD, PROCESS, BINLOG MONITOR ON *.* TO bk@localhost")
 	want := testdb.Checksums(t, src.DB(t))
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	pw := filepath.Join(tmp, "pw")
 	if err := os.WriteFile(pw, []byte("bkpw\n"), 0o600); err != nil {
 		t.Fatal(err)

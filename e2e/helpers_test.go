@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -34,24 +36,6 @@ func readManifest(t testing.TB, dir string) *manifest.Manifest {
 		t.Fatalf("parse manifest: %v", err)
 	}
 	return &m
-}
-
-// shortTemp makes a temp dir with a short path (unix socket paths are limited),
-// removed after the test unless it failed and FERRY_E2E_KEEP is set.
-func shortTemp(t testing.TB) string {
-	t.Helper()
-	d, err := os.MkdirTemp("/tmp", "fe2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() && os.Getenv("FERRY_E2E_KEEP") != "" {
-			t.Logf("FERRY_E2E_KEEP: kept %s", d)
-			return
-		}
-		os.RemoveAll(d)
-	})
-	return d
 }
 
 // compareChecksums fails on any table whose checksum differs or is missing.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -22,7 +24,7 @@ import (
 func TestHostileBackupsAreRefused(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	// What the attacker wants to touch outside every target.
 	outside := filepath.Join(tmp, "outside")
 	os.MkdirAll(outside, 0o750)
@@ -196,7 +198,7 @@ func TestFailedPrepareKeepsItsLog(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE d")
 	src.Exec(t, "CREATE TABLE d.t (id INT PRIMARY KEY) ENGINE=InnoDB")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	dir := filepath.Join(tmp, "full")
 	mustFerry(t, backupArgs(src, dir)...)
 	m := readManifest(t, dir)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -38,7 +40,7 @@ func TestImportThenIncremental(t *testing.T) {
 	src.Exec(t, "INSERT INTO shop.t SELECT seq, REPEAT(MD5(seq), 4) FROM shop.seq_1_to_3000")
 	src.Exec(t, "INSERT INTO shop.u SELECT seq, 'old' FROM shop.seq_1_to_500")
 	src.Exec(t, "INSERT INTO shop.v SELECT seq, REPEAT(SHA1(seq), 3) FROM shop.seq_1_to_4000")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	full, repoDir := filepath.Join(tmp, "full"), filepath.Join(tmp, "repo")
 	fullStream := filepath.Join(tmp, "full.xbs")
 	if err := os.MkdirAll(repoDir, 0o750); err != nil {

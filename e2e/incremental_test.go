@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -41,7 +43,7 @@ func TestIncrementalChains(t *testing.T) {
 	opts := testdb.Options{LogFileSize: "64M", ServerID: 1, Args: []string{"--innodb-max-dirty-pages-pct=0", "--innodb-max-dirty-pages-pct-lwm=0.001"}}
 	src, load := loadedSource(t, opts, 2, 20000)
 	s3 := newS3Repo(t, "ferry-inc", "db1")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	dirs, streams, mbDirs := make([]string, incLinks+1), make([]string, incLinks+1), make([]string, 3)
 	var streamTo uint64
 	// The full backup's redo starts at the server's checkpoint: made now, the pages the
@@ -309,7 +311,7 @@ func mbPrepare(t testing.TB, mb string, args ...string) {
 // every page instead, says why, and the chain restores consistent.
 func TestIncrementalScanAfterRedoLapped(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{LogFileSize: "8M", ServerID: 1}, 1, 20000)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	full, inc := filepath.Join(tmp, "full"), filepath.Join(tmp, "inc")
 	load.Start()
 	mustFerry(t, backupArgs(src, full)...)

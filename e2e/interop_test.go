@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -53,7 +55,7 @@ func TestInteropWithMariabackup(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	want := testdb.Checksums(t, src.DB(t))
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 
 	t.Run("ferry backup, mariadb-backup prepare", func(t *testing.T) {
 		dir := filepath.Join(tmp, "ferry-bk")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -78,7 +80,7 @@ func (m *matrix) restored(t testing.TB, datadir string) {
 // names, and that the next run (--resume for a repository) completes and restores the
 // source's tables.
 func TestInterruptMatrix(t *testing.T) {
-	m := &matrix{t: t, tmp: shortTemp(t)}
+	m := &matrix{t: t, tmp: testdb.ShortDir(t)}
 	m.src = testdb.Start(t, testdb.Options{ServerID: 1})
 	m.src.Exec(t, "CREATE DATABASE shop")
 	m.src.Exec(t, "CREATE TABLE shop.probe (id INT PRIMARY KEY) ENGINE=InnoDB")
@@ -108,7 +110,7 @@ func (m *matrix) backups(t *testing.T) {
 			t.Run("directory/"+name, func(t *testing.T) {
 				target := filepath.Join(m.tmp, "bk-"+strings.ReplaceAll(name, "/", "-"))
 				cmd, log := pausedFerry(t, point, append([]string{"backup", "--target-dir", target}, conn...)...)
-				err, last := signalled(t, cmd, log, sig)
+				last, err := signalled(t, cmd, log, sig)
 				checkLast(t, sig, err, last)
 				m.serverFree(t)
 				wantFail(t, nil, "incomplete", "restore", "--target-dir", target, "--datadir", m.datadir())
@@ -117,7 +119,7 @@ func (m *matrix) backups(t *testing.T) {
 				out := filepath.Join(m.tmp, "bk-"+strings.ReplaceAll(name, "/", "-")+".xbs")
 				sh := fmt.Sprintf("exec %s backup --stream --compress none %s > %s", ferryBin, strings.Join(conn, " "), out)
 				cmd, log := pausedFerry(t, point, "--sh", sh)
-				err, last := signalled(t, cmd, log, sig)
+				last, err := signalled(t, cmd, log, sig)
 				checkLast(t, sig, err, last)
 				m.serverFree(t)
 				datadir := m.datadir()
@@ -128,7 +130,7 @@ func (m *matrix) backups(t *testing.T) {
 			})
 			t.Run("repository/"+name, func(t *testing.T) {
 				cmd, log := pausedFerry(t, point, append([]string{"backup", "--repo", m.repo}, conn...)...)
-				err, last := signalled(t, cmd, log, sig)
+				last, err := signalled(t, cmd, log, sig)
 				checkLast(t, sig, err, last)
 				m.serverFree(t)
 			})
@@ -149,7 +151,7 @@ func (m *matrix) restores(t *testing.T) {
 				datadir := m.datadir()
 				args := []string{"restore", "--target-dir", m.full, "--datadir", datadir, "--parallel", "1"}
 				cmd, log := pausedFerry(t, point, args...)
-				err, last := signalled(t, cmd, log, sig)
+				last, err := signalled(t, cmd, log, sig)
 				checkLast(t, sig, err, last)
 				sameFiles(t, m.full, sums)
 				if left := leftBeside(t, datadir); sig != syscall.SIGKILL && len(left) > 0 {
@@ -162,7 +164,7 @@ func (m *matrix) restores(t *testing.T) {
 			datadir := m.datadir()
 			args := []string{"restore", "--from", m.stream, "--datadir", datadir}
 			cmd, log := pausedFerry(t, "recovery=1", args...)
-			err, last := signalled(t, cmd, log, sig)
+			last, err := signalled(t, cmd, log, sig)
 			checkLast(t, sig, err, last)
 			m.next(t, sig, datadir, args)
 		})
@@ -176,7 +178,7 @@ func (m *matrix) restores(t *testing.T) {
 				datadir := m.datadir()
 				args := []string{"restore", "--repo", m.repo, "latest", "--datadir", datadir, "--parallel", "1"}
 				cmd, log := pausedFerry(t, point, args...)
-				err, last := signalled(t, cmd, log, sig)
+				last, err := signalled(t, cmd, log, sig)
 				checkLast(t, sig, err, last)
 				if sig != syscall.SIGKILL && !strings.Contains(last, "--resume") {
 					t.Errorf("the last line %q does not say how to continue", last)
@@ -232,7 +234,7 @@ func (m *matrix) cutStdin(t *testing.T, sig syscall.Signal, datadir string) {
 		ents, _ := os.ReadDir(staging)
 		return len(ents) > 1
 	})
-	err, last := signalled(t, cmd, logPath, sig)
+	last, err := signalled(t, cmd, logPath, sig)
 	in.Close()
 	checkLast(t, sig, err, last)
 	if left := leftBeside(t, datadir); sig != syscall.SIGKILL && len(left) > 0 {

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -43,7 +45,7 @@ func TestServerLayouts(t *testing.T) {
 			if c.systemOnly {
 				src.Exec(t, "SET GLOBAL innodb_file_per_table = ON") // the DDL workload checks its .ibd files
 			}
-			tmp := shortTemp(t)
+			tmp := testdb.ShortDir(t)
 			load.Start()
 			time.Sleep(300 * time.Millisecond)
 			dir := filepath.Join(tmp, "dir")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -46,7 +48,7 @@ func TestLockNeverWaitsOnTheEnd(t *testing.T) {
 		src.Exec(t, "INSERT INTO lockbig."+name+" SELECT seq, RANDOM_BYTES(1000), 0 FROM lockbig.seq_1_to_4000")
 		src.Exec(t, "UPDATE lockbig."+name+" SET pad = RANDOM_BYTES(1000), chk = CRC32(pad)") // an Aria log of random bytes
 	}
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	load.Start()
 	stopBig := bigWriter(t, src)
 	local := filepath.Join(tmp, "local")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -75,7 +77,7 @@ func TestMetrics(t *testing.T) {
 	src.Exec(t, "CREATE DATABASE m")
 	src.Exec(t, "CREATE TABLE m.t (id INT PRIMARY KEY, v CHAR(200)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO m.t SELECT seq, REPEAT('x', 200) FROM m.seq_1_to_20000")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	prom := filepath.Join(tmp, "ferry_backup.prom")
 
 	mustFerry(t, backupArgs(src, filepath.Join(tmp, "b1"), "--metrics-file", prom)...)

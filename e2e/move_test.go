@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -82,8 +84,8 @@ func pausedFerry(t testing.TB, pause string, args ...string) (*exec.Cmd, string)
 	return cmd, logPath
 }
 
-// signalled sends sig to a paused ferry and returns its exit error and last line.
-func signalled(t testing.TB, cmd *exec.Cmd, logPath string, sig syscall.Signal) (error, string) {
+// signalled sends sig to a paused ferry and returns its last line and exit error.
+func signalled(t testing.TB, cmd *exec.Cmd, logPath string, sig syscall.Signal) (string, error) {
 	t.Helper()
 	cmd.Process.Signal(sig)
 	err := cmd.Wait()
@@ -91,7 +93,7 @@ func signalled(t testing.TB, cmd *exec.Cmd, logPath string, sig syscall.Signal) 
 	if strings.Contains(string(b), "panic:") {
 		t.Fatalf("ferry panicked:\n%s", b)
 	}
-	return err, lastLine(string(b))
+	return lastLine(string(b)), err
 }
 
 // leftBeside lists what a restore into datadir left beside it (.DATADIR.ferry-*).
@@ -114,7 +116,7 @@ func leftBeside(t testing.TB, datadir string) []string {
 // staging directory that --resume completes. The restored server holds the bank
 // invariants at the backup's GTID and replicates to the source's checksums.
 func TestMoveKeepsTheBackup(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 4, 20000)
 	load.Start()
 	full := filepath.Join(tmp, "full")
@@ -135,7 +137,7 @@ func TestMoveKeepsTheBackup(t *testing.T) {
 
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cmd, log := pausedFerry(t, "restore-file=3", move...)
-		err, last := signalled(t, cmd, log, sig)
+		last, err := signalled(t, cmd, log, sig)
 		if err == nil || !strings.Contains(last, "the backup is whole") {
 			t.Fatalf("%v while moving: exit %v, last line %q", sig, err, last)
 		}
@@ -157,7 +159,7 @@ func TestMoveKeepsTheBackup(t *testing.T) {
 
 	// SIGKILL during the second recovery, then --resume.
 	cmd, log := pausedFerry(t, "recovery=1", append(move, "--resume")...)
-	if err, _ := signalled(t, cmd, log, syscall.SIGKILL); err == nil {
+	if _, err := signalled(t, cmd, log, syscall.SIGKILL); err == nil {
 		t.Fatal("ferry survived SIGKILL")
 	}
 	r = mustFerry(t, append(move, "--resume")...)

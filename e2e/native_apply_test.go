@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -18,7 +20,7 @@ import (
 // --recovery native then fails in one line. Every restored copy starts and holds the
 // workload's invariants at the backup's GTID, and replicates to the source's checksums.
 func TestNativeApply(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 4, 20000)
 	load.Start()
 	full := filepath.Join(tmp, "full")
@@ -44,7 +46,7 @@ func TestNativeApply(t *testing.T) {
 		t.Errorf("prepare --use-memory 1M applied the redo in one batch:\n%s", lineWith(r.stderr, "redo applied natively"))
 	}
 	cmd, log := pausedFerry(t, "apply-page=20", "prepare", "--target-dir", killed, "--recovery", "native")
-	if err, _ := signalled(t, cmd, log, syscall.SIGKILL); err == nil {
+	if _, err := signalled(t, cmd, log, syscall.SIGKILL); err == nil {
 		t.Fatal("ferry survived SIGKILL")
 	}
 	mustFerry(t, "prepare", "--target-dir", killed, "--recovery", "native")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -27,7 +29,7 @@ func TestNativeChainAtScale(t *testing.T) {
 		src.Exec(t, fmt.Sprintf("CREATE TABLE test.t%d (id INT AUTO_INCREMENT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY(k))", i))
 		src.Exec(t, fmt.Sprintf("INSERT INTO test.t%d (k, c, pad) SELECT seq, REPEAT('c', 120), REPEAT('p', 60) FROM test.seq_1_to_300000", i))
 	}
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	var dirs []string
 	for link := range 4 {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -32,7 +34,7 @@ func TestOneLine(t *testing.T) {
 	src.Exec(t, "CREATE DATABASE shop")
 	src.Exec(t, "CREATE TABLE shop.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO shop.t SELECT seq, REPEAT('x', 200) FROM mysql.seq_1_to_5000")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	bk := filepath.Join(tmp, "bk")
 	mustFerry(t, backupArgs(src, bk)...)
 

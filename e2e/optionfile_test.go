@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -15,7 +17,7 @@ import (
 // refused in one line.
 func TestOptionFile(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{})
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	cnf := func(extra string) string {
 		return writeFile(t, tmp, "my.cnf", "[client]\nsocket="+src.Socket+"\nuser=root\n\n"+
 			"[ferry]\nlog-format=json\nparallel=3\nlisten=127.0.0.1:1  # serve's: ignored by backup\n\n"+

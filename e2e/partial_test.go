@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -20,7 +22,7 @@ func TestPartialBackup(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{}, 4, 20000)
 	load.Start()
 	time.Sleep(time.Second)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	bk := filepath.Join(tmp, "bk")
 	mustFerry(t, backupArgs(src, bk, "--databases", "bank filler", "--exclude", `^filler\.t$`, "--max-rate", "20M")...)
 	time.Sleep(500 * time.Millisecond)

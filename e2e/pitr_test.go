@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -35,7 +37,7 @@ func TestPointInTime(t *testing.T) {
 	}
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 5000)
 	s3 := newS3Repo(t, "ferry-pitr", "db1")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	archive := func() *exec.Cmd {
 		return startFerry(t, s3.env, "binlog-archive", "--repo", s3.url, "--socket", src.Socket, "--user", "root",
 			"--compress", "none", "--flush-interval", "200ms", "--merge-every", "2s", "--retry-max", "1s", "--log-level", "debug")

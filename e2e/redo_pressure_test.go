@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -29,7 +31,7 @@ import (
 // unpacked by the stock mbstream and prepared by the stock mariadb-backup, restores
 // consistent too.
 func TestSlowStreamUnderRedoPressure(t *testing.T) {
-	keyFile := filepath.Join(shortTemp(t), "key.txt")
+	keyFile := filepath.Join(testdb.ShortDir(t), "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
 	var plain string // the plain stream, which the stock tools take next
 	underRedoPressure(t, []pressureCase{
@@ -97,7 +99,7 @@ func underRedoPressure(t *testing.T, cases []pressureCase) {
 	src.Exec(t, "CREATE TABLE filler.r (id INT PRIMARY KEY, pad VARBINARY(200)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO filler.r SELECT seq, RANDOM_BYTES(200) FROM filler.seq_1_to_60000")
 	load.Start()
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	restored, gtids, skipped := map[string]string{}, map[string]string{}, map[string]bool{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -319,7 +321,7 @@ func after(s, key string) string {
 // descriptors: it was unlinked at creation, so --tmpdir never shows it), then kills
 // ferry with SIGKILL: --tmpdir is empty before and after, nothing is left to clean.
 func killWhileSpooling(t *testing.T, src *testdb.Server) {
-	spoolDir := shortTemp(t)
+	spoolDir := testdb.ShortDir(t)
 	stopBulk := bulkUpdater(t, src.DB(t), 2000, 200*time.Millisecond)
 	defer stopBulk()
 	cmd := exec.Command(ferryBin, streamArgs(src, "--compress", "none", "--tmpdir", spoolDir)...)

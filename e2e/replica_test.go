@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -29,7 +31,7 @@ func TestReplicaBackup(t *testing.T) {
 	load.Start()
 	time.Sleep(time.Second)
 
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	bk := filepath.Join(tmp, "replica-backup")
 	out := mustFerry(t, backupArgs(rep, bk, "--slave-info", "--safe-slave-backup", "--max-rate", "20M")...)
 	if !strings.Contains(out.stderr, "SQL thread is stopped until BLOCK_COMMIT ends") {

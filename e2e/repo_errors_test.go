@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -20,7 +22,7 @@ func TestRepoBadInput(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	r := newS3Repo(t, "ferry-bad", "db")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	keyFile := filepath.Join(tmp, "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
 	otherKey := filepath.Join(tmp, "other.txt")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -35,7 +37,7 @@ func TestRepoSurvivesFaults(t *testing.T) {
 	r.proxy.Set(testdb.Faults{SlowDownEvery: 4, DropEvery: 7, Delay: 20 * time.Millisecond})
 	id := strings.TrimSpace(r.run(t, repoBackupArgs(src, r.url, "--part-size", "4M")...).stdout)
 	r.run(t, "verify", "--repo", r.url, id)
-	datadir := filepath.Join(shortTemp(t), "restored")
+	datadir := filepath.Join(testdb.ShortDir(t), "restored")
 	r.run(t, "restore", "--repo", r.url, id, "--datadir", datadir)
 	st := r.proxy.Stats()
 	t.Logf("proxy: %v", st)
@@ -90,7 +92,7 @@ func TestRepoDamagedObjectIsNamed(t *testing.T) {
 	}
 	name := "objects/" + filepath.Base(victim)
 	wantFail(t, r.env, name, "verify", "--repo", r.url, id)
-	datadir := filepath.Join(shortTemp(t), "never")
+	datadir := filepath.Join(testdb.ShortDir(t), "never")
 	res := wantFail(t, r.env, name, "restore", "--repo", r.url, id, "--datadir", datadir)
 	if !strings.Contains(lastLine(res.stderr), "damaged") {
 		t.Errorf("restore error does not say the object is damaged: %s", lastLine(res.stderr))
@@ -179,7 +181,7 @@ func TestRepoKilledBackupIsDebris(t *testing.T) {
 	if !status[good].Restorable {
 		t.Fatalf("the complete backup is not restorable: %+v", status[good])
 	}
-	wantFail(t, r.env, "no such backup", "restore", "--repo", r.url, killed, "--datadir", filepath.Join(shortTemp(t), "x"))
+	wantFail(t, r.env, "no such backup", "restore", "--repo", r.url, killed, "--datadir", filepath.Join(testdb.ShortDir(t), "x"))
 	r.run(t, "verify", "--repo", r.url, "latest")
 	out := r.run(t, "expire", "--repo", r.url, "--keep-last", "1")
 	if !strings.Contains(out.stdout, "delete "+killed) || !strings.Contains(out.stdout, "keep    "+good) {
@@ -214,7 +216,7 @@ func TestRepoRestoreResumes(t *testing.T) {
 	r := newS3Repo(t, "resume", "db")
 	id := strings.TrimSpace(r.run(t, repoBackupArgs(src, r.url, "--part-size", "2M")...).stdout)
 	total := len(objectFiles(t, r, "db", id))
-	datadir := filepath.Join(shortTemp(t), "restored")
+	datadir := filepath.Join(testdb.ShortDir(t), "restored")
 	staging := filepath.Join(filepath.Dir(datadir), ".restored.ferry-restore-"+id)
 	journal := filepath.Join(staging, ".ferry-restore.journal")
 

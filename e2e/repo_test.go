@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -82,7 +84,7 @@ func TestRepoCycleUnderLoad(t *testing.T) {
 	src, load := loadedSource(t, testdb.Options{LogFileSize: "8M", ServerID: 1}, 3, 60000)
 	db := src.DB(t)
 	r := newS3Repo(t, "ferry-backups", "prod-db1")
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	keyFile := filepath.Join(tmp, "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
 	fsRepo := filepath.Join(tmp, "fsrepo")

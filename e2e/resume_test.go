@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -48,7 +50,7 @@ func TestChainRestoreResumes(t *testing.T) {
 	for _, id := range ids {
 		total += len(objectFiles(t, r, "db", id))
 	}
-	parent := shortTemp(t)
+	parent := testdb.ShortDir(t)
 	datadir := filepath.Join(parent, "restored")
 	staging := filepath.Join(parent, ".restored.ferry-restore-"+ids[0])
 	args := []string{"restore", "--repo", r.url, ids[2], "--datadir", datadir, "--parallel", "1"}
@@ -287,7 +289,7 @@ func TestPointInTimeRestoreResumes(t *testing.T) {
 	arch.Process.Signal(os.Interrupt)
 	arch.Wait()
 
-	parent := shortTemp(t)
+	parent := testdb.ShortDir(t)
 	datadir := filepath.Join(parent, "pitr")
 	args := []string{"restore", "--repo", r.url, "--to-gtid", target, "--datadir", datadir, "--parallel", "1"}
 	staging := filepath.Join(parent, ".pitr.ferry-restore-"+id)

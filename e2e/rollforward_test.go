@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -58,7 +60,7 @@ func TestRollForward(t *testing.T) {
 		}
 		return out, during
 	}
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 
 	t.Run("directory", func(t *testing.T) {
 		target := filepath.Join(tmp, "bk")

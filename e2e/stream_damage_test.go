@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -23,7 +25,7 @@ import (
 func TestDamagedStreamsAreRefused(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	keyFile := filepath.Join(tmp, "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
 	otherKey := filepath.Join(tmp, "other.txt")

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-backup/ferry/internal/testdb"
 	"github.com/ferry-backup/ferry/internal/testdb/hostile"
 )
 
@@ -17,7 +20,7 @@ import (
 // the fixed allowance for the files it decodes at once (16 × 5 MiB) and the runtime.
 // Before the bound, such a stream grew the restore by ~2 MiB per file.
 func TestStreamOpeningThousandsOfFiles(t *testing.T) {
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	file := filepath.Join(tmp, "open.xbs")
 	if err := os.WriteFile(file, hostile.OpenFilesStream(2000), 0o600); err != nil {
 		t.Fatal(err)

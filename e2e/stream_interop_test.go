@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -74,7 +76,7 @@ func TestStreamInteropWithStockTools(t *testing.T) {
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	want := testdb.Checksums(t, src.DB(t))
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 
 	t.Run("ferry stream under DDL, mbstream -x, mariadb-backup --prepare", func(t *testing.T) {
 		ddl := testdb.NewDDL(t, src.DB(t))

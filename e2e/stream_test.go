@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -108,7 +110,7 @@ func TestStreamRoundTripUnderLoad(t *testing.T) {
 	load.Start()
 	time.Sleep(time.Second)
 
-	keyFile := filepath.Join(shortTemp(t), "key.txt")
+	keyFile := filepath.Join(testdb.ShortDir(t), "key.txt")
 	public := strings.TrimSpace(mustFerry(t, "keygen", "--output", keyFile).stdout)
 	modes := []struct {
 		name    string
@@ -122,7 +124,7 @@ func TestStreamRoundTripUnderLoad(t *testing.T) {
 		{"encrypted", []string{"--compress", "none", "--encrypt-to", public}, []string{"--identity-file", keyFile}, "hides"},
 		{"zstd+encrypted", []string{"--encrypt-to", public}, []string{"--identity-file", keyFile}, "hides"},
 	}
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	restored := map[string]string{} // mode → datadir, checked once the load stopped
 	gtids := map[string]string{}
 	for _, m := range modes {

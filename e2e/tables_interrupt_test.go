@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -43,7 +45,7 @@ func TestTableImportInterrupted(t *testing.T) {
 	conn.Close()
 	load.Start()
 	time.Sleep(500 * time.Millisecond)
-	bk := filepath.Join(shortTemp(t), "bk")
+	bk := filepath.Join(testdb.ShortDir(t), "bk")
 	mustFerry(t, backupArgs(src, bk)...)
 	sums := testdb.Checksums(t, src.DB(t), "filler")
 	backup := sums["filler.t"]
@@ -74,7 +76,7 @@ func TestTableImportInterrupted(t *testing.T) {
 			what += " (--rename-to)"
 		}
 		cmd, log := pausedFerry(t, c.point, c.args...)
-		err, last := signalled(t, cmd, log, c.sig)
+		last, err := signalled(t, cmd, log, c.sig)
 		if err == nil {
 			t.Fatalf("%s: ferry exited 0", what)
 		}

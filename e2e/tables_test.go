@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -24,7 +26,7 @@ func TestRestoreTables(t *testing.T) {
 	src.Exec(t, "INSERT INTO filler.parts SELECT seq, seq * 2 FROM filler.seq_1_to_3000")
 	load.Start()
 	time.Sleep(time.Second)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	bk := filepath.Join(tmp, "bk")
 	mustFerry(t, backupArgs(src, bk, "--max-rate", "20M")...)
 

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -24,7 +26,7 @@ func TestRestoreTableNeverFlushed(t *testing.T) {
 	want := testdb.Checksums(t, src.DB(t), "filler")["filler.t"] // the load does not write filler
 	load.Start()
 	time.Sleep(time.Second)
-	bk := filepath.Join(shortTemp(t), "bk")
+	bk := filepath.Join(testdb.ShortDir(t), "bk")
 	mustFerry(t, backupArgs(src, bk)...)
 	load.Stop(t)
 	ibd, err := os.ReadFile(filepath.Join(bk, "filler", "t.ibd"))

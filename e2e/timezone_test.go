@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -37,7 +39,7 @@ func TestTimeZoneRoundTrip(t *testing.T) {
 		return res
 	}
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 1000)
-	tmp := shortTemp(t)
+	tmp := testdb.ShortDir(t)
 	dir := filepath.Join(tmp, "repo")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -20,7 +22,7 @@ func TestVerifyEveryBackup(t *testing.T) {
 	src.Exec(t, "CREATE DATABASE shop")
 	src.Exec(t, "CREATE TABLE shop.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO shop.t SELECT seq, REPEAT(MD5(seq), 6) FROM shop.seq_1_to_5000")
-	dir := filepath.Join(shortTemp(t), "repo")
+	dir := filepath.Join(testdb.ShortDir(t), "repo")
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/sink"
@@ -48,7 +49,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	var cfg backup.Config
 	var fl backupFlags
 	var jm jobMetrics
-	fl.maxMemory = backup.DefaultMaxMemory
+	fl.maxMemory = defaults.PipelineMemory
 	cmd := &cobra.Command{
 		Use:   "backup (--target-dir DIR | --stream | --repo REPO) [connection options]",
 		Short: "Take a hot full or incremental backup of a running MariaDB into a directory, an xbstream on stdout, or a repository (S3 or a directory)",
@@ -111,10 +112,10 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream or repository backup to this age public key (age1...; repeatable)")
 	f.StringArrayVar(&fl.encryptFile, "encrypt-to-file", nil, "encrypt to the age public keys in this file (one per line), or to the public key of an identity file such as ferry keygen writes (repeatable)")
 	f.Var(byteSize{&fl.maxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
-	f.Var(byteSize{&fl.partSize}, "part-size", "repository: bytes of a file per stored part (default 32M; small files are packed together)")
-	f.IntVar(&fl.uploads, "uploads", 0, "repository: most objects uploading at once (default 16: ferry starts with 2 and adds one whenever parts wait for the link)")
-	f.IntVar(&cfg.Parallel, "parallel", 1, "parallel copy workers (default 1: one reader of 256K direct reads keeps a disk busy and leaves a busy server half its write throughput, against a third with 2 (bench/README.md); raise it for an idle server or a fast array)")
-	f.Var(byteSize{&fl.chunk}, "chunk-size", "bytes per data-file read and write (multiple of 64K; default 256K for a directory, 1M for a stream): smaller keeps more of a busy server's write throughput, larger copies an idle one faster")
+	f.Var(byteSize{&fl.partSize}, "part-size", fmt.Sprintf("repository: bytes of a file per stored part (default %s; small files are packed together)", sizeText(defaults.PartSize)))
+	f.IntVar(&fl.uploads, "uploads", 0, fmt.Sprintf("repository: most objects uploading at once (default %d: ferry starts with 2 and adds one whenever parts wait for the link)", defaults.Uploads))
+	f.IntVar(&cfg.Parallel, "parallel", defaults.BackupParallel, fmt.Sprintf("parallel copy workers: one reader of %s direct reads keeps a disk busy and leaves a busy server half its write throughput, against a third with 2 (bench/README.md); raise it for an idle server or a fast array", sizeText(defaults.ChunkSize)))
+	f.Var(byteSize{&fl.chunk}, "chunk-size", fmt.Sprintf("bytes per data-file read and write (multiple of 64K; default %s for a directory, %s for a stream, a repository or an incremental, which write little or nothing to the server's disks): smaller keeps more of a busy server's write throughput, larger copies an idle one faster", sizeText(defaults.ChunkSize), sizeText(defaults.RemoteChunkSize)))
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
 	addSpoolFlags(f, &cfg.Spool)
@@ -128,7 +129,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.exclude, "exclude", "", "partial backup: leave out the tables whose database.table, or databases whose name, matches this regular expression")
 	f.BoolVar(&cfg.Replica.Info, "slave-info", false, "the server is a replica: record its source and position (xtrabackup_slave_info, the manifest) so restore and clone can replicate from that source (--replicate-from-source); needs REPLICA MONITOR")
 	f.BoolVar(&cfg.Replica.SafeSlave, "safe-slave-backup", false, "stop the replica's SQL thread from BLOCK_DDL to the end of BLOCK_COMMIT, once it has no temporary tables open")
-	f.DurationVar(&cfg.Replica.SafeSlaveTimeout, "safe-slave-backup-timeout", 300*time.Second, "how long --safe-slave-backup waits for the replica to have no temporary tables open")
+	f.DurationVar(&cfg.Replica.SafeSlaveTimeout, "safe-slave-backup-timeout", defaults.SafeSlaveTimeout, "how long --safe-slave-backup waits for the replica to have no temporary tables open")
 	f.StringVar(&cfg.Keys.KeyFile, "key-file", "", "a server encrypting its redo log: its file_key_management key file, if not readable where the server's settings say")
 	f.StringVar(&cfg.Keys.PasswordFile, "key-password-file", "", "file holding the password --key-file is encrypted with (file_key_management_filekey)")
 	return cmd

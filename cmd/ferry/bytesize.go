@@ -35,3 +35,7 @@ func (b byteSize) Set(s string) error {
 }
 
 func (byteSize) Type() string { return "size" }
+
+// sizeText prints n as a flag takes it (256K, 1M), for help text generated from
+// internal/defaults.
+func sizeText(n int64) string { return byteSize{&n}.String() }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/clone"
+	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/spf13/cobra"
 )
 
@@ -66,7 +68,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and clone in its place")
 	f.BoolVar(&cfg.Resume, "resume", false, "continue the interrupted clone into this datadir: of the tablespaces it received whole, the donor sends only the pages changed since")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
-	f.IntVar(&cfg.Streams, "streams", clone.DefaultStreams, "parallel TCP connections")
+	f.IntVar(&cfg.Streams, "streams", defaults.CloneStreams, "parallel TCP connections")
 	f.StringVar(&cfg.Compress, "compress", clone.CompressAuto, "auto (compress only while the network is the bottleneck), none, lz4 or zstd")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on the bytes per second the donor sends, e.g. 50M (default unlimited)")
 	f.Float64Var(&impact, "max-impact", 0, "percent of the donor's write throughput the clone may cost (the donor's own --max-impact wins if lower)")
@@ -87,7 +89,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	addKeyFlags(f, &cfg.Keys)
 	f.StringArrayVar(&dirMaps, "data-directory-map", nil, "OLD=NEW: put DATA DIRECTORY tablespaces that were under OLD under NEW instead (repeatable; default: their original paths, which must be free)")
 	f.BoolVar(&cfg.DataDirs.Inside, "no-data-directory", false, "put DATA DIRECTORY tablespaces inside the datadir as ordinary tablespaces")
-	f.DurationVar(&cfg.Grace, "reconnect-wait", clone.DefaultGrace, "how long to keep reconnecting a broken stream")
+	f.DurationVar(&cfg.Grace, "reconnect-wait", defaults.CloneGrace, "how long to keep reconnecting a broken stream")
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("datadir")
 	return cmd
@@ -114,7 +116,5 @@ func printClone(w io.Writer, res *clone.Result) {
 		user = "<repl user>"
 	}
 	fmt.Fprintf(w, "To make it a replica of %s:%d, run on it:\n", r.Host, r.Port)
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", r.GTID)
-	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", r.Host, r.Port, user)
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(r.GTID, mariadb.ChangeMaster{Host: r.Host, Port: r.Port, User: user, Password: "<password>", UseGTID: "slave_pos"}))
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
-	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pitr"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/spf13/cobra"
@@ -43,21 +42,20 @@ func newExpireCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			for _, e := range plan.Keep {
-				fmt.Fprintf(out, "keep    %s%s\n", e.Describe(), keptFor(plan, e.ID))
+				why := plan.KeptFor(e.ID)
+				if why != "" {
+					why = " (" + why + ")"
+				}
+				fmt.Fprintf(out, "keep    %s%s\n", e.Describe(), why)
 			}
-			for _, e := range append(plan.Expired, plan.Debris...) {
-				verb := "delete "
-				if dryRun {
-					verb = "would delete "
-				}
-				fmt.Fprintf(out, "%s%s\n", verb, e.Describe())
-				if dryRun {
-					continue
-				}
-				if err := r.Delete(cmd.Context(), e.ID); err != nil {
-					return err
-				}
-				g.log.Info("deleted", "backup", e.ID, "status", e.Status, "objects", e.Objects)
+			verb := "delete "
+			if dryRun {
+				verb = "would delete "
+			}
+			err = r.Expire(cmd.Context(), plan, repo.ExpireOptions{DryRun: dryRun, Log: g.log,
+				Deleting: func(e repo.Entry) { fmt.Fprintf(out, "%s%s\n", verb, e.Describe()) }})
+			if err != nil {
+				return err
 			}
 			return expireBinlogs(cmd, g, r, plan, dryRun)
 		},
@@ -70,36 +68,10 @@ func newExpireCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// keptFor says why the policy's plan keeps backup id beyond its rules ("" if it does
-// not): a kept incremental, or a backup still running, applies on it.
-func keptFor(plan *repo.ExpirePlan, id string) string {
-	child, ok := plan.BaseOf[id]
-	if !ok {
-		return ""
-	}
-	for _, e := range plan.Keep {
-		if e.ID == child && e.Status == repo.StatusRunning {
-			return fmt.Sprintf(" (base of running backup %s)", child)
-		}
-	}
-	return fmt.Sprintf(" (base of kept incremental %s)", child)
-}
-
 // expireBinlogs deletes the archived binlog files no kept backup needs and prints the
 // window that remains.
 func expireBinlogs(cmd *cobra.Command, g *globals, r *repo.Repo, plan *repo.ExpirePlan, dryRun bool) error {
-	ctx := cmd.Context()
 	a, err := binlog.Open(r.Storage(), binlog.Options{})
-	if err != nil {
-		return err
-	}
-	var kept []*manifest.Manifest
-	for _, e := range plan.Keep {
-		if e.Manifest != nil {
-			kept = append(kept, e.Manifest)
-		}
-	}
-	pr, err := pitr.PlanPrune(ctx, a, kept)
 	if err != nil {
 		return err
 	}
@@ -108,22 +80,14 @@ func expireBinlogs(cmd *cobra.Command, g *globals, r *repo.Repo, plan *repo.Expi
 	if dryRun {
 		verb = "would delete"
 	}
-	if len(pr.Files) > 0 {
-		fmt.Fprintf(out, "%s binlogs %s to %s (%d files, %s stored): before %s, the position of the oldest kept backup %s\n",
-			verb, pr.Files[0].File, pr.Files[len(pr.Files)-1].File, len(pr.Files), human(pr.Bytes), pr.KeepFrom, pr.Keeper)
-	}
-	if !dryRun {
-		if err := pr.Apply(ctx, a); err != nil {
-			return err
-		}
-		g.log.Info("expired binlogs", "files", len(pr.Files), "stored_bytes", pr.Bytes)
-	}
-	s, err := a.Summarize(ctx)
-	if err != nil || s.Files == 0 {
+	kept := plan.KeptManifests()
+	s, err := pitr.ExpireBinlogs(cmd.Context(), a, kept, pitr.ExpireOptions{DryRun: dryRun, Log: g.log,
+		Pruning: func(pr *pitr.Prune) {
+			fmt.Fprintf(out, "%s binlogs %s to %s (%d files, %s stored): before %s, the position of the oldest kept backup %s\n",
+				verb, pr.Files[0].File, pr.Files[len(pr.Files)-1].File, len(pr.Files), human(pr.Bytes), pr.KeepFrom, pr.Keeper)
+		}})
+	if err != nil || s == nil {
 		return err
-	}
-	if dryRun {
-		s = pr.After(s)
 	}
 	printArchive(out, s, kept)
 	return nil

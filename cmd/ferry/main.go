@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 
@@ -49,7 +48,7 @@ func main() {
 			os.Exit(sig.exitCode())
 		}
 		if !isReported(err) {
-			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(err.Error()))
+			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(flagText(err)))
 		}
 		os.Exit(1)
 	}
@@ -100,7 +99,7 @@ func interruptible() (context.Context, func()) {
 // what the verb said it left where, without the bare "context canceled" that every
 // wait cut short carries.
 func interruptedLine(sig interrupted, err error) string {
-	msg := oneLine(err.Error())
+	msg := oneLine(flagText(err))
 	for _, bare := range []string{context.Canceled.Error(), "operation was canceled"} {
 		msg = strings.ReplaceAll(msg, ": "+bare, "")
 		msg = strings.ReplaceAll(msg, bare+": ", "")
@@ -162,5 +161,3 @@ func (g *globals) setup() error {
 
 // stderrIsTerminal decides between a progress bar and periodic log lines.
 func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
-
-func defaultParallel() int { return runtime.NumCPU() }

@@ -43,7 +43,7 @@ func (jm *jobMetrics) wrap(verb string, g *globals, run func(*cobra.Command, []s
 			return werr
 		}
 		if werr != nil {
-			g.log.Warn("metrics not written", "err", werr)
+			g.log.Warn("metrics not written", "err", flagText(werr))
 		}
 		return err
 	}

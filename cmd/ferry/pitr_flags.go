@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
@@ -76,35 +74,21 @@ func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args
 	if err != nil {
 		return nil, none, err
 	}
-	datadir, err := filepath.Abs(cfg.Datadir)
-	if err != nil {
-		return nil, none, err
-	}
-	if err := os.MkdirAll(filepath.Dir(datadir), 0o755); err != nil {
-		return nil, none, err
-	}
-	// One name per datadir: what a killed restore left there is removed by the next
-	// (the replay moves the relay logs into its staging directory before it starts).
-	relay := restore.StagingPath(datadir, "relay") // on the datadir's filesystem, as its staging
-	if err := os.RemoveAll(relay); err != nil {
-		return nil, none, fmt.Errorf("relay log directory: %w", err)
-	}
-	done := func() { os.RemoveAll(relay) }
 	id := ""
 	if len(args) > 0 {
 		id = args[0]
 	}
-	m, plan, err := pitr.Plan(ctx, r, a, id, t, relay)
+	pp, err := pitr.Prepare(ctx, r, a, id, t, cfg.Datadir)
 	if err != nil {
-		done()
 		return nil, none, err
 	}
+	m, plan := pp.Backup, pp.Plan
 	g.log.Info("point-in-time: planned", "target", t.String(), "backup", m.ID, "from", plan.From.String(), "until", plan.Until.String(), "transactions", plan.Groups)
 	cfg.Replay = &restore.Replay{Plan: plan, Threads: p.threads}
 	src, err := sf.repoSource(cmd, g, m.ID, ids)
 	if err != nil {
-		done()
+		pp.Remove()
 		return nil, none, err
 	}
-	return src, done, nil
+	return src, pp.Remove, nil
 }

@@ -9,7 +9,11 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/ferry-backup/ferry/internal/tableimport"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -161,9 +165,7 @@ func printReplication(w io.Writer, res *restore.Result) {
 	}
 	fmt.Fprintf(w, "Binlog position: %s:%d  GTID: %s\n", res.Coordinates.BinlogFile, res.Coordinates.BinlogPos, gtid)
 	fmt.Fprintln(w, "To make it a replica of the backed-up server, run on it:")
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", gtid)
-	fmt.Fprintln(w, "  CHANGE MASTER TO MASTER_HOST='<source host>', MASTER_PORT=3306, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;")
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(gtid, mariadb.ChangeMaster{Host: "<source host>", Port: 3306, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
 }
 
 // printSourceReplication prints the statements that make the restored server a replica
@@ -174,9 +176,14 @@ func printSourceReplication(w io.Writer, res *restore.Result) {
 	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Datadir, res.Options))
 	fmt.Fprintf(w, "The backup was taken on a replica of %s:%d at gtid_slave_pos %s (its file %s:%d).\n", src.Host, src.Port, c.GTIDSlavePos, src.File, src.Pos)
 	fmt.Fprintln(w, "To make it a replica of that source, run on it:")
-	fmt.Fprintf(w, "  SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
-	fmt.Fprintf(w, "  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%d, MASTER_USER='<repl user>', MASTER_PASSWORD='<password>', MASTER_USE_GTID=slave_pos;\n", src.Host, src.Port)
-	fmt.Fprintln(w, "  START SLAVE;")
+	printStatements(w, mariadb.ReplicaSetup(c.GTIDSlavePos, mariadb.ChangeMaster{Host: src.Host, Port: src.Port, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
+}
+
+// printStatements prints SQL statements for the user to run, indented.
+func printStatements(w io.Writer, stmts []string) {
+	for _, s := range stmts {
+		fmt.Fprintln(w, "  "+s)
+	}
 }
 
 // sourceFlags are the flags that say where a restore reads its backup from.
@@ -209,7 +216,7 @@ func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
 	f.Var(byteSize{&sf.maxMemory}, "max-memory", "memory for stream data waiting to be written")
 	f.BoolVar(&sf.move, "move", false, "move files out of the backup instead of copying (the backup is consumed once recovery begins; a failure before puts every file back, one after keeps them for --resume)")
-	f.IntVar(&sf.parallel, "parallel", 0, "parallel copy workers for a directory (default: cores), objects downloaded at once from a repository (default 8); a stream is decoded by one goroutine per file")
+	f.IntVar(&sf.parallel, "parallel", 0, fmt.Sprintf("parallel copy workers for a directory (default: one per core), objects downloaded at once from a repository (default %d); a stream is decoded by one goroutine per file", defaults.Downloads))
 }
 
 // open checks the flags and opens the source they name (a chain of them for
@@ -246,7 +253,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 			if term.IsTerminal(int(os.Stdin.Fd())) {
 				return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
 			}
-			links = append(links, restore.NewStreamSource(os.Stdin, "stdin", ids, sf.maxMemory))
+			links = append(links, stream.NewSource(os.Stdin, "stdin", ids, sf.maxMemory))
 			continue
 		}
 		f, err := os.Open(from)
@@ -255,7 +262,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 			return nil, none, fmt.Errorf("--from: %w", err)
 		}
 		files = append(files, f)
-		links = append(links, restore.NewStreamSource(f, from, ids, sf.maxMemory))
+		links = append(links, stream.NewSource(f, from, ids, sf.maxMemory))
 	}
 	return chain(links), done, nil
 }
@@ -272,7 +279,7 @@ func (sf *sourceFlags) repoSource(cmd *cobra.Command, g *globals, id string, ids
 	}
 	var links []restore.Source
 	for _, m := range ms {
-		links = append(links, &restore.RepoSource{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
+		links = append(links, &repo.Source{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
 	}
 	return chain(links), nil
 }

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"github.com/ferry-backup/ferry/internal/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"strings"
 
-	"github.com/ferry-backup/ferry/internal/backup"
 	"github.com/ferry-backup/ferry/internal/clone"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/spf13/cobra"
 )
 
@@ -46,12 +47,11 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.Listen, "listen", ":4444", "address to listen on")
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on the bytes each clone sends per second, e.g. 100M (default unlimited)")
 	f.Float64Var(&impact, "max-impact", 0, "percent of the server's write throughput a clone may cost: the copy slows down while writes fall further (default: not watched)")
-	f.Var(byteSize{&cfg.Memory}, "max-memory", "memory for data not yet acknowledged by the recipient, per clone (default 64M)")
+	f.Var(byteSize{&cfg.Memory}, "max-memory", fmt.Sprintf("memory for data not yet acknowledged by the recipient, per clone (default %s)", sizeText(defaults.CloneMemory)))
 	addSpoolFlags(f, &cfg.Backup.Spool)
-	f.IntVar(&cfg.Backup.Parallel, "parallel", defaultParallel(), "parallel copy workers")
+	f.IntVar(&cfg.Backup.Parallel, "parallel", defaults.DonorParallel(), "parallel copy workers: one per core (ferry backup's default is 1, which spares a busy server more)")
 	addMetricsListen(f, &metricsAddr)
 	f.BoolVar(&cfg.Once, "once", false, "serve one clone, then exit with its result")
-	f.DurationVar(&cfg.Grace, "reconnect-wait", clone.DefaultGrace, "how long a clone waits for a recipient whose connections broke")
-	cfg.Backup.ChunkSize = backup.DefaultStreamChunkSize
+	f.DurationVar(&cfg.Grace, "reconnect-wait", defaults.CloneGrace, "how long a clone waits for a recipient whose connections broke")
 	return cmd
 }

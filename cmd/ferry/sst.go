@@ -50,13 +50,13 @@ error log, as "WSREP_SST: [LEVEL] ferry joiner|donor: ...". See docs/galera.md.`
 func runSST(cmd *cobra.Command, a sst.Args, log *slog.Logger) error {
 	c, err := sst.LoadConfig(cmd.Context(), a, os.Getenv, os.Stdin)
 	if err != nil {
-		return err
+		return c.Explain(err)
 	}
 	env := sst.Env{Out: os.Stdout, Log: log, Version: version}
 	if a.Role == sst.RoleJoiner {
-		return sst.Join(cmd.Context(), a, c, env)
+		return c.Explain(sst.Join(cmd.Context(), a, c, env))
 	}
-	return sst.Donate(cmd.Context(), a, c, env)
+	return c.Explain(sst.Donate(cmd.Context(), a, c, env))
 }
 
 // isReported tells main not to print an error again.

@@ -9,6 +9,7 @@ import (
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/verify"
 	"github.com/spf13/cobra"
@@ -72,7 +73,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	rf.add(f)
 	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file, for an encrypted backup")
-	f.IntVar(&cfg.Parallel, "parallel", 8, "objects read at once")
+	f.IntVar(&cfg.Parallel, "parallel", defaults.Downloads, "objects read at once")
 	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive, no backup)")
 	return cmd
 }
@@ -124,7 +125,7 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 // printResult prints one backup's line of a verification of the repository.
 func printResult(w io.Writer, res verify.Result) {
 	if res.Err != nil {
-		msg := res.Err.Error()
+		msg := flagText(res.Err)
 		if !strings.Contains(msg, res.ID) {
 			msg = "backup " + res.ID + ": " + msg
 		}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package apply
 
 import (
@@ -17,32 +19,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
-// A fixture captured from a real MariaDB 10.11 server: for every page that received
-// an EXTENDED record, its image at a clean shutdown (before), the redo records the
-// server then wrote for it, and its image at the next clean (slow) shutdown (after).
-type fxFile struct {
-	Server   string
-	PageSize int
-	Pages    []fxPage
-}
-
-type fxPage struct {
-	Space, Page   uint32
-	Before, After []byte
-	Recs          []fxRec
-}
-
-// fxRec is one page record, verbatim, and the start LSN of its mini-transaction.
-// The records of one mini-transaction for one page form a group that starts with
-// a record carrying the page id.
-type fxRec struct {
-	LSN uint64
-	Raw []byte
-}
-
 const fixtureEnv = "FERRY_APPLY_GEN_FIXTURE"
-
-func fixturePath(ps string) string { return filepath.Join("testdata", "extended_"+ps+".json.gz") }
 
 // TestGenerateExtendedFixture captures the fixtures of TestExtendedFixture from a
 // private mariadbd. It runs only with FERRY_APPLY_GEN_FIXTURE=1 (testdata/gen.sh): it

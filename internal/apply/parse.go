@@ -2,7 +2,6 @@ package apply
 
 import (
 	"encoding/binary"
-	"fmt"
 	"slices"
 
 	"github.com/ferry-backup/ferry/internal/faultpoint"
@@ -94,7 +93,6 @@ type batch struct {
 	groups []group // every page's, chained by page (pageLog)
 	pages  map[redo.PageID]*pageLog
 	trims  []trim
-	first  uint64 // start LSN of the batch's first mini-transaction
 }
 
 // newBatch returns an empty batch whose records go into arena (emptied, reused).
@@ -357,8 +355,3 @@ const (
 	fspSize  = 38 + 8
 	fspFlags = 38 + 16
 )
-
-// describe is a short account of the batch for messages.
-func (b *batch) describe() string {
-	return fmt.Sprintf("%d pages, %d bytes of records, %d groups", len(b.pages), len(b.arena), len(b.groups))
-}

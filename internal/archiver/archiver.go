@@ -8,7 +8,6 @@ package archiver
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Config configures the archiver.
@@ -133,7 +133,7 @@ func (t *retrier) next(err error, stored bool) (time.Duration, error) {
 // defaults fills unset options; a negative one is an error.
 func (c *Config) defaults() error {
 	if c.FlushInterval < 0 || c.SegmentSize < 0 || c.MergeSize < 0 || c.MergeEvery < 0 || c.Heartbeat < 0 || c.RetryMax < 0 {
-		return errors.New("--flush-interval, --segment-size, --merge-size, --merge-every, --heartbeat and --retry-max must be positive")
+		return setting.Errorf("%s, %s, %s, %s, %s and %s must be positive", setting.FlushInterval, setting.SegmentSize, setting.MergeSize, setting.MergeEvery, setting.Heartbeat, setting.RetryMax)
 	}
 	c.FlushInterval = cmp.Or(c.FlushInterval, DefaultFlushInterval)
 	c.SegmentSize = cmp.Or(c.SegmentSize, DefaultSegmentSize)

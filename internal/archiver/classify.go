@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
 )
@@ -78,7 +79,7 @@ func classify(err error, st stage, account string) error {
 	case code == errSpecificAccess:
 		return missingGrant(privilegeIn(msg, "BINLOG MONITOR"), "reading the server's binlog list", account, msg)
 	case code == errAccessDenied || code == errAccessDeniedNoPass:
-		return backoff.Permanent(fmt.Errorf("the server refused %s (%s): check --user and the password", account, msg))
+		return backoff.Permanent(setting.Errorf("the server refused %s (%s): check %s and the password", account, msg, setting.User))
 	case code == errMasterFatalRead && strings.Contains(msg, "max_allowed_packet"):
 		return backoff.Permanent(fmt.Errorf("the server cannot send an event larger than its max_allowed_packet (%s): raise max_allowed_packet on the server", msg))
 	case code == errDBAccessDenied || code == errTableAccessDenied || code == errColumnAccessDenied:

@@ -33,7 +33,7 @@ func TestClassify(t *testing.T) {
 		{"dump 1227", &gomysql.MyError{Code: 1227, Message: "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s) for this operation"}, stageDump, true, "GRANT REPLICATION SLAVE"},
 		{"SHOW BINARY LOGS without BINLOG MONITOR", fmt.Errorf("SHOW BINARY LOGS: %w", &mysql.MySQLError{Number: 1227,
 			Message: "Access denied; you need (at least one of) the SUPER, BINLOG MONITOR privilege(s) for this operation"}), stageQuery, true, "GRANT BINLOG MONITOR ON *.* TO 'repl'@'localhost'"},
-		{"query 1045", &mysql.MySQLError{Number: 1045, Message: "Access denied for user"}, stageQuery, true, "check --user and the password"},
+		{"query 1045", &mysql.MySQLError{Number: 1045, Message: "Access denied for user"}, stageQuery, true, "check user name and the password"},
 		{"1142", &mysql.MySQLError{Number: 1142, Message: "SELECT command denied"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
 		{"1044", &mysql.MySQLError{Number: 1044, Message: "Access denied for user to database"}, stageQuery, true, "REPLICATION SLAVE and BINLOG MONITOR"},
 		{"1236 event too big", &gomysql.MyError{Code: 1236, Message: "log event entry exceeded max_allowed_packet; Increase max_allowed_packet on master"}, stageDump, true, "raise max_allowed_packet"},

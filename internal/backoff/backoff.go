@@ -1,6 +1,7 @@
 // Package backoff is ferry's one retry policy: exponential waits with jitter, capped,
 // bounded by attempts or elapsed time, stopped by a context, and never spent on an
-// error marked permanent. Its clock is a seam, so tests run without sleeping.
+// error marked permanent. Its clock is the program's one seam (internal/clock), so
+// tests run without sleeping.
 package backoff
 
 import (
@@ -9,32 +10,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/clock"
 )
 
-// Clock is the time a Backoff reads and sleeps on.
-type Clock interface {
-	Now() time.Time
-	// Sleep waits d, or until ctx ends (then it returns ctx's cause).
-	Sleep(ctx context.Context, d time.Duration) error
-}
+// Clock is the time a Backoff reads and sleeps on: the program's one clock.
+type Clock = clock.Clock
 
 // Real is the wall clock.
-type Real struct{}
-
-// Now implements Clock.
-func (Real) Now() time.Time { return time.Now() }
-
-// Sleep implements Clock.
-func (Real) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
+type Real = clock.Real
 
 // Policy says how long to wait between attempts and when to stop. Its zero value
 // waits 250 ms, doubling up to 30 s, jittered by half, with no limit.

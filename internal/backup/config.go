@@ -6,36 +6,38 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/sink"
-	"golang.org/x/time/rate"
 )
 
 // DefaultMaxMemory is the default budget of the stream pipeline's block buffers.
-const DefaultMaxMemory = 256 << 20
+const DefaultMaxMemory = defaults.PipelineMemory
 
-// DefaultChunkSize is the read/write size for data files. Measured with bench/backup.sh
-// on a 3.5 GB sysbench set (2 cores, virtio disk): 8 MiB chunks copied an idle server in
-// 4.6 s but left a concurrent write load 2% of its TPS; 256 KiB took 5.0-5.5 s and left it
-// about 43% (mariadb-backup: 12-13.5 s, about 19%).
-const DefaultChunkSize = 256 << 10
+// DefaultChunkSize is the read/write size for data files written to the server's disks
+// (a directory); defaults.ChunkSize says why.
+const DefaultChunkSize = defaults.ChunkSize
 
-// DefaultStreamChunkSize is the read size for a stream: nothing is written to the
-// server's disk, and 1 MiB reads matched an O_DIRECT dd (256 KiB: 1.1x its time).
-const DefaultStreamChunkSize = 1 << 20
+// DefaultStreamChunkSize is the read size for an end that writes nothing to the
+// server's disks (a stream, a repository, a clone) or little (an incremental).
+const DefaultStreamChunkSize = defaults.RemoteChunkSize
 
 // Config is everything a backup job needs, filled by cmd/ferry from flags.
 type Config struct {
-	Conn mariadb.ConnConfig
+	// Server is the server the backup copies (the server seam, server.go); by
+	// default MariaDB(Conn), the MariaDB server Conn reaches.
+	Server Connector
+	Conn   mariadb.ConnConfig
 	// Sink is where the backup goes: a directory (sink.NewDir), a stream
 	// (stream.NewSink), a repository (repo.NewSink) or a clone's recipient. Monitor,
 	// if set, is updated so the caller can watch the redo copy.
 	Sink      sink.Sink
 	Monitor   *Monitor
-	Parallel  int   // copy workers; default number of cores
-	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize for a stream)
-	Segment   int64 // large files are split into segments copied in parallel; default 256 MiB
+	Parallel  int   // copy workers; default defaults.BackupParallel (1; a donor sets its own)
+	ChunkSize int   // bytes per read and write; default DefaultChunkSize (DefaultStreamChunkSize on a Remote end or for an incremental)
+	Segment   int64 // large files are split into segments copied in parallel; default defaults.Segment
 	MaxRate   int64 // bytes/s cap on data file reads (0: unlimited), to spare the server's disk
 	// MaxImpact is the share of the server's write throughput the copy may cost (0.2
 	// for --max-impact 20; 0: not watched): the data copy slows while the writes fall
@@ -44,10 +46,11 @@ type Config struct {
 	// the network). Either one paces the reads instead of MaxRate.
 	MaxImpact float64
 	WatchRedo bool
-	// Limiter, when set, paces data file reads instead of MaxRate; its owner may change
-	// the limit while the backup runs.
-	Limiter  *rate.Limiter
-	Log      *slog.Logger
+	Log       *slog.Logger
+	// Clock is the job's time: when it starts and ends, how long the locks are held,
+	// what the three-stage copy measures rates against. Default the wall clock; unit
+	// tests pass a *clock.Fake. The throttle's pauses and re-read waits stay real.
+	Clock    clock.Clock
 	Progress io.Writer // where progress is drawn (stderr)
 	Terminal bool      // Progress is a terminal
 	// Spool is where the redo copy waits for a slow end: its directory (default the

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/innodb"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -59,7 +58,7 @@ func relName(name string) (string, bool) {
 // copy (CREATE, TRUNCATE, table rebuilds) are copied again now. Redo from checkpoint A
 // brings every copy forward at prepare.
 func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
-	_, now, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	_, now, err := j.srv.LSNs(ctx)
 	if err != nil {
 		return err
 	}

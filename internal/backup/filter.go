@@ -1,12 +1,11 @@
 package backup
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Filter selects the tables of a partial backup (--databases, --tables, --exclude, as
@@ -30,7 +29,7 @@ func NewFilter(databases, tables, exclude string) (*Filter, error) {
 	f := &Filter{databases: map[string]bool{}}
 	for _, d := range strings.FieldsFunc(databases, func(r rune) bool { return r == ' ' || r == ',' }) {
 		if strings.Count(d, ".") > 1 || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") || strings.ContainsAny(d, "/\\") {
-			return nil, fmt.Errorf("--databases %q: give databases and database.table names", d)
+			return nil, setting.Errorf("%s %q: give databases and database.table names", setting.Databases, d)
 		}
 		f.databases[d] = true
 		f.spec.Databases = append(f.spec.Databases, d)
@@ -38,18 +37,18 @@ func NewFilter(databases, tables, exclude string) (*Filter, error) {
 	var err error
 	if tables != "" {
 		if f.tables, err = regexp.Compile(tables); err != nil {
-			return nil, fmt.Errorf("--tables %q is not a regular expression: %w", tables, err)
+			return nil, setting.Errorf("%s %q is not a regular expression: %w", setting.Tables, tables, err)
 		}
 		f.spec.Tables = tables
 	}
 	if exclude != "" {
 		if f.exclude, err = regexp.Compile(exclude); err != nil {
-			return nil, fmt.Errorf("--exclude %q is not a regular expression: %w", exclude, err)
+			return nil, setting.Errorf("%s %q is not a regular expression: %w", setting.Exclude, exclude, err)
 		}
 		f.spec.Exclude = exclude
 	}
 	if len(f.databases) == 0 && f.tables == nil && f.exclude == nil {
-		return nil, errors.New("--databases: name at least one database")
+		return nil, setting.Errorf("%s: name at least one database", setting.Databases)
 	}
 	return f, nil
 }

@@ -36,7 +36,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 		m.Incremental = &manifest.Incremental{BaseID: b.ID, BaseToLSN: b.ToLSN, FromLSN: j.sel.from, Method: j.sel.method()}
 		cp.BackupType, cp.FromLSN = xtrabackup.TypeIncremental, b.ToLSN
 	}
-	m.EndTime = time.Now()
+	m.EndTime = j.clock.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
 	m.Storage = j.sink.Caps().Storage
 	if j.cfg.Filter != nil {
@@ -163,9 +163,9 @@ func (j *job) manifestFiles() []manifest.File {
 	return out
 }
 
-// newID returns a backup id: UTC time plus random suffix, sortable.
-func newID() string {
+// newID returns a backup id: the UTC time now plus a random suffix, sortable.
+func newID(now time.Time) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return strings.ToLower(time.Now().UTC().Format("20060102T150405Z")) + fmt.Sprintf("-%x", b)
+	return strings.ToLower(now.UTC().Format("20060102T150405Z")) + fmt.Sprintf("-%x", b)
 }

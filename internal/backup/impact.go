@@ -2,13 +2,11 @@ package backup
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"golang.org/x/time/rate"
 )
 
@@ -41,7 +39,7 @@ type redoLagger interface {
 
 // throttle adapts the rate of the data copy of one backup or clone.
 type throttle struct {
-	db      *sql.DB
+	srv     WriteCounter
 	lim     *rate.Limiter
 	impact  float64
 	mon     redoLagger
@@ -58,22 +56,18 @@ type throttle struct {
 // own connection to read the server's counters; without one the copy runs unthrottled.
 func startThrottle(ctx context.Context, cfg Config, impact float64, mon *Monitor, log *slog.Logger) *rate.Limiter {
 	lim := rate.NewLimiter(rate.Inf, throttleBurst)
-	conn, err := cfg.Conn.Resolve()
+	srv, err := cfg.Server.Counters(ctx)
 	if err != nil {
+		log.Warn("impact limit: cannot watch the server's writes; the copy is not throttled", "err", err)
 		return lim
 	}
-	db, err := mariadb.Open(ctx, conn)
-	if err != nil {
-		log.Warn("--max-impact: cannot watch the server's writes; the copy is not throttled", "err", err)
-		return lim
-	}
-	t := &throttle{db: db, lim: lim, impact: impact, mon: mon, log: log, current: math.Inf(1)}
+	t := &throttle{srv: srv, lim: lim, impact: impact, mon: mon, log: log, current: math.Inf(1)}
 	go t.run(ctx)
 	return lim
 }
 
 func (t *throttle) run(ctx context.Context) {
-	defer t.db.Close()
+	defer t.srv.Close()
 	if t.impact > 0 {
 		t.current = gentleStart
 		t.probe(ctx)
@@ -116,7 +110,7 @@ func (t *throttle) probe(ctx context.Context) {
 	}
 	t.base = float64(t.writes(ctx)-w0) / time.Since(at).Seconds()
 	t.apply()
-	t.log.Debug("--max-impact baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
+	t.log.Debug("impact limit baseline", "writes_per_s", int64(t.base), "copy_limit", t.limitText())
 }
 
 // smooth averages the per-second write rates (an exponential moving average over about
@@ -197,19 +191,7 @@ func (t *throttle) limitText() string {
 
 // writes is the server's count of rows written by InnoDB.
 func (t *throttle) writes(ctx context.Context) int64 {
-	rows, err := t.db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_rows_inserted','Innodb_rows_updated','Innodb_rows_deleted')")
-	if err != nil {
-		return 0
-	}
-	defer rows.Close()
-	var n int64
-	for rows.Next() {
-		var k string
-		var v int64
-		if rows.Scan(&k, &v) == nil {
-			n += v
-		}
-	}
+	n, _ := t.srv.Writes(ctx) // a failed read counts 0, as a pause does
 	return n
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
@@ -93,7 +92,7 @@ func (j *job) checkBase(ctx context.Context) error {
 	if b.UID != "" && j.info.Vars["server_uid"] != "" && b.UID != j.info.Vars["server_uid"] {
 		return fmt.Errorf("the base %s was taken on another server (server_uid %s, this one is %s): an incremental applies only on a backup of the same server; take a full backup", b.Name, b.UID, j.info.Vars["server_uid"])
 	}
-	_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	_, cur, err := j.srv.LSNs(ctx)
 	if err != nil {
 		return err
 	}
@@ -138,7 +137,7 @@ func (j *job) selectPages(ctx context.Context) *selection {
 			ops[op.SpaceID] = true
 		}
 	}
-	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: mariadb.LSNSource{DB: j.db}, OnFileOp: onOp,
+	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: j.srv, OnFileOp: onOp,
 		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: s.from})
 	if err == nil {
 		t.StopAt(s.upto)

@@ -3,19 +3,19 @@ package backup
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/directio"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 	"golang.org/x/time/rate"
@@ -33,7 +34,7 @@ import (
 type job struct {
 	cfg   Config
 	log   *slog.Logger
-	db    *sql.DB
+	srv   Server // the server copied (Config.Server's session)
 	info  mariadb.Info
 	lock  stageLock
 	prog  *progress.Reporter
@@ -41,8 +42,8 @@ type job struct {
 	tail  *tailer   // the redo copy the backup keeps
 	tails []*tailer // every redo copy opened, released at the end
 	// openRedo opens a redo copy and checkpoint reads the server's newest checkpoint
-	// LSN: from its ib_logfile0, or fakes in unit tests.
-	openRedo   func(redo.Config) (redoCopy, error)
+	// LSN: the server's RedoLog on its ib_logfile0, or fakes in unit tests.
+	openRedo   func(redo.Config) (RedoCopy, error)
 	checkpoint func() (uint64, error)
 	// retiredOps are the file-level records of redo copies that ended before the kept
 	// one started (the three-stage copy's trackers), below where the next one started.
@@ -59,7 +60,7 @@ type job struct {
 
 	mu    sync.Mutex
 	files map[string]copiedFile // by backup-relative path
-	sent  map[string]bool       // every file started in the sink, by its stored name
+	sent  sink.Sent             // every file started in the sink, by its stored name
 	aria  map[string]*openCopy  // Aria logs whose end is copied under BLOCK_COMMIT
 	held  *lockSpool            // what is copied under the backup locks, while they are held
 
@@ -70,18 +71,11 @@ type job struct {
 	recopy     recopyStats
 	rolled     *rolled    // the roll-forward, if it ran
 	sel        *selection // an incremental's changed pages
-	// now is the job's clock (time.Now; unit tests fake it). copyStart is when the redo
-	// copy began: the three-stage copy measures rates from it.
-	now       func() time.Time
+	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
+	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
+	clock     clock.Clock
 	copyStart time.Time
 	m         manifest.Manifest
-}
-
-// stageLock is the server side of the stage sequence (*mariadb.BackupLock): the
-// BACKUP STAGE locks and what is read under BLOCK_COMMIT. Unit tests fake it.
-type stageLock interface {
-	Enter(ctx context.Context, s mariadb.Stage) (time.Duration, error)
-	ReadEnd(ctx context.Context) (endLSN uint64, c mariadb.Coordinates, err error)
 }
 
 // Result summarises a finished backup.
@@ -104,9 +98,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, errors.New("backup: no destination (internal error)")
 	}
 	cfg = withDefaults(cfg)
-	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, openRedo: openRedo, now: time.Now,
-		files: map[string]copiedFile{}, sent: map[string]bool{}, aria: map[string]*openCopy{}}
-	j.m.ID = newID()
+	j := &job{cfg: cfg, log: cfg.Log, sink: cfg.Sink, clock: cfg.Clock,
+		files: map[string]copiedFile{}, sent: sink.Sent{}, aria: map[string]*openCopy{}}
+	j.m.ID = newID(cfg.Clock.Now())
 	res, err := j.run(ctx)
 	if err != nil {
 		return nil, j.explain(err, j.opened)
@@ -116,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 func withDefaults(cfg Config) Config {
 	if cfg.Parallel <= 0 {
-		cfg.Parallel = runtime.NumCPU()
+		cfg.Parallel = defaults.BackupParallel
 	}
 	if cfg.ChunkSize <= 0 {
 		cfg.ChunkSize = DefaultChunkSize
@@ -126,8 +120,9 @@ func withDefaults(cfg Config) Config {
 		}
 	}
 	cfg.ChunkSize = max(cfg.ChunkSize/(64<<10)*(64<<10), 64<<10)
+	cfg.Replica.SafeSlaveTimeout = cmp.Or(cfg.Replica.SafeSlaveTimeout, defaults.SafeSlaveTimeout)
 	if cfg.Segment <= 0 {
-		cfg.Segment = 256 << 20
+		cfg.Segment = defaults.Segment
 	}
 	if !cfg.Sink.Caps().Rewrite {
 		cfg.Segment = math.MaxInt64 // each file is written in order: one reader per file
@@ -135,19 +130,22 @@ func withDefaults(cfg Config) Config {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
+	if cfg.Server == nil {
+		cfg.Server = MariaDB(cfg.Conn)
+	}
 	return cfg
 }
 
 func (j *job) run(ctx context.Context) (*Result, error) {
-	start := time.Now()
+	start := j.clock.Now()
 	if err := j.connect(ctx); err != nil {
 		return nil, err
 	}
-	defer j.db.Close()
-	j.checkpoint = func() (uint64, error) {
-		cp, err := redo.NewestCheckpoint(j.redoPath())
-		return cp.LSN, err
-	}
+	defer j.srv.Close()
+	rl := j.srv.Redo()
+	j.openRedo = rl.Open
+	j.checkpoint = func() (uint64, error) { return rl.Checkpoint(j.redoPath()) }
 	var err error
 	if j.spoolLimit, err = j.spoolMax(); err != nil {
 		return nil, err
@@ -177,8 +175,6 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	switch {
-	case j.cfg.Limiter != nil:
-		j.limiter = j.cfg.Limiter
 	case j.cfg.MaxImpact > 0 || j.cfg.WatchRedo:
 		if j.cfg.Monitor == nil {
 			j.cfg.Monitor = &Monitor{}
@@ -194,7 +190,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.sink.Name(),
 		"compression", cmp.Or(j.sink.Caps().Storage.Compression, "none"), "backup_encryption", cmp.Or(j.sink.Caps().Storage.Encryption, "none"), "server_encryption_at_rest", j.info.AtRest(),
 		"parallel", j.cfg.Parallel, "memory_budget_mib", j.memoryBudget()>>20)
-	lock, err := mariadb.NewBackupLock(ctx, j.db)
+	lock, err := j.srv.BackupLock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -218,39 +214,33 @@ func (j *job) memoryBudget() int64 {
 	return n
 }
 
-// connect opens the connection, probes the server and checks privileges and access
-// to the datadir.
+// connect opens a session on the server (the one probe, with the privileges check)
+// and checks access to the datadir.
 func (j *job) connect(ctx context.Context) error {
-	conn, err := j.cfg.Conn.Resolve()
+	srv, err := j.cfg.Server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	if j.db, err = mariadb.Open(ctx, conn); err != nil {
+	j.srv, j.info = srv, srv.Info()
+	if err := j.checkAccess(ctx); err != nil {
+		srv.Close()
 		return err
 	}
-	if j.info, err = mariadb.Probe(ctx, j.db); err != nil {
-		j.db.Close()
-		return err
-	}
-	if err := mariadb.CheckPrivileges(ctx, j.db, conn.User, mariadb.BackupPrivileges); err != nil {
-		j.db.Close()
-		return err
-	}
+	return nil
+}
+
+// checkAccess refuses, before anything is written, a backup whose replica sources
+// cannot be read when it must record them, or whose redo log ferry cannot read.
+func (j *job) checkAccess(ctx context.Context) error {
 	if o := j.cfg.Replica; (o.Info && !o.BestEffort) || o.SafeSlave {
-		if _, err := mariadb.ReadReplicaSources(ctx, j.db); err != nil { // refused now, not after the copy
-			j.db.Close()
+		if _, err := j.srv.ReplicaSources(ctx); err != nil { // refused now, not after the copy
 			return fmt.Errorf("--slave-info/--safe-slave-backup: %w", err)
 		}
 	}
 	if _, err := os.Stat(j.redoPath()); err != nil {
-		j.db.Close()
 		return fmt.Errorf("cannot read the server's redo log %s (%v): ferry backup must run on the database host, as root or the mysql user", j.redoPath(), errors.Unwrap(err))
 	}
-	if err := j.loadLogKeys(); err != nil {
-		j.db.Close()
-		return err
-	}
-	return nil
+	return j.loadLogKeys()
 }
 
 func (j *job) redoPath() string {
@@ -273,7 +263,7 @@ func (j *job) explain(err error, opened bool) error {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("backup interrupted; %s", partial)
 	case mariadb.IsConnLost(err):
-		return fmt.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
+		return setting.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
 	}
 	return err
 }

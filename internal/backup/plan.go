@@ -2,6 +2,11 @@
 // InnoDB files with every page validated, walk the BACKUP STAGE sequence, copy the
 // non-InnoDB files consistently, and write the mariabackup-compatible metadata and the
 // manifest last.
+//
+// The job reaches the server only through the server seam (server.go: Connector,
+// Server, BackupLock, RedoLog; MariaDB is the implementation over internal/mariadb) and
+// takes its time from one clock (Config.Clock, internal/clock), so that Run runs in unit
+// tests against a fake server (backuptest) and a fake clock.
 package backup
 
 import (
@@ -282,7 +287,7 @@ func (j *job) checkRoom(ctx context.Context) error {
 	files := allocated(p)
 	var redo int64
 	if cp, err := j.checkpoint(); err == nil {
-		if _, cur, err := (mariadb.LSNSource{DB: j.db}).LSNs(ctx); err == nil && cur > cp {
+		if _, cur, err := j.srv.LSNs(ctx); err == nil && cur > cp {
 			redo = int64(cur - cp)
 		}
 	}

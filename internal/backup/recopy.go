@@ -94,7 +94,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 				return err
 			}
 		}
-		t0 := j.now()
+		t0 := j.clock.Now()
 		next, err := j.openTail(ctx, fail, tailRound) // at the server's newest checkpoint
 		if err != nil {
 			return err
@@ -109,7 +109,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 		j.recopy.rounds, j.recopy.pages = round, j.recopy.pages+n
 		since, cur = a, next
 		j.log.Info("three-stage copy: pages changed during the copy copied again", "round", round, "checkpoint_lsn", a,
-			"pages", n, "took", j.now().Sub(t0).Round(time.Millisecond), "redo_since_checkpoint", cur.t.Copied()-a)
+			"pages", n, "took", j.clock.Now().Sub(t0).Round(time.Millisecond), "redo_since_checkpoint", cur.t.Copied()-a)
 		// Another round, from the server's newest checkpoint, copies the pages changed
 		// during this one. It drops the redo of this round but keeps its own, so it is
 		// worth it only while the checkpoint has moved on far enough and the rounds
@@ -141,11 +141,11 @@ func (j *job) rollAndKeep(ctx context.Context, cur *tailer, fail context.CancelC
 // round's redo is kept from the checkpoint it opens at, so the time its pages would wait
 // behind a slow destination's backlog must pass before, not after.
 func (j *job) drain(ctx context.Context) error {
-	t0 := time.Now()
+	t0 := j.clock.Now()
 	if err := j.sink.Drain(ctx); err != nil {
 		return fmt.Errorf("wait for %s to store the copy before copying changed pages again: %w", j.sink.Name(), err)
 	}
-	if d := time.Since(t0); d > time.Second {
+	if d := j.clock.Since(t0); d > time.Second {
 		j.log.Info("three-stage copy: waited for the destination to store the copy", "took", d.Round(time.Millisecond))
 	}
 	return nil
@@ -167,7 +167,7 @@ func (j *job) worthRecopy(cur *tailer) (ok, roll bool, why string, err error) {
 		return false, false, "", err
 	}
 	start := cur.t.Start().LSN
-	e := recopyEstimate{elapsed: j.now().Sub(j.copyStart), maxRate: j.cfg.MaxRate,
+	e := recopyEstimate{elapsed: j.clock.Now().Sub(j.copyStart), maxRate: j.cfg.MaxRate,
 		redo: int64(cur.t.Copied()) - int64(start), dropped: int64(a) - int64(start)}
 	j.mu.Lock()
 	spaces := map[uint32]bool{} // pages of other tablespaces (created or dropped since) are not read again

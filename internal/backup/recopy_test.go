@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
@@ -59,7 +60,7 @@ type fakeRedoServer struct {
 	polled int
 }
 
-func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
+func (s *fakeRedoServer) open(cfg redo.Config) (RedoCopy, error) {
 	c := s.copies[s.opened]
 	s.opened++
 	c.stop = make(chan struct{})
@@ -74,7 +75,7 @@ func (s *fakeRedoServer) open(cfg redo.Config) (redoCopy, error) {
 // an UPDATE), and a job between them whose redo copies are the fake's.
 type threeStageSetup struct {
 	j           *job
-	clock       *fakeClock // the job's clock, at the copy's start until a test moves it
+	clock       *clock.Fake // the job's clock, at the copy's start until a test moves it
 	now, stale  []byte
 	copyPath    string
 	oldPage3LSN uint64
@@ -114,22 +115,17 @@ func newThreeStage(t *testing.T, copies ...*fakeCopy) *threeStageSetup {
 	space := binary.BigEndian.Uint32(now[34:])
 	srv := &fakeRedoServer{space: space, copies: copies}
 	logs := new(bytes.Buffer)
-	clock := &fakeClock{t: time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)}
-	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d, now: clock.Now, copyStart: clock.t, prog: quietProgress(t),
+	clk := clock.NewFake(time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+	j := &job{cfg: Config{Parallel: 2}, log: slog.New(slog.NewTextHandler(logs, nil)), sink: d, clock: clk, copyStart: clk.Now(), prog: quietProgress(t),
 		openRedo: srv.open, checkpoint: srv.checkpoint, lock: countingLock{},
 		info: mariadb.Info{Datadir: dd, PageSize: ps, Vars: map[string]string{}},
 		files: map[string]copiedFile{"db/t.ibd": {Rel: "db/t.ibd", Size: int64(len(stale)), CRC: checksum.Sum(stale),
 			SpaceID: space, Known: true, Kind: manifest.KindInnoDB}},
-		sent: map[string]bool{}, aria: map[string]*openCopy{}}
+		sent: sink.Sent{}, aria: map[string]*openCopy{}}
 	t.Cleanup(j.releaseTail)
-	return &threeStageSetup{j: j, clock: clock, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
+	return &threeStageSetup{j: j, clock: clk, now: now, stale: stale, copyPath: copyPath, fail: fail, ctx: ctx, logs: logs, redo: srv,
 		oldPage3LSN: binary.BigEndian.Uint64(before[16:]), pageSize: ps}
 }
-
-// fakeClock is the job's clock in unit tests: it stands still until a test moves it.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.t }
 
 // countingLock is a stage lock; the three-stage copy never enters a stage.
 type countingLock struct{}
@@ -408,7 +404,7 @@ func TestThreeStageDecisionOnClock(t *testing.T) {
 		t.Run(c.elapsed.String(), func(t *testing.T) {
 			s := newThreeStage(t, &fakeCopy{start: 100, kept: 16 << 20, pages: []uint32{0, 1, 2, 3}}, &fakeCopy{start: 100 + far, kept: 1 << 20})
 			s.j.cfg.MaxRate = int64(s.pageSize) // 4 s to read the 4 changed pages again
-			s.clock.t = s.clock.t.Add(c.elapsed)
+			s.clock.Advance(c.elapsed)
 			s.run(t)
 			if s.j.recopy.rounds != c.rounds {
 				t.Fatalf("rounds %d, want %d:\n%s", s.j.recopy.rounds, c.rounds, s.logs)

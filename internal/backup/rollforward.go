@@ -18,7 +18,6 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/diskspace"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 )
 
@@ -57,7 +56,7 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 		j.log.Info("three-stage copy: no roll-forward: "+why+"; the backup keeps the redo from the server's checkpoint", "checkpoint_lsn", cur.t.Start().LSN)
 		return nil
 	}
-	t0 := j.now()
+	t0 := j.clock.Now()
 	j.prog.Stage("backup: rolling changed pages forward")
 	removeStaleScratch(j.scratchRoot())
 	dir, err := os.MkdirTemp(j.scratchRoot(), fmt.Sprintf("%s%d-", scratchPrefix, os.Getpid()))
@@ -87,7 +86,7 @@ func (j *job) rollForward(ctx context.Context, cur *tailer) error {
 	j.rolled = r
 	j.log.Info("three-stage copy: pages rolled forward by ferry's redo apply; the backup keeps the redo from just below their LSN",
 		"checkpoint_lsn", a, "rolled_to_lsn", r.lsn, "log_checkpoint_lsn", r.cp, "redo_applied", r.lsn-a, "pages", r.pages, "passes", sc.passes, "top_ups", sc.topUps,
-		"took", j.now().Sub(t0).Round(time.Millisecond))
+		"took", j.clock.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -133,7 +132,7 @@ func (sc *scratch) add(f recopyFile, ps int, off int64, n int, path string) {
 func (j *job) readPasses(ctx context.Context, cur *tailer, sc *scratch) (l uint64, why string, err error) {
 	a, prev := cur.t.Start().LSN, 0
 	for {
-		now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx) // the flushed LSN, which the copy reaches
+		now, _, err := j.srv.LSNs(ctx) // the flushed LSN, which the copy reaches
 		if err != nil {
 			return 0, "", err
 		}
@@ -183,7 +182,7 @@ func (j *job) noRollForward() string {
 	case j.info.EncryptsLog():
 		return "the server encrypts its redo log (innodb_encrypt_log=ON), and ferry writes the backup's log start unencrypted only"
 	case j.cfg.Filter != nil:
-		return "a partial backup (--tables) holds only some tablespaces, and the redo names all of them"
+		return "a partial backup holds only some tablespaces, and the redo names all of them"
 	case !strings.Contains(j.info.Vars["innodb_checksum_algorithm"], "crc32"):
 		return "innodb_checksum_algorithm=" + j.info.Vars["innodb_checksum_algorithm"] + " (ferry writes crc32 checksums)"
 	}
@@ -312,7 +311,7 @@ const (
 // not read again. If the apply refuses the redo from l, that redo, taken out of the
 // spool, is returned as kept, for the backup's log.
 func (j *job) topUp(ctx context.Context, cur *tailer, sc *scratch, l, step uint64) (next uint64, kept io.Reader, err error) {
-	now, _, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+	now, _, err := j.srv.LSNs(ctx)
 	if err != nil || now < l+topUpMin {
 		return l, nil, err
 	}

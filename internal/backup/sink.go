@@ -10,63 +10,10 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
-
-// Monitor lets the caller of Run watch the redo copy while the backup runs (the clone's
-// throttle backs off before the server's redo log can lap the copier).
-type Monitor struct {
-	mu       sync.Mutex
-	copied   func() uint64
-	current  func() (uint64, error)
-	capacity uint64
-	start    uint64 // the first redo copy's start LSN
-}
-
-// StartLSN is the checkpoint LSN where the backup's first redo copy began (0 before
-// it began): every page the copy reads is its version at some moment after it, so an
-// interrupted copy can be completed by an incremental from it.
-func (m *Monitor) StartLSN() uint64 {
-	if m == nil {
-		return 0
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.start
-}
-
-// RedoLag returns how many bytes of redo the server wrote that the copier has not yet
-// read, and the circular log's capacity; ok is false before the copy starts.
-func (m *Monitor) RedoLag() (lag, capacity uint64, ok bool) {
-	m.mu.Lock()
-	copied, current, capacity := m.copied, m.current, m.capacity
-	m.mu.Unlock()
-	if copied == nil {
-		return 0, 0, false
-	}
-	cur, err := current()
-	if err != nil {
-		return 0, 0, false
-	}
-	done := copied()
-	if cur <= done {
-		return 0, capacity, true
-	}
-	return cur - done, capacity, true
-}
-
-func (m *Monitor) set(copied func() uint64, current func() (uint64, error), capacity, start uint64) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	m.copied, m.current, m.capacity = copied, current, capacity
-	if m.start == 0 {
-		m.start = start
-	}
-	m.mu.Unlock()
-}
 
 // lockSpool keeps on local disk what the backup copies while it holds BLOCK_DDL and
 // BLOCK_COMMIT, on an end that is not Caps().Direct (a stream, a repository, a clone),
@@ -108,7 +55,7 @@ func (j *job) lockSpoolRoom(p plan) (int64, error) {
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
 	what := fmt.Sprintf("the %d non-InnoDB files copied under the backup locks (kept there until the locks are released, so that commits never wait on %s)", n, j.sink.Name())
 	if need > room {
-		return 0, fmt.Errorf("%s need %s in %s, and --max-spool leaves %s for them: give --max-spool more, or --tmpdir a directory with more space", what, diskspace.Human(need), dir, diskspace.Human(max(room, 0)))
+		return 0, setting.Errorf("%s need %s in %s, and %s leaves %s for them: give %s more, or %s a directory with more space", what, diskspace.Human(need), dir, setting.MaxSpool, diskspace.Human(max(room, 0)), setting.MaxSpool, setting.Tmpdir)
 	}
 	if err := diskspace.Check(dir, need, what); err != nil {
 		return 0, err
@@ -153,7 +100,7 @@ func (j *job) storeLockSpool(ctx context.Context) error {
 	}
 	j.held = nil
 	defer h.files.Release()
-	t0, list := time.Now(), h.files.List()
+	t0, list := j.clock.Now(), h.files.List()
 	buf := <-j.bufs
 	defer func() { j.bufs <- buf }()
 	for _, sf := range list {
@@ -173,7 +120,7 @@ func (j *job) storeLockSpool(ctx context.Context) error {
 		}
 	}
 	j.log.Info("stored what was copied under the backup locks", "files", len(list), "bytes", h.files.Held(),
-		"took", time.Since(t0).Round(time.Millisecond), "to", j.sink.Name())
+		"took", j.clock.Since(t0).Round(time.Millisecond), "to", j.sink.Name())
 	return nil
 }
 

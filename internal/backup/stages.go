@@ -38,7 +38,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	case three:
 		kind = tailTracker // kept unless a re-copy round replaces it
 	}
-	j.copyStart = j.now()
+	j.copyStart = j.clock.Now()
 	if _, err := j.openTail(ctx, fail, kind); err != nil {
 		return nil, err
 	}
@@ -89,21 +89,18 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 // around them if asked (--safe-slave-backup).
 func (j *job) underLocks(ctx context.Context) (*Result, error) {
 	if j.cfg.Replica.SafeSlave {
-		conn, err := j.db.Conn(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("--safe-slave-backup: %w", err)
+		pause, err := j.srv.PauseReplica(ctx, cmp.Or(j.cfg.Replica.SafeSlaveTimeout, 300*time.Second))
+		if pause != nil {
+			defer func() {
+				if err := pause.Resume(context.WithoutCancel(ctx)); err != nil {
+					j.log.Error(err.Error())
+				}
+			}()
 		}
-		defer conn.Close()
-		pause, err := mariadb.PauseSQLThread(ctx, conn, cmp.Or(j.cfg.Replica.SafeSlaveTimeout, 300*time.Second))
-		defer func() {
-			if err := pause.Resume(context.WithoutCancel(ctx)); err != nil {
-				j.log.Error(err.Error())
-			}
-		}()
 		if err != nil {
 			return nil, err
 		}
-		if pause.Stopped() {
+		if pause != nil && pause.Stopped() {
 			j.log.Info("--safe-slave-backup: the replica's SQL thread is stopped until BLOCK_COMMIT ends")
 		}
 	}
@@ -162,7 +159,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
+	t0 := j.clock.Now()
 	if p, err = j.scan(); err != nil {
 		return 0, err
 	}
@@ -175,7 +172,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 	if err := j.copyAriaHeads(ctx, p.AriaLogs); err != nil {
 		return 0, err
 	}
-	held := time.Since(t0)
+	held := j.clock.Since(t0)
 	j.lockTime("block_ddl", held)
 	j.log.Info("BLOCK_DDL released", "held", held.Round(time.Microsecond), "wait", wait.Round(time.Millisecond), "spooled", j.heldBytes())
 	return held, nil
@@ -189,7 +186,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if _, err := j.lock.Enter(ctx, mariadb.StageBlockCommit); err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
+	t0 := j.clock.Now()
 	faultpoint.At(ctx, "block-commit", 1)
 	p, err := j.scan()
 	if err != nil {
@@ -207,7 +204,7 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if _, err := j.lock.Enter(ctx, mariadb.StageEnd); err != nil {
 		return 0, err
 	}
-	held := time.Since(t0)
+	held := j.clock.Since(t0)
 	j.lockTime("block_commit", held)
 	j.log.Info("BLOCK_COMMIT released", "held", held.Round(time.Microsecond), "spooled", j.heldBytes(), "end_lsn", j.m.EndLSN,
 		"binlog", fmt.Sprintf("%s:%d", j.m.Coordinates.BinlogFile, j.m.Coordinates.BinlogPos), "gtid", j.m.Coordinates.GTIDBinlogPos)
@@ -232,10 +229,10 @@ func (j *job) readEnd(ctx context.Context) error {
 // BLOCK_COMMIT with its gtid_slave_pos.
 func (j *job) readSources(ctx context.Context) error {
 	o := j.cfg.Replica
-	if !o.Info || j.db == nil {
+	if !o.Info || j.srv == nil {
 		return nil
 	}
-	src, err := mariadb.ReadReplicaSources(ctx, j.db)
+	src, err := j.srv.ReplicaSources(ctx)
 	switch {
 	case err != nil && o.BestEffort:
 		j.log.Debug("not recording the replica's sources", "err", err)

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/clock"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
@@ -66,7 +68,7 @@ func (r *fakeRedo) EndLSN() uint64                           { return r.stop }
 func TestRedoCopyStopsBeforeCommitsResume(t *testing.T) {
 	r := &fakeRedo{}
 	l := &fakeLock{end: 987654, coords: mariadb.Coordinates{GTIDBinlogPos: "0-1-731"}, redo: r}
-	j := &job{lock: l, tail: &tailer{t: r}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	j := &job{lock: l, clock: clock.Real{}, tail: &tailer{t: r}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		info: mariadb.Info{Datadir: t.TempDir(), PageSize: 16384, Vars: map[string]string{}},
 		cfg:  Config{Parallel: 1}, aria: map[string]*openCopy{}, prog: quietProgress(t)}
 	if _, err := j.underBlockCommit(context.Background()); err != nil {
@@ -139,7 +141,7 @@ func (l *endAtRelease) Enter(ctx context.Context, s mariadb.Stage) (time.Duratio
 // the non-InnoDB files and Aria logs copied under BLOCK_DDL and BLOCK_COMMIT reach the
 // end only once the locks are released (a slow link made every commit wait on them),
 // and then whole. A spool bound that cannot hold them refuses the backup before the
-// first lock, naming --max-spool; a file that outgrew the bound since goes straight to
+// first lock, naming the spool limit; a file that outgrew the bound since goes straight to
 // the end, whole too.
 func TestLockCopiesGoToTheSpool(t *testing.T) {
 	files := map[string][]byte{"db/t.MYD": rnd(3 << 20), "db/t.frm": rnd(900), "mysql/general_log.CSV": rnd(70 << 10), "aria_log.00000001": rnd(5<<20 + 8192)}
@@ -154,7 +156,7 @@ func TestLockCopiesGoToTheSpool(t *testing.T) {
 			t.Fatalf("the end got %d files, %d bytes while the locks were held", s.l.created, s.l.writes)
 		}
 		s.j.spoolLimit = 1 << 20
-		if _, err := s.j.lockSpoolRoom(s.p); err == nil || !strings.Contains(err.Error(), "--max-spool") {
+		if _, err := s.j.lockSpoolRoom(s.p); err == nil || !strings.Contains(err.Error(), setting.MaxSpool.String()) {
 			t.Fatalf("a spool bound too small for the copies under the locks: %v", err)
 		}
 	})
@@ -193,10 +195,10 @@ func newLockStages(t *testing.T, files map[string][]byte) *lockStages {
 	end := &slowEnd{Sink: dir}
 	r := &fakeRedo{}
 	l := &endAtRelease{fakeLock: fakeLock{end: 5, redo: r}, end: end}
-	j := &job{lock: l, tail: &tailer{t: r, spool: spool.New(spool.Options{})}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sink: end,
+	j := &job{lock: l, clock: clock.Real{}, tail: &tailer{t: r, spool: spool.New(spool.Options{})}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), sink: end,
 		info: mariadb.Info{Datadir: datadir, PageSize: 16384, Vars: map[string]string{}}, spoolLimit: 1 << 30,
 		cfg: Config{Parallel: 2, Spool: SpoolOptions{Dir: t.TempDir()}}, aria: map[string]*openCopy{}, prog: quietProgress(t),
-		files: map[string]copiedFile{}, sent: map[string]bool{}, bufs: make(chan []byte, 2)}
+		files: map[string]copiedFile{}, sent: sink.Sent{}, bufs: make(chan []byte, 2)}
 	j.bufs <- make([]byte, 1<<20)
 	j.bufs <- make([]byte, 1<<20)
 	p, err := j.scan()

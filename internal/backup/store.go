@@ -16,7 +16,7 @@ func (j *job) create(rel string, o sink.FileOptions) (sink.File, error) {
 	}
 	if err == nil {
 		j.mu.Lock()
-		j.sent[rel] = true
+		j.sent.Add(rel)
 		j.mu.Unlock()
 	}
 	return f, err
@@ -26,7 +26,7 @@ func (j *job) create(rel string, o sink.FileOptions) (sink.File, error) {
 func (j *job) wasSent(rel string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.sent[rel]
+	return j.sent.Has(rel)
 }
 
 // writeWhole stores a small file in one piece and returns its manifest entry.

@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/spool"
 )
@@ -29,7 +30,7 @@ import (
 // backup's ib_logfile0 as fast as the end takes it, so a slow end never holds the
 // tailer back (it would be lapped by the server).
 type tailer struct {
-	t     redoCopy
+	t     RedoCopy
 	spool *spool.Spool
 	pages *redo.PageSet // pages the copied redo touched; nil when not tracked
 
@@ -56,19 +57,6 @@ type tailer struct {
 	// re-copy round, or lapped): its failures and its drain's no longer fail the job.
 	dropped atomic.Bool
 }
-
-// redoCopy is what the engine asks of the redo tailer (*redo.Tailer). Unit tests fake it.
-type redoCopy interface {
-	Run(ctx context.Context) error
-	StopAt(lsn uint64)
-	Copied() uint64
-	WaitCopied(ctx context.Context, lsn uint64) error
-	Start() redo.Checkpoint
-	EndLSN() uint64
-}
-
-// openRedo opens the server's redo log for a copy (j.openRedo; unit tests fake it).
-func openRedo(cfg redo.Config) (redoCopy, error) { return redo.Open(cfg) }
 
 // spoolMemory is the spool's memory tier; beyond it the redo waits in a file.
 const spoolMemory = 32 << 20
@@ -121,7 +109,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	t, err := j.openRedo(redo.Config{
 		Path:      j.redoPath(),
 		Out:       out,
-		Server:    mariadb.LSNSource{DB: j.db},
+		Server:    j.srv,
 		Creator:   "Backup ferry " + j.cfg.Version,
 		OnFileOp:  tl.addOp,
 		Pages:     tl.pages,
@@ -134,7 +122,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 	tl.t = t
 	j.tails = append(j.tails, tl)
 	j.cfg.Monitor.set(t.Copied, func() (uint64, error) {
-		_, cur, err := mariadb.LSNSource{DB: j.db}.LSNs(ctx)
+		_, cur, err := j.srv.LSNs(ctx)
 		return cur, err
 	}, j.redoCapacity(), t.Start().LSN)
 	go func() {
@@ -255,7 +243,7 @@ func (j *job) retire(tl *tailer, lsn uint64) error {
 			return err
 		}
 		j.mu.Lock()
-		delete(j.sent, "ib_logfile0")
+		j.sent.Forget("ib_logfile0")
 		j.mu.Unlock()
 	}
 	return tl.runErr
@@ -270,7 +258,7 @@ func (j *job) spoolMax() (int64, error) {
 	dir := cmp.Or(j.cfg.Spool.Dir, os.TempDir())
 	free, err := diskspace.Free(dir)
 	if err != nil {
-		return 0, fmt.Errorf("redo spool directory %s (--tmpdir): %w", dir, err)
+		return 0, setting.Errorf("redo spool directory %s (%s): %w", dir, setting.Tmpdir, err)
 	}
 	return free / 10 * 9, nil
 }
@@ -322,11 +310,11 @@ func (j *job) loadLogKeys() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("the server encrypts its redo log (innodb_encrypt_log=ON), whose records ferry reads to follow DDL during the copy, and its key file cannot be read: %w; run ferry as a user that can read it, or pass --key-file (and --key-password-file)", err)
+		return setting.Errorf("the server encrypts its redo log (innodb_encrypt_log=ON), whose records ferry reads to follow DDL during the copy, and its key file cannot be read: %w; run ferry as a user that can read it, or pass %s (and %s)", err, setting.KeyFile, setting.KeyPasswordFile)
 	}
 	err = redo.CheckLogKey(j.redoPath(), k.Key, j.info.Vars["file_key_management_encryption_algorithm"])
 	if errors.Is(err, redo.ErrWrongKey) {
-		return fmt.Errorf("the key file does not decrypt the server's encrypted redo log (key id 1 of %s): pass --key-file with the server's own key file (and --key-password-file)", mariadb.FileKeyManagement)
+		return setting.Errorf("the key file does not decrypt the server's encrypted redo log (key id 1 of %s): pass %s with the server's own key file (and %s)", mariadb.FileKeyManagement, setting.KeyFile, setting.KeyPasswordFile)
 	}
 	if err != nil {
 		return fmt.Errorf("check the key of the server's encrypted redo log: %w", err)

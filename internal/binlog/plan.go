@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
@@ -161,7 +162,7 @@ func (a *Archive) notReached(t Target, p *Plan) error {
 	if t.GTID != nil {
 		return fmt.Errorf("%w: GTID %s is not in the binlog archive after the backup (%s); check the GTID, or wait for the archiver to store it", ErrNotInArchive, t.GTID, last)
 	}
-	return fmt.Errorf("%w: --to-time %s is past what the binlog archive shows (%s): a later commit may not be archived yet; use an earlier time or --to-gtid", ErrNotInArchive, timefmt.Format(t.Time), last)
+	return setting.Errorf("%w: %s %s is past what the binlog archive shows (%s): a later commit may not be archived yet; use an earlier time or %s", ErrNotInArchive, setting.ToTime, timefmt.Format(t.Time), last, setting.ToGTID)
 }
 
 // relayWriter writes the events to apply as relay logs: each archived file becomes one

@@ -73,53 +73,36 @@ func newAcceptor(ctx context.Context, ln net.Listener, tcfg *tls.Config, key []b
 func (a *acceptor) close() { a.stop() }
 
 func (a *acceptor) accept(ctx context.Context) {
-	strangers := make(chan struct{}, maxStrangers)
-	for {
-		c, err := a.ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				a.log.Error("accept", "err", err)
-			}
+	acceptLoop(ctx, a.ln, a.log, func(c net.Conn, release func()) {
+		defer release()
+		got, err := a.authenticate(ctx, c)
+		var rem remoteError
+		if errors.As(err, &rem) {
+			// The donor refused (wrong secret, its server unreachable): it will not
+			// come back, so the transfer fails now, with its reason.
+			c.Close()
+			got = accepted{err: fmt.Errorf("the donor refused the transfer: %s", string(rem))}
+		} else if err != nil {
+			a.log.Warn("rejected a connection", "peer", c.RemoteAddr().String(), "err", err)
+			a.mu.Lock()
+			a.rejected, a.lastWhy = a.rejected+1, err
+			a.mu.Unlock()
+			c.Close()
 			return
 		}
+		// A connection nobody takes (the donor opened one more than the recipient
+		// wants) is closed, so that the donor sends its frames on the others.
+		park := time.NewTimer(a.next)
+		defer park.Stop()
 		select {
-		case strangers <- struct{}{}:
-		default:
-			a.log.Warn("refused a connection: too many connections are authenticating", "peer", c.RemoteAddr().String(), "limit", maxStrangers)
-			c.Close()
-			continue
+		case a.ready <- got:
+		case <-ctx.Done():
+			got.close()
+		case <-park.C:
+			a.log.Debug("closed a connection nobody took", "peer", c.RemoteAddr().String())
+			got.close()
 		}
-		go func() {
-			defer func() { <-strangers }()
-			got, err := a.authenticate(ctx, c)
-			var rem remoteError
-			if errors.As(err, &rem) {
-				// The donor refused (wrong secret, its server unreachable): it will not
-				// come back, so the transfer fails now, with its reason.
-				c.Close()
-				got = accepted{err: fmt.Errorf("the donor refused the transfer: %s", string(rem))}
-			} else if err != nil {
-				a.log.Warn("rejected a connection", "peer", c.RemoteAddr().String(), "err", err)
-				a.mu.Lock()
-				a.rejected, a.lastWhy = a.rejected+1, err
-				a.mu.Unlock()
-				c.Close()
-				return
-			}
-			// A connection nobody takes (the donor opened one more than the recipient
-			// wants) is closed, so that the donor sends its frames on the others.
-			park := time.NewTimer(a.next)
-			defer park.Stop()
-			select {
-			case a.ready <- got:
-			case <-ctx.Done():
-				got.close()
-			case <-park.C:
-				a.log.Debug("closed a connection nobody took", "peer", c.RemoteAddr().String())
-				got.close()
-			}
-		}()
-	}
+	})
 }
 
 // authenticate runs the TLS handshake as the server, waits for the donor's knock (the

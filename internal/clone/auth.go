@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"golang.org/x/crypto/argon2"
 )
 
@@ -52,23 +53,23 @@ const MinToken = 16
 func ReadToken(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read --token-file: %w", err)
+		return nil, setting.Errorf("read %s: %w", setting.TokenFile, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("read --token-file: %w", err)
+		return nil, setting.Errorf("read %s: %w", setting.TokenFile, err)
 	}
 	if fi.Mode().Perm()&0o044 != 0 {
-		return nil, fmt.Errorf("--token-file %s is readable by other users (mode %04o): chmod 600 %s", path, fi.Mode().Perm(), path)
+		return nil, setting.Errorf("%s %s is readable by other users (mode %04o): chmod 600 %s", setting.TokenFile, path, fi.Mode().Perm(), path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
 	if err != nil {
-		return nil, fmt.Errorf("read --token-file: %w", err)
+		return nil, setting.Errorf("read %s: %w", setting.TokenFile, err)
 	}
 	t := []byte(strings.TrimSpace(string(b)))
 	if len(t) < MinToken {
-		return nil, fmt.Errorf("--token-file %s holds %d bytes: a token needs at least %d (e.g. openssl rand -hex 32 > %s)", path, len(t), MinToken, path)
+		return nil, setting.Errorf("%s %s holds %d bytes: a token needs at least %d (e.g. openssl rand -hex 32 > %s)", setting.TokenFile, path, len(t), MinToken, path)
 	}
 	return t, nil
 }
@@ -103,7 +104,7 @@ func checkProof(key []byte, cs tls.ConnectionState, role, got string) bool {
 // serverTLS is the donor's TLS configuration.
 func (s Security) serverTLS() (*tls.Config, error) {
 	if len(s.Token) == 0 && s.CAFile == "" {
-		return nil, errors.New("ferry serve needs --token-file (a shared secret) or --tls-ca with --tls-cert and --tls-key (client certificates): it never serves unauthenticated peers")
+		return nil, setting.Errorf("ferry serve needs %s (a shared secret) or %s with %s and %s (client certificates): it never serves unauthenticated peers", setting.TokenFile, setting.TLSCA, setting.TLSCert, setting.TLSKey)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS13}
 	cert, err := s.ownCert(true)
@@ -124,7 +125,7 @@ func (s Security) serverTLS() (*tls.Config, error) {
 // clientTLS is the recipient's TLS configuration for a donor at host.
 func (s Security) clientTLS(host string) (*tls.Config, error) {
 	if len(s.Token) == 0 && s.CAFile == "" {
-		return nil, errors.New("ferry clone needs --token-file (the donor's shared secret) or --tls-ca (the CA of the donor's certificate)")
+		return nil, setting.Errorf("ferry clone needs %s (the donor's shared secret) or %s (the CA of the donor's certificate)", setting.TokenFile, setting.TLSCA)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: host}
 	if s.ServerName != "" {
@@ -155,6 +156,19 @@ func (s Security) clientTLS(host string) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// errCertWithoutKey refuses a certificate given without its key, or a key without
+// its certificate.
+var errCertWithoutKey = setting.Errorf("%s and %s go together", setting.TLSCert, setting.TLSKey)
+
+// Check refuses what is wrong in s itself, without reading a file: a certificate
+// without its key. A front end calls it to refuse early; the TLS setup checks again.
+func (s Security) Check() error {
+	if (s.CertFile == "") != (s.KeyFile == "") {
+		return errCertWithoutKey
+	}
+	return nil
+}
+
 // ownCert loads --tls-cert/--tls-key, or makes an ephemeral self-signed certificate
 // when ephemeral is allowed and none is given.
 func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
@@ -162,11 +176,11 @@ func (s Security) ownCert(ephemeral bool) (tls.Certificate, error) {
 		return selfSigned()
 	}
 	if s.CertFile == "" || s.KeyFile == "" {
-		return tls.Certificate{}, errors.New("--tls-cert and --tls-key go together")
+		return tls.Certificate{}, errCertWithoutKey
 	}
 	cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("load --tls-cert %s / --tls-key %s: %w", s.CertFile, s.KeyFile, err)
+		return tls.Certificate{}, setting.Errorf("load %s %s / %s %s: %w", setting.TLSCert, s.CertFile, setting.TLSKey, s.KeyFile, err)
 	}
 	return cert, nil
 }
@@ -187,11 +201,11 @@ func verifyChain(cs tls.ConnectionState, pool *x509.CertPool) error {
 func loadCA(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read --tls-ca: %w", err)
+		return nil, setting.Errorf("read %s: %w", setting.TLSCA, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", path)
+		return nil, setting.Errorf("%s %s holds no PEM certificate", setting.TLSCA, path)
 	}
 	return pool, nil
 }
@@ -237,15 +251,15 @@ func explainCert(err error, addr string) error {
 	var hostErr x509.HostnameError
 	switch {
 	case errors.As(err, &hostErr) && hostErr.Certificate != nil && hostErr.Certificate.Subject.CommonName == ephemeralCN:
-		return fmt.Errorf("the donor %s presented its ephemeral certificate, not one signed by --tls-ca: it runs with --token-file only; drop --tls-ca or give ferry serve --tls-cert/--tls-key signed by that CA", addr)
+		return setting.Errorf("the donor %s presented its ephemeral certificate, not one signed by %s: it runs with %s only; drop %s or give ferry serve %s/%s signed by that CA", addr, setting.TLSCA, setting.TokenFile, setting.TLSCA, setting.TLSCert, setting.TLSKey)
 	case errors.As(err, &unknown):
-		return fmt.Errorf("the donor %s presented a certificate not signed by --tls-ca: check the CA file, or use --token-file alone", addr)
+		return setting.Errorf("the donor %s presented a certificate not signed by %s: check the CA file, or use %s alone", addr, setting.TLSCA, setting.TokenFile)
 	case errors.As(err, &hostErr):
-		return fmt.Errorf("the donor's certificate is not valid for %s (%v): connect by a name it carries or pass --tls-server-name", addr, hostErr)
+		return setting.Errorf("the donor's certificate is not valid for %s (%v): connect by a name it carries or pass %s", addr, hostErr, setting.TLSServerName)
 	case strings.Contains(msg, "certificate required"):
-		return fmt.Errorf("the donor %s requires a client certificate: pass --tls-cert and --tls-key signed by the CA it trusts", addr)
+		return setting.Errorf("the donor %s requires a client certificate: pass %s and %s signed by the CA it trusts", addr, setting.TLSCert, setting.TLSKey)
 	case strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority"):
-		return fmt.Errorf("the donor %s rejected this client certificate: it is not signed by the CA the donor's --tls-ca holds", addr)
+		return setting.Errorf("the donor %s rejected this client certificate: it is not signed by the CA the donor's %s holds", addr, setting.TLSCA)
 	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "protocol version"):
 		return fmt.Errorf("%s does not speak ferry's TLS protocol: is it a ferry serve of a matching version?", addr)
 	}

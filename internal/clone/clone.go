@@ -14,17 +14,19 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/apply"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"golang.org/x/sys/unix"
 )
 
 // DefaultStreams is the number of parallel connections of a clone.
-const DefaultStreams = 4
+const DefaultStreams = defaults.CloneStreams
 
 // Config configures ferry clone.
 type Config struct {
@@ -96,10 +98,10 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
-		return nil, errors.New("--datadir is required")
+		return nil, setting.Errorf("%s is required", setting.Datadir)
 	}
 	if cfg.Replicate && (!cfg.Start || cfg.Repl.User == "") {
-		return nil, errors.New("--replicate needs --start and --repl-user (with --repl-password-file)")
+		return nil, setting.Errorf("%s needs %s and %s (with %s)", setting.Replicate, setting.Start, setting.ReplUser, setting.ReplPasswordFile)
 	}
 	conns, host, err := cfg.connector(ctx)
 	if err != nil {
@@ -173,7 +175,7 @@ func (cfg Config) connector(ctx context.Context) (connector, string, error) {
 	}
 	host, _, err := net.SplitHostPort(cfg.From)
 	if err != nil {
-		return nil, "", fmt.Errorf("--from %q: use host:port of the donor's ferry serve", cfg.From)
+		return nil, "", setting.Errorf("%s %q: use host:port of the donor's ferry serve", setting.From, cfg.From)
 	}
 	tcfg, err := cfg.Security.clientTLS(host)
 	if err != nil {
@@ -332,7 +334,7 @@ func checkRecipient(ctx context.Context, cfg Config, w welcome, resume *resumeOf
 	}
 	ls, lr, ok := mariadb.Series(local)
 	if !ok || ls != ds {
-		return fmt.Errorf("the donor runs MariaDB %s but this host's %s is %s: install mariadb-server %s here (or pass --mariadbd)", w.ServerVersion, bin, local, ds)
+		return setting.Errorf("the donor runs MariaDB %s but this host's %s is %s: install mariadb-server %s here (or pass %s)", w.ServerVersion, bin, local, ds, setting.Mariadbd)
 	}
 	if lr != dr {
 		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)

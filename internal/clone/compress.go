@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -25,7 +26,7 @@ func ParseCompress(s string) (string, error) {
 	case CompressAuto, CompressNone, CompressLZ4, CompressZstd:
 		return s, nil
 	}
-	return "", fmt.Errorf("--compress %q: use auto, none, lz4 or zstd", s)
+	return "", setting.Errorf("%s %q: use auto, none, lz4 or zstd", setting.Compress, s)
 }
 
 // codecPicker chooses how each data frame travels. auto compresses only while the

@@ -1,6 +1,7 @@
 package clone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/defaults"
 )
 
 // errFinished ends a session whose clone was committed.
@@ -90,6 +92,8 @@ func (d *donor) runClone(bc *bufConn, s *session, h hello, peer string) (err err
 	end := d.cfg.Stats.begin()
 	defer func() { end(err, s.sentBytes.Load()) }()
 	cfg := d.cfg.Backup
+	// one reader per core, not the backup's 1 (defaults.DonorParallel)
+	cfg.Parallel = cmp.Or(cfg.Parallel, defaults.DonorParallel())
 	cfg.Replica.Info, cfg.Replica.BestEffort = true, true // a recipient may replicate from this replica's source
 	s.monitor = &backup.Monitor{}
 	cfg.Sink, cfg.Monitor = s, s.monitor
@@ -197,6 +201,9 @@ type conn struct {
 	bc   *bufConn
 	once sync.Once
 	dead atomic.Bool
+	// wmu serializes writes to bc.w: the send loop's frames and down's error frame,
+	// which the acknowledgements' reader may send while a frame is half written.
+	wmu sync.Mutex
 
 	mu   sync.Mutex
 	sent map[uint64]*frame
@@ -207,7 +214,7 @@ func (c *conn) sendLoop() error {
 	for {
 		f, ok := s.tryNext()
 		if !ok {
-			if err := c.bc.w.Flush(); err != nil {
+			if err := c.locked(c.bc.w.Flush); err != nil {
 				return err
 			}
 			var err error
@@ -233,11 +240,18 @@ func (c *conn) sendLoop() error {
 				return err
 			}
 		}
-		if err := writeFrame(c.bc.w, f); err != nil {
+		if err := c.locked(func() error { return writeFrame(c.bc.w, f) }); err != nil {
 			return err
 		}
 		s.sentBytes.Add(int64(f.wireSize()))
 	}
+}
+
+// locked runs write with the connection's writer to itself.
+func (c *conn) locked(write func() error) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return write()
 }
 
 func (c *conn) readAcks() {
@@ -271,8 +285,8 @@ func (c *conn) down(err error) {
 		s := c.s
 		c.dead.Store(true) // before c.mu: sendLoop checks it under c.mu before keeping a frame
 		if cause := s.err(); cause != nil && !errors.Is(cause, errFinished) {
-			c.bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			c.bc.send(&frame{typ: frameError, payload: []byte(cause.Error())})
+			c.bc.c.SetWriteDeadline(time.Now().Add(5 * time.Second)) // a write blocked in the send loop fails by then
+			c.locked(func() error { return c.bc.send(&frame{typ: frameError, payload: []byte(cause.Error())}) })
 		}
 		c.bc.c.Close()
 		c.mu.Lock()

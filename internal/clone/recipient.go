@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/stream"
 )
 
@@ -589,7 +590,7 @@ func (d *dialer) explain(err error) error {
 	if errors.Is(err, errProtocol) {
 		return backoff.Permanent(fmt.Errorf("%s does not speak ferry's clone protocol: %w", d.addr, err))
 	}
-	return fmt.Errorf("the donor %s closed the connection during the handshake (%v): check --token-file and the certificates", d.addr, err)
+	return setting.Errorf("the donor %s closed the connection during the handshake (%v): check %s and the certificates", d.addr, err, setting.TokenFile)
 }
 
 // writeManifest stores the manifest the commit carried, last.

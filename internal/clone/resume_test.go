@@ -141,7 +141,7 @@ func TestSettleKeepsResumable(t *testing.T) {
 	s := &source{w: w, journaled: true}
 	cause := errors.New("interrupted")
 	dir := journalFixture(t)
-	if err := s.Settle(dir, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "--resume") {
+	if err := s.Settle(dir, cause); !errors.Is(err, cause) || !strings.Contains(err.Error(), "with resume to continue") {
 		t.Fatalf("resumable: %v", err)
 	}
 	if _, err := os.Stat(dir); err != nil {

@@ -18,21 +18,22 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // Defaults of ServeConfig.
 const (
-	DefaultMemory = 64 << 20         // raw bytes of frames not yet acknowledged, per clone
-	DefaultGrace  = 60 * time.Second // how long a clone waits for a lost recipient to reconnect
+	DefaultMemory = defaults.CloneMemory // raw bytes of frames not yet acknowledged, per clone
+	DefaultGrace  = defaults.CloneGrace  // how long a clone waits for a lost recipient to reconnect
 )
 
 // ServeConfig configures ferry serve.
 type ServeConfig struct {
 	Listen   string
 	Security Security
-	// Backup holds the connection to the donor server and the copy options; Sink,
-	// Limiter and Monitor are set per clone.
+	// Backup holds the connection to the donor server and the copy options; Sink
+	// and Monitor are set per clone.
 	Backup    backup.Config
 	MaxRate   int64   // bytes/s on the wire for every clone (the recipient may ask for less)
 	MaxImpact float64 // share of the donor's write throughput a clone may cost (0: not watched)
@@ -95,7 +96,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
-	go d.accept(ctx, ln)
+	go acceptLoop(ctx, ln, cfg.Log, func(c net.Conn, release func()) { d.handle(ctx, c, release) })
 	select {
 	case <-ctx.Done():
 		d.stopCurrent(errors.New("ferry serve was stopped"))
@@ -105,49 +106,14 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 }
 
-// maxStrangers bounds the connections that have not authenticated yet; one more is
-// closed at once, so a flood of them costs neither memory nor goroutines.
-const maxStrangers = 16
-
-func (d *donor) accept(ctx context.Context, ln net.Listener) {
-	strangers := make(chan struct{}, maxStrangers)
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				d.cfg.Log.Error("accept", "err", err)
-			}
-			return
-		}
-		select {
-		case strangers <- struct{}{}:
-		default:
-			d.cfg.Log.Warn("refused a connection: too many connections are authenticating", "peer", c.RemoteAddr().String(), "limit", maxStrangers)
-			c.Close()
-			continue
-		}
-		go d.handle(ctx, c, func() { <-strangers })
-	}
-}
-
 // probeDonor checks the server ferry serve is attached to before accepting anyone.
 func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
-	conn, err := c.Resolve()
+	s, err := mariadb.Connect(ctx, c, mariadb.BackupPrivileges) // the backup's own probe
 	if err != nil {
 		return donorInfo{}, err
 	}
-	db, err := mariadb.Open(ctx, conn)
-	if err != nil {
-		return donorInfo{}, err
-	}
-	defer db.Close()
-	info, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return donorInfo{}, err
-	}
-	if err := mariadb.CheckPrivileges(ctx, db, conn.User, mariadb.BackupPrivileges); err != nil {
-		return donorInfo{}, err
-	}
+	defer s.Close()
+	db, info := s.DB(), s.Info()
 	di := donorInfo{version: info.Version, datadir: info.Datadir, uid: info.Vars["server_uid"]}
 	var port sql.NullInt64
 	if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@port").Scan(&di.serverID, &port); err != nil {
@@ -230,10 +196,9 @@ func galeraOwn(name string) bool {
 }
 
 // handle authenticates one connection and attaches it to a new or running clone;
-// authenticated (or refused) is called once the peer is no longer a stranger.
-func (d *donor) handle(ctx context.Context, c net.Conn, authenticated func()) {
-	var once sync.Once
-	release := func() { once.Do(authenticated) }
+// release (which may be called more than once) is called once the peer is no longer
+// a stranger, or is refused.
+func (d *donor) handle(ctx context.Context, c net.Conn, release func()) {
 	defer release()
 	peer := c.RemoteAddr().String()
 	tc := tls.Server(c, d.tls)
@@ -282,7 +247,7 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 		return h, fmt.Errorf("protocol mismatch: the donor runs ferry %s (clone protocol %d), the recipient ferry %s (protocol %d): use the same ferry version on both hosts", d.cfg.Backup.Version, protocolVersion, h.Ferry, h.Protocol)
 	}
 	if d.key != nil && !checkProof(d.key, bc.c.ConnectionState(), roleRecipient, h.Proof) {
-		return h, errors.New("wrong token: the two hosts do not share the same secret (ferry clone and serve: --token-file; a Galera SST: wsrep_sst_auth, the same on every node)")
+		return h, errors.New("wrong token: the two hosts do not share the same secret (ferry clone and serve: the token file; a Galera SST: wsrep_sst_auth, the same on every node)")
 	}
 	return h, nil
 }

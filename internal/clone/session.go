@@ -56,6 +56,8 @@ type session struct {
 	finished   chan struct{} // closed when the clone's backup has stopped
 }
 
+var _ sink.Sink = (*session)(nil)
+
 func newSession(ctx context.Context, id string, o sessionOptions) *session {
 	s := &session{id: id, log: o.log, mem: semaphore.NewWeighted(o.memory), codec: o.codec, grace: o.grace,
 		inflight: map[uint64]*frame{}, idle: make(chan struct{}), finished: make(chan struct{}), lostSince: time.Now()}

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/stream"
 )
 
@@ -41,16 +42,17 @@ type source struct {
 func (s *source) Name() string { return "clone of " + s.cfg.From }
 
 // Inspect implements restore.Source: nothing is known before the data.
-func (s *source) Inspect(context.Context) (*restore.Backup, error) { return nil, nil }
+func (s *source) Inspect(context.Context) (*restore.Backup, error) {
+	return nil, restore.ErrNoInspect
+}
 
 // Staging implements restore.Source: the clone's staging directory, kept on failure
 // when the clone journals what it received (Settle decides).
-func (s *source) Staging(datadir string) (string, bool, error) {
+func (s *source) Staging(datadir string) (string, error) {
 	if s.offer != nil {
-		return s.staging, true, nil
+		return s.staging, nil
 	}
-	dir, _, err := (&restore.StreamSource{Dir: s.staging}).Staging(datadir)
-	return dir, s.journaled, err
+	return (&stream.Source{Dir: s.staging}).Staging(datadir)
 }
 
 // Fill implements restore.Source.
@@ -105,7 +107,7 @@ func (s *source) Phase(staging, _ string) error {
 func (s *source) Settle(staging string, err error) error {
 	if st, jerr := readJournal(staging); s.journaled && jerr == nil && st != nil && st.startLSN != 0 &&
 		!st.phases[phaseFilled] && !st.phases[phaseApplying] {
-		return fmt.Errorf("%w; the partial clone is kept in %s: run the same command with --resume to continue it", err, staging)
+		return setting.Errorf("%w; the partial clone is kept in %s: run the same command with %s to continue it", err, staging, setting.Resume)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {
 		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
@@ -117,9 +119,9 @@ func (s *source) Settle(staging string, err error) error {
 func (s *source) Finished(_, _ string) error { return nil }
 
 // stream is the donor's copy as a stream restore reads it.
-func (s *source) stream(j *journal) *restore.StreamSource {
+func (s *source) stream(j *journal) *stream.Source {
 	st := start{Resume: s.offer}
-	return &restore.StreamSource{Label: s.Name(),
+	return &stream.Source{Label: s.Name(),
 		Unpack: func(ctx context.Context, dir string, _ restore.Env) (*stream.Unpacked, error) {
 			feed := s.feed
 			if feed != nil && feed.Path() != filepath.Join(dir, logName) {

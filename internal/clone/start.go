@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/restore"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // startAndReplicate starts the local mariadbd on the new datadir and, with Replicate,
@@ -50,7 +51,7 @@ func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) 
 		return fmt.Errorf("read the clone's server_id: %w", err)
 	}
 	if id == w.ServerID {
-		return fmt.Errorf("the clone has server_id %d, the same as the donor: set a unique server_id in its my.cnf, restart it, then run the replication commands ferry prints without --replicate", id)
+		return setting.Errorf("the clone has server_id %d, the same as the donor: set a unique server_id in its my.cnf, restart it, then run the replication commands ferry prints without %s", id, setting.Replicate)
 	}
 	cfg.Log.Info("starting replication from the donor", "primary", fmt.Sprintf("%s:%d", res.Replica.Host, res.Replica.Port), "gtid", res.Replica.GTID)
 	if err := mariadb.StartReplica(ctx, db, res.Replica, 2*time.Minute); err != nil {

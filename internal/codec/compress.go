@@ -8,6 +8,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // DefaultLevel is the zstd level used unless --compress-level says otherwise: the
@@ -32,7 +34,7 @@ func NewCompressor(c Compression, level, concurrency int) (Compressor, error) {
 			level = DefaultLevel
 		}
 		if level < 1 || level > 22 {
-			return nil, fmt.Errorf("zstd --compress-level %d: use 1 (fastest) to 22", level)
+			return nil, setting.Errorf("zstd %s %d: use 1 (fastest) to 22", setting.CompressLevel, level)
 		}
 		return newZstd(level, concurrency)
 	case LZ4:
@@ -51,7 +53,7 @@ func newLZ4Compressor(level int) (*lz4Compressor, error) {
 	lvl := lz4.Fast
 	if level > 1 {
 		if level > 9 {
-			return nil, fmt.Errorf("lz4 --compress-level %d: use 1 (fastest) to 9", level)
+			return nil, setting.Errorf("lz4 %s %d: use 1 (fastest) to 9", setting.CompressLevel, level)
 		}
 		lvl = lz4.CompressionLevel(1 << (8 + level))
 	}

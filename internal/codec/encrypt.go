@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"filippo.io/age"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Recipients collects the age public keys a backup is encrypted to: keys given inline
@@ -20,18 +22,18 @@ func Recipients(keys []string, files []string) ([]age.Recipient, error) {
 	for _, k := range keys {
 		r, err := age.ParseX25519Recipient(strings.TrimSpace(k))
 		if err != nil {
-			return nil, fmt.Errorf("--encrypt-to %q is not an age public key (age1...): %w", k, err)
+			return nil, setting.Errorf("%s %q is not an age public key (age1...): %w", setting.EncryptTo, k, err)
 		}
 		out = append(out, r)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("--encrypt-to-file: %w", err)
+			return nil, setting.Errorf("%s: %w", setting.EncryptToFile, err)
 		}
 		rs, err := recipientsIn(b)
 		if err != nil {
-			return nil, fmt.Errorf("--encrypt-to-file %s holds neither age public keys (age1...) nor identities (AGE-SECRET-KEY-1...)", f)
+			return nil, setting.Errorf("%s %s holds neither age public keys (age1...) nor identities (AGE-SECRET-KEY-1...)", setting.EncryptToFile, f)
 		}
 		out = append(out, rs...)
 	}
@@ -63,11 +65,11 @@ func recipientsIn(b []byte) ([]age.Recipient, error) {
 func Identities(path string) ([]age.Identity, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--identity-file: %w", err)
+		return nil, setting.Errorf("%s: %w", setting.IdentityFile, err)
 	}
 	ids, err := age.ParseIdentities(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("--identity-file %s holds no valid age identity (expected AGE-SECRET-KEY-1... lines)", path)
+		return nil, setting.Errorf("%s %s holds no valid age identity (expected AGE-SECRET-KEY-1... lines)", setting.IdentityFile, path)
 	}
 	return ids, nil
 }
@@ -92,10 +94,10 @@ func Encrypt(w io.Writer, recipients []age.Recipient) (io.WriteCloser, error) {
 }
 
 // ErrWrongKey means no identity given matches the recipients a file was encrypted to.
-var ErrWrongKey = errors.New("wrong key: the --identity-file does not match any recipient the backup was encrypted to")
+var ErrWrongKey = setting.Errorf("wrong key: the %s does not match any recipient the backup was encrypted to", setting.IdentityFile)
 
 // ErrNoIdentity means an encrypted file was met and no identity was given.
-var ErrNoIdentity = errors.New("the backup is encrypted: pass --identity-file with the age identity (secret key) it was encrypted to")
+var ErrNoIdentity = setting.Errorf("the backup is encrypted: pass %s with the age identity (secret key) it was encrypted to", setting.IdentityFile)
 
 // Decrypt returns a reader of the plaintext of the age file r. A file that none of ids
 // can open gives a clear error.

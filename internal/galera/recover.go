@@ -2,7 +2,6 @@ package galera
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // RecoverConfig says which node's position to recover.
@@ -46,7 +46,7 @@ const maxRecoverLog = 4 << 20
 func Recover(ctx context.Context, cfg RecoverConfig) (Recovered, error) {
 	datadir, err := filepath.Abs(cfg.Datadir)
 	if err != nil || cfg.Datadir == "" {
-		return Recovered{}, errors.New("--datadir is required")
+		return Recovered{}, setting.Errorf("%s is required", setting.Datadir)
 	}
 	if _, err := os.Stat(filepath.Join(datadir, "ibdata1")); err != nil {
 		return Recovered{}, fmt.Errorf("%s is not a datadir (no ibdata1): %w", datadir, err)
@@ -94,7 +94,7 @@ func Recover(ctx context.Context, cfg RecoverConfig) (Recovered, error) {
 		return Recovered{Position: p, StartPosition: m[1]}, nil
 	}
 	if strings.Contains(log, "skipping position recovery") {
-		return Recovered{}, errors.New("wsrep is off in this node's settings: mariadbd skipped position recovery; pass the node's my.cnf with --defaults-file")
+		return Recovered{}, setting.Errorf("wsrep is off in this node's settings: mariadbd skipped position recovery; pass the node's my.cnf with %s", setting.DefaultsFile)
 	}
 	return Recovered{}, fmt.Errorf("mariadbd --wsrep-recover printed no position (%v): %s", runErr, lastLines(log, 5))
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package innodb
 
 import (
@@ -274,15 +276,6 @@ func rewrite(t *testing.T, name string, stored, page []byte, no uint32, codec *S
 		}
 	}
 	return out
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return -1
 }
 
 // writeKeyFile writes a file_key_management key file with keys 1 and 2.

@@ -195,3 +195,12 @@ func TestParseCryptData(t *testing.T) {
 		t.Error("an IV length of 15 was accepted")
 	}
 }
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/optfile"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -40,7 +41,7 @@ func (c ConnConfig) Resolve() (ConnConfig, error) {
 	if c.DefaultsFile != "" {
 		opts, err := optfile.Read(c.DefaultsFile, "client", "client-mariadb", "mariadb-client")
 		if err != nil {
-			return c, fmt.Errorf("--defaults-file: %w", err)
+			return c, setting.Errorf("%s: %w", setting.DefaultsFile, err)
 		}
 		c.applyDefaults(opts)
 	}
@@ -148,13 +149,14 @@ const plugins = "identify the account with mysql_native_password or ed25519 (ALT
 // the driver's error inside it.
 func connectError(c ConnConfig, err error) error {
 	refused := func(format string, args ...any) error {
-		return &connError{fmt.Sprintf(format, args...), []error{ErrRefused, err}}
+		se := setting.Errorf(format, args...)
+		return &connError{se.Error(), []error{se, ErrRefused, err}}
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
 		case 1045, 1698: // ER_ACCESS_DENIED_ERROR, ER_ACCESS_DENIED_NO_PASSWORD_ERROR
-			return refused("access denied for user %q at %s: check --user and the password (--password-file, MYSQL_PWD or [client] in --defaults-file)", c.User, c.Where())
+			return refused("access denied for user %q at %s: check %s and the password (%s, MYSQL_PWD or [client] in %s)", c.User, c.Where(), setting.User, setting.PasswordFile, setting.DefaultsFile)
 		case 1130: // ER_HOST_NOT_PRIVILEGED
 			return refused("server at %s: %s: no account is for the address ferry connects from: create user %q for it (CREATE USER and GRANT), or connect through the socket", c.Where(), me.Message, c.User)
 		case 1129: // ER_HOST_IS_BLOCKED: the message says to flush hosts
@@ -175,7 +177,8 @@ func connectError(c ConnConfig, err error) error {
 			return refused("server at %s: user %q: ferry cannot answer the account's authentication (%s): %s", c.Where(), c.User, authWhat(pe), plugins)
 		}
 	}
-	return &connError{fmt.Sprintf("cannot connect to the server at %s (%v): is it running? check --socket or --host/--port", c.Where(), rootCause(err)), []error{err}}
+	se := setting.Errorf("cannot connect to the server at %s (%v): is it running? check %s or %s/%s", c.Where(), rootCause(err), setting.Socket, setting.Host, setting.Port)
+	return &connError{se.Error(), []error{se, err}}
 }
 
 // authWhat names the authentication the driver's error is about, without its advice

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // A failed connection is one line saying what to do; the server's error stays inside
@@ -25,8 +27,8 @@ func TestConnectError(t *testing.T) {
 		refused bool
 		want    string // in the message
 	}{
-		{"password", srv(1045, "Access denied for user 'arch'@'127.0.0.1' (using password: YES)"), true, "check --user and the password"},
-		{"no password", srv(1698, "Access denied for user 'arch'@'localhost'"), true, "check --user and the password"},
+		{"password", srv(1045, "Access denied for user 'arch'@'127.0.0.1' (using password: YES)"), true, "check user name and the password"},
+		{"no password", srv(1698, "Access denied for user 'arch'@'localhost'"), true, "check user name and the password"},
 		{"host", srv(1130, "Host '127.0.0.1' is not allowed to connect to this MariaDB server"), true, "for it (CREATE USER and GRANT), or connect through the socket"},
 		{"blocked", srv(1129, "Host '127.0.0.1' is blocked because of many connection errors; unblock with 'mariadb-admin flush-hosts'"), true, "flush-hosts"},
 		{"locked", srv(4151, "Access denied, this account is locked"), true, "ACCOUNT UNLOCK"},
@@ -53,6 +55,10 @@ func TestConnectError(t *testing.T) {
 			}
 			if !errors.Is(got, tc.err) {
 				t.Fatalf("%v does not wrap %v", got, tc.err)
+			}
+			if cli := setting.Render(got, setting.Names{setting.User: "--user", setting.Socket: "--socket"}); strings.Contains(got.Error(), "user name") && !strings.Contains(cli, "check --user") ||
+				strings.Contains(got.Error(), "server socket") && !strings.Contains(cli, "check --socket") {
+				t.Fatalf("rendered for the command line: %q", cli)
 			}
 			var me, orig *mysql.MySQLError
 			if errors.As(tc.err, &orig) && (!errors.As(got, &me) || me.Number != orig.Number) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // FindMysqld returns the mariadbd binary: explicit if given, else the first of
@@ -24,7 +25,7 @@ import (
 func FindMysqld(explicit string) (string, error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
-			return "", fmt.Errorf("--mariadbd %s: %w", explicit, err)
+			return "", setting.Errorf("%s %s: %w", setting.Mariadbd, explicit, err)
 		}
 		return explicit, nil
 	}
@@ -39,7 +40,7 @@ func FindMysqld(explicit string) (string, error) {
 			}
 		}
 	}
-	return "", errors.New("mariadbd not found on PATH or in /usr/sbin: install mariadb-server of the backup's version or pass --mariadbd")
+	return "", setting.Errorf("mariadbd not found on PATH or in /usr/sbin: install mariadb-server of the backup's version or pass %s", setting.Mariadbd)
 }
 
 var mysqldVerRe = regexp.MustCompile(`Ver (\d+\.\d+\.\d+)-MariaDB`)

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/backoff"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // ReplicaSource is one replication connection of a backed-up replica, read under
@@ -61,21 +64,15 @@ func SlaveInfo(c Coordinates) []byte {
 	if c.GTIDSlavePos != "" {
 		fmt.Fprintf(&b, "SET GLOBAL gtid_slave_pos = '%s';\n", c.GTIDSlavePos)
 		for _, s := range c.Sources {
-			fmt.Fprintf(&b, "CHANGE MASTER %sTO master_use_gtid = slave_pos;\n", connName(s.Connection))
+			// in mariadb-backup's own words, which scripts may look for
+			b.WriteString(ChangeMaster{Connection: s.Connection}.head() + " master_use_gtid = slave_pos;\n")
 		}
 		return []byte(b.String())
 	}
 	for _, s := range c.Sources {
-		fmt.Fprintf(&b, "CHANGE MASTER %sTO MASTER_LOG_FILE='%s', MASTER_LOG_POS=%d;\n", connName(s.Connection), s.File, s.Pos)
+		b.WriteString(ChangeMaster{Connection: s.Connection, LogFile: s.File, LogPos: s.Pos}.SQL() + ";\n")
 	}
 	return []byte(b.String())
-}
-
-func connName(n string) string {
-	if n == "" {
-		return ""
-	}
-	return "'" + strings.ReplaceAll(n, "'", "''") + "' "
 }
 
 // SQLThreadPause is a replica's SQL thread stopped for the backup's locks
@@ -95,28 +92,55 @@ func PauseSQLThread(ctx context.Context, conn *sql.Conn, timeout time.Duration) 
 	if err != nil || len(st) == 0 || st[0]["Slave_SQL_Running"] != "Yes" {
 		return p, err
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		if _, err := conn.ExecContext(ctx, "STOP SLAVE SQL_THREAD"); err != nil {
-			return p, fmt.Errorf("--safe-slave-backup: STOP SLAVE SQL_THREAD: %w", err)
-		}
-		p.stopped = true
-		open, err := openTempTables(ctx, conn)
-		if err != nil || open == 0 {
-			return p, err
-		}
-		if err := p.Resume(ctx); err != nil {
-			return p, err
-		}
-		if time.Now().After(deadline) {
-			return p, fmt.Errorf("--safe-slave-backup: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise --safe-slave-backup-timeout", open, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return p, ctx.Err()
-		case <-time.After(time.Second):
-		}
+	open, err := retryWhileOpen(ctx, time.Second, timeout, p.tryStop)
+	if open > 0 {
+		return p, setting.Errorf("%s: the replica kept %d temporary tables open for %v: retry when its statements leave none open, or raise %s", setting.SafeSlaveBackup, open, timeout, setting.SafeSlaveBackupTimeout)
 	}
+	return p, err
+}
+
+// tempTablesOpen is a stop of the SQL thread undone: it had that many temporary
+// tables open.
+type tempTablesOpen int
+
+func (n tempTablesOpen) Error() string { return fmt.Sprintf("%d temporary tables open", int(n)) }
+
+// tryStop stops the SQL thread and starts it again if it has temporary tables open
+// (tempTablesOpen); a failed statement is a permanent error.
+func (p *SQLThreadPause) tryStop(ctx context.Context) error {
+	if _, err := p.conn.ExecContext(ctx, "STOP SLAVE SQL_THREAD"); err != nil {
+		return backoff.Permanent(setting.Errorf("%s: STOP SLAVE SQL_THREAD: %w", setting.SafeSlaveBackup, err))
+	}
+	p.stopped = true
+	open, err := openTempTables(ctx, p.conn)
+	if err != nil || open == 0 {
+		return backoff.Permanent(err)
+	}
+	if err := p.Resume(ctx); err != nil {
+		return backoff.Permanent(err)
+	}
+	return tempTablesOpen(open)
+}
+
+// retryWhileOpen runs try again after each wait of every while it finds temporary
+// tables open, for up to timeout (one try when timeout is not positive). It returns how many were open when it
+// gave up (0 otherwise), try's permanent error, or ctx's error.
+func retryWhileOpen(ctx context.Context, every, timeout time.Duration, try func(context.Context) error) (int, error) {
+	pol := backoff.Policy{Initial: every, Max: every, Multiplier: 1, Jitter: -1, MaxElapsed: timeout}
+	if timeout <= 0 {
+		pol.Attempts = 1
+	}
+	err := backoff.Retry(ctx, pol, try, nil, nil)
+	var open tempTablesOpen
+	switch {
+	case err == nil || backoff.IsPermanent(err):
+		return 0, err
+	case ctx.Err() != nil:
+		return 0, ctx.Err()
+	case errors.As(err, &open):
+		return int(open), nil
+	}
+	return 0, err
 }
 
 func openTempTables(ctx context.Context, conn *sql.Conn) (int, error) {
@@ -124,7 +148,7 @@ func openTempTables(ctx context.Context, conn *sql.Conn) (int, error) {
 	var n int
 	err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Slave_open_temp_tables'").Scan(&name, &n)
 	if err != nil {
-		return 0, fmt.Errorf("--safe-slave-backup: read Slave_open_temp_tables: %w", err)
+		return 0, setting.Errorf("%s: read Slave_open_temp_tables: %w", setting.SafeSlaveBackup, err)
 	}
 	return n, nil
 }
@@ -138,7 +162,7 @@ func (p *SQLThreadPause) Resume(ctx context.Context) error {
 		return nil
 	}
 	if _, err := p.conn.ExecContext(ctx, "START SLAVE SQL_THREAD"); err != nil {
-		return fmt.Errorf("--safe-slave-backup: START SLAVE SQL_THREAD (start it by hand): %w", err)
+		return setting.Errorf("%s: START SLAVE SQL_THREAD (start it by hand): %w", setting.SafeSlaveBackup, err)
 	}
 	p.stopped = false
 	return nil

@@ -116,14 +116,14 @@ type Replica struct {
 // StartReplica makes db a replica from r.GTID and waits until both replication threads
 // run without error.
 func StartReplica(ctx context.Context, db *sql.DB, r Replica, timeout time.Duration) error {
+	cm, cmArgs := ChangeMaster{Host: r.Host, Port: r.Port, User: r.User, Password: r.Password, UseGTID: "slave_pos", ConnectRetry: 5}.Prepared()
 	stmts := []struct {
 		q    string
 		args []any
 	}{
 		{"STOP SLAVE", nil},
 		{"SET GLOBAL gtid_slave_pos = ?", []any{r.GTID}},
-		{"CHANGE MASTER TO MASTER_HOST=?, MASTER_PORT=?, MASTER_USER=?, MASTER_PASSWORD=?, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=5",
-			[]any{r.Host, r.Port, r.User, r.Password}},
+		{cm, cmArgs},
 		{"START SLAVE", nil},
 	}
 	for _, s := range stmts {

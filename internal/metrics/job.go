@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Job is the outcome of one run of a verb.
@@ -84,7 +86,7 @@ func WriteTextfile(path string, j Job) error {
 		}
 	}
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {
-		return fmt.Errorf("--metrics-file %s: %w", path, err)
+		return setting.Errorf("%s %s: %w", setting.MetricsFile, path, err)
 	}
 	return nil
 }

@@ -6,11 +6,11 @@
 package pipeline
 
 import (
-	"fmt"
 	"sync"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // DefaultBlockSize is the unit of compression: one standard frame per block.
@@ -35,7 +35,7 @@ func (o Options) MinMemory() int64 {
 // Check refuses a memory budget too small for the options.
 func (o Options) Check() error {
 	if o.MaxMemory < o.MinMemory() {
-		return fmt.Errorf("--max-memory %d MiB is too small for %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.OpenFiles, (o.MinMemory()+(1<<20)-1)>>20)
+		return setting.Errorf("%s %d MiB is too small for %d parallel files: allow at least %d MiB", setting.MaxMemory, o.MaxMemory>>20, o.OpenFiles, (o.MinMemory()+(1<<20)-1)>>20)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
@@ -47,7 +48,7 @@ func Choose(entries []repo.Entry, t binlog.Target) (*manifest.Manifest, error) {
 	if t.GTID != nil {
 		return nil, fmt.Errorf("%w: GTID %s is already in the oldest backup %s (its GTID position is %s): there is no backup to roll forward from to it", ErrNoBackup, t.GTID, oldest.ID, oldest.Coordinates.GTIDBinlogPos)
 	}
-	return nil, fmt.Errorf("%w: --to-time %s is before the oldest backup %s ended (%s): there is no backup to roll forward from", ErrNoBackup,
+	return nil, setting.Errorf("%w: %s %s is before the oldest backup %s ended (%s): there is no backup to roll forward from", ErrNoBackup, setting.ToTime,
 		timefmt.Format(t.Time), oldest.ID, timefmt.Format(oldest.EndTime))
 }
 

@@ -2,7 +2,8 @@ package redo
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // ErrLogOverwritten means the server reused part of its circular redo log
@@ -26,10 +27,13 @@ type OverwrittenError struct {
 }
 
 // Error says what happened and what to do about it.
-func (e *OverwrittenError) Error() string {
-	return fmt.Sprintf("%v (copied to LSN %d, server at %d, capacity %d): raise innodb_log_file_size or reduce load/--parallel",
-		ErrLogOverwritten, e.Copied, e.Server, e.Capacity)
-}
+func (e *OverwrittenError) Error() string { return e.explain().Error() }
 
-// Unwrap returns ErrLogOverwritten.
-func (e *OverwrittenError) Unwrap() error { return ErrLogOverwritten }
+// Unwrap returns the explanation, which wraps ErrLogOverwritten and names the setting
+// to lower (a front end spells it).
+func (e *OverwrittenError) Unwrap() error { return e.explain() }
+
+func (e *OverwrittenError) explain() error {
+	return setting.Errorf("%w (copied to LSN %d, server at %d, capacity %d): raise innodb_log_file_size or reduce load/%s",
+		ErrLogOverwritten, e.Copied, e.Server, e.Capacity, setting.Parallel)
+}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package redo
 
 import (
@@ -6,15 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
-
-// Fixture files captured from a real MariaDB 10.11 server by
-// TestGenerateFixture (run testdata/gen.sh to refresh them).
-const (
-	fixtureHead = "testdata/head.bin" // the first StartOffset bytes of ib_logfile0
-	fixtureMtrs = "testdata/mtrs.bin" // whole mini-transactions from the checkpoint LSN on, as in the file
-	fixtureMeta = "testdata/meta.txt" // "size=<ib_logfile0 size>"
-	fixtureMax  = 24 << 10
 )
 
 // TestGenerateFixture captures a fixture from a live server: the checkpoint must parse

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 func TestDecodeVarint(t *testing.T) {
@@ -139,8 +141,13 @@ func TestBackupHeaderRoundTrip(t *testing.T) {
 
 func TestOverwrittenErrorText(t *testing.T) {
 	err := error(&OverwrittenError{Copied: 880916143, Server: 957199036, Capacity: 16764928})
-	want := "redo log was overwritten before it could be copied (copied to LSN 880916143, server at 957199036, capacity 16764928): raise innodb_log_file_size or reduce load/--parallel"
+	want := "redo log was overwritten before it could be copied (copied to LSN 880916143, server at 957199036, capacity 16764928): raise innodb_log_file_size or reduce load/parallelism"
 	if err.Error() != want || !errors.Is(err, ErrLogOverwritten) {
 		t.Errorf("got %q", err)
+	}
+	// The command line names the flag, as before the setting was named.
+	cli := setting.Render(err, setting.Names{setting.Parallel: "--parallel"})
+	if want := strings.Replace(want, "load/parallelism", "load/--parallel", 1); cli != want {
+		t.Errorf("rendered for the command line: %q", cli)
 	}
 }

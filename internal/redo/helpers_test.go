@@ -87,3 +87,12 @@ func readFixture(t *testing.T) (head, mtrs []byte, size int64) {
 	}
 	return head, mtrs, size
 }
+
+// Fixture files captured from a real MariaDB 10.11 server by
+// TestGenerateFixture (run testdata/gen.sh to refresh them).
+const (
+	fixtureHead = "testdata/head.bin" // the first StartOffset bytes of ib_logfile0
+	fixtureMtrs = "testdata/mtrs.bin" // whole mini-transactions from the checkpoint LSN on, as in the file
+	fixtureMeta = "testdata/meta.txt" // "size=<ib_logfile0 size>"
+	fixtureMax  = 24 << 10
+)

@@ -2,10 +2,13 @@ package repo
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 	"golang.org/x/sync/errgroup"
 )
@@ -19,7 +22,7 @@ type Policy struct {
 // Check refuses a policy that names no rule.
 func (p Policy) Check() error {
 	if p.KeepLast <= 0 && p.KeepWithin <= 0 {
-		return errors.New("say what to keep: --keep-last N and/or --keep-days D (expire never guesses)")
+		return setting.Errorf("say what to keep: %s N and/or %s D (expire never guesses)", setting.KeepLast, setting.KeepDays)
 	}
 	return nil
 }
@@ -141,4 +144,62 @@ func (r *Repo) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete backup %s: %w", id, err)
 	}
 	return nil
+}
+
+// ExpireOptions say how Expire carries a plan out.
+type ExpireOptions struct {
+	DryRun bool // delete nothing: only tell Deleting what would go
+	// Deleting, if set, is told of each backup before it is deleted (or, in a dry run,
+	// instead): the expired ones, newest first, then the debris.
+	Deleting func(Entry)
+	Log      *slog.Logger // logs each deletion; nil: none
+}
+
+// Expire deletes what plan lets go: the expired backups, then the debris of
+// interrupted ones, each with Delete (manifest first). It stops at the first failure,
+// so what it told Deleting of last may still be there.
+func (r *Repo) Expire(ctx context.Context, plan *ExpirePlan, o ExpireOptions) error {
+	for _, e := range append(slices.Clip(plan.Expired), plan.Debris...) {
+		if o.Deleting != nil {
+			o.Deleting(e)
+		}
+		if o.DryRun {
+			continue
+		}
+		if err := r.Delete(ctx, e.ID); err != nil {
+			return err
+		}
+		if o.Log != nil {
+			o.Log.Info("deleted", "backup", e.ID, "status", e.Status, "objects", e.Objects)
+		}
+	}
+	return nil
+}
+
+// KeptFor says why the plan keeps backup id beyond its policy's rules: "base of kept
+// incremental CHILD" or "base of running backup CHILD" when a backup kept applies on
+// it, "" when the rules keep it themselves.
+func (p *ExpirePlan) KeptFor(id string) string {
+	child, ok := p.BaseOf[id]
+	if !ok {
+		return ""
+	}
+	for _, e := range p.Keep {
+		if e.ID == child && e.Status == StatusRunning {
+			return "base of running backup " + child
+		}
+	}
+	return "base of kept incremental " + child
+}
+
+// KeptManifests are the manifests of the complete backups the plan keeps, newest
+// first: what the binlog archive must still serve.
+func (p *ExpirePlan) KeptManifests() []*manifest.Manifest {
+	var kept []*manifest.Manifest
+	for _, e := range p.Keep {
+		if e.Manifest != nil {
+			kept = append(kept, e.Manifest)
+		}
+	}
+	return kept
 }

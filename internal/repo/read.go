@@ -14,6 +14,7 @@ import (
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"golang.org/x/sync/errgroup"
@@ -81,7 +82,7 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(o.Parallel, 8))
+	g.SetLimit(cmp.Or(o.Parallel, defaults.Downloads))
 	var done atomic.Int64
 	for _, rd := range reads {
 		if o.Skip != nil && o.Skip(rd.obj.Key) || len(rd.blobs) == 0 && !o.Unreferenced {

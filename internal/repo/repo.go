@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 )
 
@@ -58,7 +59,7 @@ func Open(ctx context.Context, st storage.Storage) (*Repo, error) {
 	var cfg Config
 	err := getJSON(ctx, st, ConfigKey, &cfg)
 	if errors.Is(err, storage.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s (no %s): check --repo; the first ferry backup to it creates one", ErrNoRepository, st.Location(), ConfigKey)
+		return nil, setting.Errorf("%w at %s (no %s): check %s; the first ferry backup to it creates one", ErrNoRepository, st.Location(), ConfigKey, setting.Repo)
 	}
 	if err != nil {
 		return nil, err

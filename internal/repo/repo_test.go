@@ -199,7 +199,7 @@ func TestTightMemoryCutsParts(t *testing.T) {
 
 func TestBudgetTooSmallRefused(t *testing.T) {
 	o := WriterOptions{Pipeline: pipeline.Options{Workers: 2, OpenFiles: 10}, PartSize: 64 << 20, MaxMemory: 100 << 20}
-	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "--max-memory") {
+	if err := o.Check(); err == nil || !strings.Contains(err.Error(), "memory limit") {
 		t.Fatalf("check: %v", err)
 	}
 }

@@ -19,6 +19,8 @@ type Sink struct {
 	w    *Writer
 }
 
+var _ sink.Sink = (*Sink)(nil)
+
 // NewSink returns the end for a backup into r, checking the options.
 func NewSink(r *Repo, o WriterOptions) (*Sink, error) {
 	if err := o.Check(); err != nil {

@@ -11,17 +11,19 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 )
 
 // Defaults of WriterOptions.
 const (
-	DefaultPartSize  = 32 << 20  // raw bytes per part
-	DefaultMaxMemory = 256 << 20 // encoded bytes held (parts, packs, uploads) plus block buffers
-	DefaultUploads   = 16        // most objects uploading at once
-	initialUploads   = 2         // uploaders at the start; more join while objects wait
+	DefaultPartSize  = defaults.PartSize       // raw bytes per part
+	DefaultMaxMemory = defaults.PipelineMemory // encoded bytes held (parts, packs, uploads) plus block buffers
+	DefaultUploads   = defaults.Uploads        // most objects uploading at once
+	initialUploads   = 2                       // uploaders at the start; more join while objects wait
 )
 
 // WriterOptions configures a backup written into a repository.
@@ -64,10 +66,10 @@ func (o WriterOptions) partsMemory() int64 { return o.MaxMemory - o.Pipeline.Max
 func (o WriterOptions) Check() error {
 	o = o.withDefaults()
 	if o.PartSize < 1<<20 || o.PartSize > 4<<30 {
-		return fmt.Errorf("--part-size %d MiB: use 1 MiB to 4 GiB", o.PartSize>>20)
+		return setting.Errorf("%s %d MiB: use 1 MiB to 4 GiB", setting.PartSize, o.PartSize>>20)
 	}
 	if need := o.Pipeline.MaxMemory + 3*o.PartSize; o.MaxMemory < need {
-		return fmt.Errorf("--max-memory %d MiB is too small for --part-size %d MiB and %d parallel files: allow at least %d MiB", o.MaxMemory>>20, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
+		return setting.Errorf("%s %d MiB is too small for %s %d MiB and %d parallel files: allow at least %d MiB", setting.MaxMemory, o.MaxMemory>>20, setting.PartSize, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
 	}
 	return nil
 }

@@ -29,8 +29,23 @@ import (
 // what an earlier run did (see resumeAt).
 type ChainSource struct {
 	Links     []Source
-	inspected []*Backup // the links as Inspect found them (nil if a link is a stream)
+	inspected []*Backup // the links as Inspect found them (none if a link is a stream)
 	resumable bool      // the staging directory is kept on failure
+}
+
+// Caps implements Source: a chain tells its backups before any data moves when every
+// link does (none is a stream), and then keeps its staging directory on failure if its
+// full backup does (a repository backup: the journal records how far the chain got).
+func (c *ChainSource) Caps() Caps {
+	inspect := len(c.Links) > 0
+	for _, l := range c.Links {
+		inspect = inspect && l.Caps().Inspect
+	}
+	var first Caps
+	if len(c.Links) > 0 {
+		first = c.Links[0].Caps()
+	}
+	return Caps{Inspect: inspect, Resume: inspect && first.Resume, Moves: first.Moves}
 }
 
 // scratchPrefix starts the name of the directory, inside the staging directory, into
@@ -45,16 +60,24 @@ func scratchDir(staging string, index int) string {
 	return filepath.Join(staging, fmt.Sprintf("%s%d", scratchPrefix, index))
 }
 
+var (
+	_ Source  = (*ChainSource)(nil)
+	_ Resumer = (*ChainSource)(nil)
+)
+
 // Name implements Source.
 func (c *ChainSource) Name() string {
 	return fmt.Sprintf("%s (a chain of %d backups)", c.Links[len(c.Links)-1].Name(), len(c.Links))
 }
 
-// Inspect implements Source: it checks the chain as far as the links tell before any
-// data moves, and returns the newest link (nil if a link is a stream).
+// Inspect implements Source: it checks the chain before any data moves and returns
+// the newest link. A chain with a stream among its links is checked as it is read.
 func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 	if len(c.Links) < 2 {
 		return nil, errors.New("internal error: a chain needs a full backup and at least one incremental")
+	}
+	if !c.Caps().Inspect {
+		return nil, ErrNoInspect
 	}
 	c.inspected = nil
 	var prev, b *Backup
@@ -62,10 +85,6 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 		var err error
 		if b, err = l.Inspect(ctx); err != nil {
 			return nil, err
-		}
-		if b == nil {
-			c.inspected = nil
-			return nil, nil // a stream: checked as it is read
 		}
 		if err := checkLink(i, prev, b); err != nil {
 			return nil, err
@@ -79,10 +98,9 @@ func (c *ChainSource) Inspect(ctx context.Context) (*Backup, error) {
 
 // Staging implements Source: the full backup's, kept on failure if the full backup's
 // is (a repository backup: the journal in it records how far the chain got).
-func (c *ChainSource) Staging(datadir string) (string, bool, error) {
-	dir, keep, err := c.Links[0].Staging(datadir)
-	c.resumable = keep && len(c.inspected) == len(c.Links)
-	return dir, c.resumable, err
+func (c *ChainSource) Staging(datadir string) (string, error) {
+	c.resumable = c.Caps().Resume && len(c.inspected) == len(c.Links)
+	return c.Links[0].Staging(datadir)
 }
 
 // Fill implements Source: the full backup, then every incremental made readable and
@@ -162,7 +180,7 @@ func (c *ChainSource) planAhead() []*link {
 		return nil // a stream
 	}
 	for _, src := range c.Links {
-		if _, ok := src.(localSource); !ok {
+		if !src.Caps().Local {
 			return nil
 		}
 	}
@@ -201,7 +219,7 @@ func (c *ChainSource) fillAhead(ctx context.Context, staging string, env Env, li
 		if i+1 < len(links) && !links[i+1].recoverFirst {
 			only = func(rel string) bool { return !delta.Other(rel) }
 		}
-		if _, err := c.Links[l.index].(localSource).Verify(ctx, env, only); err != nil {
+		if _, err := c.Links[l.index].(LocalSource).Verify(ctx, env, only); err != nil {
 			return nil, err
 		}
 	}
@@ -361,7 +379,7 @@ func (c *ChainSource) applyLink(ctx context.Context, l *link, prev *Backup, stag
 		if env.RecoverBase == nil {
 			return fmt.Errorf("%s needs its base recovered first (internal error: no recovery given)", l.b.Origin())
 		}
-		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken with --incremental-lsn): recovering the chain so far first, without rolling back",
+		env.Log.Info("incremental: this link does not hold every page its base copied while it changed (a mariadb-backup incremental, or one taken from a given LSN): recovering the chain so far first, without rolling back",
 			"link", l.b.Origin(), "from_lsn", l.b.selectedFrom())
 		if err := env.RecoverBase(ctx, prev, staging); err != nil {
 			return err
@@ -451,10 +469,10 @@ func (s *segment) skip(index int) delta.Skip {
 	return func(k delta.PageKey) bool { return k.Page != 0 && s.last[k] > index }
 }
 
-// localSource is a Source whose files can be read where they are (a backup
-// directory): a chain verifies such a link in place and applies it from there, so its
-// pages are written once, into the staging copy.
-type localSource interface {
+// LocalSource is a Source whose Caps().Local is set: its files can be read where they
+// are (a backup directory), so that a chain verifies such a link in place and applies
+// it from there, and its pages are written once, into the staging copy.
+type LocalSource interface {
 	// Verify checks every file (those only names, if set) against the backup's
 	// checksums and returns the backup, whose Dir holds its files.
 	Verify(ctx context.Context, env Env, only func(path string) bool) (*Backup, error)
@@ -464,8 +482,8 @@ type localSource interface {
 // into scratch (a stream, a repository backup), continuing what scratch holds if keep
 // is set. It returns that directory.
 func fillLink(ctx context.Context, l Source, scratch string, keep bool, env Env) (*Backup, string, error) {
-	if ls, ok := l.(localSource); ok {
-		b, err := ls.Verify(ctx, env, nil)
+	if l.Caps().Local {
+		b, err := l.(LocalSource).Verify(ctx, env, nil)
 		if err != nil {
 			return nil, "", err
 		}

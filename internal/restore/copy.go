@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 	"golang.org/x/sync/errgroup"
 )
@@ -29,7 +30,7 @@ func (b *Backup) datadirFiles() ([]manifest.File, error) {
 		var out []manifest.File
 		for _, f := range b.Manifest.Files {
 			if f.Stored != "" {
-				return nil, fmt.Errorf("%s holds the compressed or encrypted files of a ferry stream (%s): restore from the stream itself with --from", b.Dir, f.Stored)
+				return nil, setting.Errorf("%s holds the compressed or encrypted files of a ferry stream (%s): restore from the stream itself with %s", b.Dir, f.Stored, setting.StreamFile)
 			}
 			if !skipFile(f.Path) {
 				out = append(out, f)
@@ -140,7 +141,7 @@ func moveVerified(from, to string, f manifest.File, prog *progress.Reporter) err
 	}
 	if err := os.Rename(from, to); err != nil {
 		if errors.Is(err, syscall.EXDEV) {
-			return fmt.Errorf("--move needs the backup and the datadir on the same filesystem; restore without --move")
+			return setting.Errorf("%s needs the backup and the datadir on the same filesystem; restore without %s", setting.Move, setting.Move)
 		}
 		return fmt.Errorf("move %s: %w", f.Path, err)
 	}

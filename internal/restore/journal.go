@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -33,8 +34,9 @@ const phasePrefix = "@"
 
 const journalHeader = "ferry restore journal of backup "
 
-// journal records the objects of one backup restored into a staging directory.
-type journal struct {
+// Journal records the objects of one backup restored into a staging directory, and
+// the phases the restore finished there.
+type Journal struct {
 	mu           sync.Mutex
 	f            *os.File
 	done         map[string]bool // objects listed
@@ -42,11 +44,11 @@ type journal struct {
 	skippedBytes int64           // raw bytes of the objects verified and skipped
 }
 
-// openJournal opens (or starts) the journal of backup id in dir. A journal of another
+// OpenJournal opens (or starts) the journal of backup id in dir. A journal of another
 // backup is refused: the directory is someone else's staging copy.
-func openJournal(dir, id string) (*journal, error) {
+func OpenJournal(dir, id string) (*Journal, error) {
 	path := filepath.Join(dir, journalName)
-	j := &journal{done: map[string]bool{}}
+	j := &Journal{done: map[string]bool{}}
 	b, err := os.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -82,7 +84,7 @@ func openJournal(dir, id string) (*journal, error) {
 func checkJournal(dir, id string) error {
 	f, err := filecopy.OpenRead(filepath.Join(dir, journalName))
 	if err != nil {
-		return fmt.Errorf("%s holds no ferry restore journal (%v): --resume continues only a restore ferry left there; remove the directory", dir, err)
+		return setting.Errorf("%s holds no ferry restore journal (%v): %s continues only a restore ferry left there; remove the directory", dir, err, setting.Resume)
 	}
 	defer f.Close()
 	head := make([]byte, len(journalHeader)+len(id)+1)
@@ -93,9 +95,9 @@ func checkJournal(dir, id string) error {
 	return nil
 }
 
-// add records that every blob of an object was written and checked. A line cut short
+// Add records that every blob of an object was written and checked. A line cut short
 // by a kill names no object and is ignored.
-func (j *journal) add(object string) error {
+func (j *Journal) Add(object string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if _, err := j.f.WriteString(object + "\n"); err != nil {
@@ -104,12 +106,34 @@ func (j *journal) add(object string) error {
 	return nil
 }
 
-func (j *journal) close() { j.f.Close() }
+// Close closes the journal's file.
+func (j *Journal) Close() { j.f.Close() }
 
-// verified returns the journal's objects whose blobs all still match their CRC-32C in
+// Objects is how many objects the journal lists.
+func (j *Journal) Objects() int { return len(j.done) }
+
+// SkippedBytes is the raw bytes of the objects Verified found whole.
+func (j *Journal) SkippedBytes() int64 { return j.skippedBytes }
+
+// Filled tells whether an earlier run wrote and verified every file of m (MarkFilled).
+func (j *Journal) Filled(m *manifest.Manifest) bool { return hasPhase(j.phases, filledPhase(m)) }
+
+// MarkFilled records in the journal in dir that every file of m is written and
+// verified, once they are synced.
+func MarkFilled(dir string, m *manifest.Manifest) error { return addPhase(dir, filledPhase(m)) }
+
+// StartOverAfterReplay readies the journal in dir for a resumed fill: if a binlog
+// replay had started on the copy and did not stop cleanly, its phases are forgotten
+// and the copy is checked against the backup's objects again.
+func StartOverAfterReplay(dir string, log *slog.Logger) error {
+	_, err := startOverAfterReplay(dir, log)
+	return err
+}
+
+// Verified returns the journal's objects whose blobs all still match their CRC-32C in
 // the staging copy: what a resumed restore need not download again. An object a
 // recovery had already changed, or whose write was cut short, is downloaded again.
-func (j *journal) verified(ctx context.Context, m *manifest.Manifest, parallel int) (map[string]bool, error) {
+func (j *Journal) Verified(ctx context.Context, m *manifest.Manifest, parallel int) (map[string]bool, error) {
 	if len(j.done) == 0 {
 		return map[string]bool{}, nil
 	}

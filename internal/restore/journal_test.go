@@ -15,23 +15,23 @@ func TestJournalPhases(t *testing.T) {
 	if err := addPhase(dir, "x"); err != nil || readPhases(dir) != nil {
 		t.Fatalf("a directory without a journal recorded a phase: %v %v", err, readPhases(dir))
 	}
-	j, err := openJournal(dir, "B1")
+	j, err := OpenJournal(dir, "B1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.add("objects/00000000")
-	j.close()
+	j.Add("objects/00000000")
+	j.Close()
 	for _, p := range []string{phaseFilled + "abc", phaseReplaying} {
 		if err := addPhase(dir, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	j, err = openJournal(dir, "B1")
+	j, err = OpenJournal(dir, "B1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.add("objects/00000001")
-	j.close()
+	j.Add("objects/00000001")
+	j.Close()
 	if !j.done["objects/00000000"] || len(j.done) != 1 || !slices.Equal(j.phases, []string{phaseFilled + "abc", phaseReplaying}) {
 		t.Fatalf("objects %v, phases %q", j.done, j.phases)
 	}
@@ -42,11 +42,11 @@ func TestJournalPhases(t *testing.T) {
 	if err := checkJournal(dir, "B1"); err != nil {
 		t.Fatal(err)
 	}
-	j, err = openJournal(dir, "B1")
+	j, err = OpenJournal(dir, "B1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	if len(j.phases) != 0 || len(j.done) != 2 {
 		t.Fatalf("after the start over: objects %v, phases %q; want both objects and no phase", j.done, j.phases)
 	}
@@ -55,7 +55,7 @@ func TestJournalPhases(t *testing.T) {
 func TestFilledPhaseNamesTheFiles(t *testing.T) {
 	a := &manifest.Manifest{Files: []manifest.File{{Path: "ibdata1"}, {Path: "db/t.ibd"}}}
 	b := &manifest.Manifest{Files: []manifest.File{{Path: "ibdata1"}, {Path: "db/u.ibd"}}}
-	if filledPhase(a) == filledPhase(b) || filledPhase(a) != filledPhase(a) {
+	if pa, pb := filledPhase(a), filledPhase(b); pa == pb || pa != filledPhase(a) {
 		t.Fatal("the filled phase does not tell the files apart")
 	}
 }
@@ -77,11 +77,11 @@ func TestChainResumeAt(t *testing.T) {
 		{[]string{phaseFilled + "x", phaseApplying + "X1", phaseApplied + "X1"}, 0},                       // another chain
 	} {
 		dir := t.TempDir()
-		j, err := openJournal(dir, "F")
+		j, err := OpenJournal(dir, "F")
 		if err != nil {
 			t.Fatal(err)
 		}
-		j.close()
+		j.Close()
 		for _, p := range tc.phases {
 			addPhase(dir, p)
 		}
@@ -97,11 +97,11 @@ func TestChainResumeAt(t *testing.T) {
 
 func TestReplayStoppedCleanlyIsKept(t *testing.T) {
 	dir := t.TempDir()
-	j, err := openJournal(dir, "B1")
+	j, err := OpenJournal(dir, "B1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	for _, p := range []string{phaseFilled + "x", phaseReplaying + " f:1 f:9", phaseReplayStopped} {
 		addPhase(dir, p)
 	}
@@ -131,14 +131,14 @@ func TestStagingLockedWhileARestoreRuns(t *testing.T) {
 		t.Fatalf("a second restore into a staging directory in use: %v", err)
 	}
 	lock.Close() // the first restore ended
-	if _, _, err := repoStaging(datadir, "B1", false); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, _, err := repoStaging(datadir, "B1", false); err == nil || !strings.Contains(cliText(err), "--resume") {
 		t.Fatalf("a new restore over an interrupted one: %v", err)
 	}
-	j, err := openJournal(dir, "B1")
+	j, err := OpenJournal(dir, "B1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.close()
+	j.Close()
 	_, lock, err = repoStaging(datadir, "B1", true)
 	if err != nil {
 		t.Fatalf("--resume of an interrupted restore: %v", err)

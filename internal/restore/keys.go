@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // checkKeys reads a page of a few tables per encryption key id on a restarted
@@ -40,7 +42,7 @@ func checkKeys(ctx context.Context, db *sql.DB, keyFile string, log *slog.Logger
 			var one int
 			err := db.QueryRowContext(ctx, "SELECT 1 FROM "+table+" LIMIT 1").Scan(&one)
 			if err != nil && err != sql.ErrNoRows {
-				return fmt.Errorf("the key file %s (--key-file) does not decrypt %s, encrypted with key id %d by file_key_management (%v): it is not the source's key file, or --key-password-file is wrong", keyFile, table, key, err)
+				return setting.Errorf("the key file %s (%s) does not decrypt %s, encrypted with key id %d by file_key_management (%v): it is not the source's key file, or %s is wrong", keyFile, setting.KeyFile, table, key, err, setting.KeyPasswordFile)
 			}
 			n++
 		}

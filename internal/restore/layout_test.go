@@ -22,7 +22,7 @@ func TestLayOutClearsUncoveredRanges(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "db/t.ibd"), written, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := layOut(dir, &manifest.Manifest{Files: []manifest.File{f}}); err != nil {
+	if err := LayOut(dir, &manifest.Manifest{Files: []manifest.File{f}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "db/t.ibd"))

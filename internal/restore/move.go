@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
@@ -44,7 +45,8 @@ const (
 	phaseUnswapped = "swap undone"
 )
 
-// Consuming is a Source that owns what its staging directory holds (a directory
+// Consuming is a Source whose Caps().Consume is set: it owns what its staging
+// directory holds (a directory
 // restored with --move, whose files move there; a clone that can be resumed): restore
 // tells it each phase, and a failed restore lets it decide what stays, never removing
 // the staging directory itself.
@@ -60,12 +62,12 @@ type Consuming interface {
 	Finished(staging, datadir string) error
 }
 
-// phase tells a Consuming source that a phase begins on staging.
+// phase tells a consuming source (Caps().Consume) that a phase begins on staging.
 func phase(src Source, staging, name string) error {
-	if c, ok := src.(Consuming); ok {
-		return c.Phase(staging, name)
+	if !src.Caps().Consume {
+		return nil
 	}
-	return nil
+	return src.(Consuming).Phase(staging, name)
 }
 
 // moveState is what the journal of a --move staging directory says.
@@ -87,7 +89,7 @@ func readMoveJournal(dir string) (moveState, error) {
 	lines := strings.Split(string(b), "\n")
 	from, ok := strings.CutPrefix(lines[0], moveHeader)
 	if !ok {
-		return moveState{}, fmt.Errorf("%s is not a ferry restore --move journal", dir+journalExt)
+		return moveState{}, setting.Errorf("%s is not a ferry restore %s journal", dir+journalExt, setting.Move)
 	}
 	st := moveState{from: from}
 	for _, l := range lines[1:] { // the last phase begun counts (a swap undone goes back)
@@ -105,41 +107,41 @@ func readMoveJournal(dir string) (moveState, error) {
 
 // moveStaging returns the staging directory of a --move restore into datadir: new, or
 // with Resume the one an interrupted run left.
-func (s *DirSource) moveStaging(datadir string) (string, bool, error) {
+func (s *DirSource) moveStaging(datadir string) (string, error) {
 	from, err := filepath.Abs(s.Dir)
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	dir := placeFor(datadir).path("move-" + s.moveID(from))
 	st, err := readMoveJournal(dir)
 	switch {
 	case err == nil && st.swapping:
-		return "", false, fmt.Errorf("a restore --move of %s was stopped while it moved its copy into %s: the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir, then remove it and %s", s.Dir, datadir, dir, dir, dir+journalExt)
+		return "", setting.Errorf("a restore %s of %s was stopped while it moved its copy into %s: the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir, then remove it and %s", setting.Move, s.Dir, datadir, dir, dir, dir+journalExt)
 	case err == nil && !s.Resume:
-		return "", false, fmt.Errorf("an interrupted restore --move of %s is in %s (the backup's files moved so far are there): run the same command with --resume to finish it", s.Dir, dir)
+		return "", setting.Errorf("an interrupted restore %s of %s is in %s (the backup's files moved so far are there): run the same command with %s to finish it", setting.Move, s.Dir, dir, setting.Resume)
 	case err == nil && st.from != from:
-		return "", false, fmt.Errorf("%s holds a restore --move of %s, not of %s: finish that one first", dir, st.from, s.Dir)
+		return "", setting.Errorf("%s holds a restore %s of %s, not of %s: finish that one first", dir, setting.Move, st.from, s.Dir)
 	case err == nil:
 		s.recovering = st.recovering
-		return dir, true, nil
+		return dir, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", false, err
+		return "", err
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return "", false, fmt.Errorf("%s exists without the journal of a ferry restore --move: it is not ferry's, or a restore --move was stopped at its very end (then it is the restored datadir's last files: move them into %s)", dir, datadir)
+		return "", setting.Errorf("%s exists without the journal of a ferry restore %s: it is not ferry's, or a restore %s was stopped at its very end (then it is the restored datadir's last files: move them into %s)", dir, setting.Move, setting.Move, datadir)
 	}
 	if dir, err = makeStaging(datadir, dir); err != nil {
-		return "", false, err
+		return "", err
 	}
 	if err := writeSynced(dir+journalExt, moveHeader+from+"\n"); err != nil {
 		os.RemoveAll(dir)
-		return "", false, err
+		return "", err
 	}
 	if err := writeSynced(filepath.Join(from, movedMarker), dir+"\n"); err != nil {
 		os.RemoveAll(dir)
-		return "", false, fmt.Errorf("mark backup %s as being moved: %w", s.Dir, err)
+		return "", fmt.Errorf("mark backup %s as being moved: %w", s.Dir, err)
 	}
-	return dir, true, nil
+	return dir, nil
 }
 
 // moveID names a backup's --move staging directory: its manifest id, or a hash of its
@@ -159,9 +161,9 @@ func checkMoved(dir string) error {
 	}
 	to := strings.TrimSpace(string(b[:min(len(b), 4096)]))
 	if datadir, ok := strings.CutPrefix(to, consumedPrefix); ok {
-		return fmt.Errorf("backup %s was consumed by restore --move: its files are the datadir %s now", dir, datadir)
+		return setting.Errorf("backup %s was consumed by restore %s: its files are the datadir %s now", dir, setting.Move, datadir)
 	}
-	return fmt.Errorf("the files of backup %s were moved into %s by an interrupted restore --move: finish it with the same command and --resume", dir, to)
+	return setting.Errorf("the files of backup %s were moved into %s by an interrupted restore %s: finish it with the same command and %s", dir, to, setting.Move, setting.Resume)
 }
 
 // consumedPrefix starts the marker of a backup a --move restore consumed.
@@ -187,11 +189,11 @@ func (s *DirSource) Phase(staging, phase string) error {
 	}
 	f, err := os.OpenFile(staging+journalExt, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return fmt.Errorf("restore --move journal: %w", err)
+		return setting.Errorf("restore %s journal: %w", setting.Move, err)
 	}
 	defer f.Close()
 	if _, err := f.WriteString(phase + "\n"); err != nil {
-		return fmt.Errorf("restore --move journal: %w", filecopy.WrapWriteErr(err))
+		return setting.Errorf("restore %s journal: %w", setting.Move, filecopy.WrapWriteErr(err))
 	}
 	return f.Sync()
 }
@@ -209,14 +211,14 @@ func (s *DirSource) Settle(staging string, err error) error {
 	st, jerr := readMoveJournal(staging)
 	switch {
 	case jerr != nil: // never move back what cannot be told apart
-		return fmt.Errorf("%w; the backup's files moved so far are in %s (its journal is unreadable: %v): move them back into %s by hand", err, staging, jerr, s.Dir)
+		return setting.Errorf("%w; the backup's files moved so far are in %s (its journal is unreadable: %v): move them back into %s by hand", err, staging, jerr, s.Dir)
 	case st.swapping:
 		return fmt.Errorf("%w; the restored files are split between %s and the datadir (nothing is lost): move the entries left in %s into the datadir", err, staging, staging)
 	case st.recovering:
-		return fmt.Errorf("%w; the backup's files are in %s, where recovery had begun on them (%s no longer holds them): fix the cause and run the same command with --resume to finish the restore", err, staging, s.Dir)
+		return setting.Errorf("%w; the backup's files are in %s, where recovery had begun on them (%s no longer holds them): fix the cause and run the same command with %s to finish the restore", err, staging, s.Dir, setting.Resume)
 	}
 	if merr := s.moveBack(staging); merr != nil {
-		return fmt.Errorf("%w; putting the backup's files back from %s failed (%v): they are safe there; run the same command with --resume to finish the restore", err, staging, merr)
+		return setting.Errorf("%w; putting the backup's files back from %s failed (%v): they are safe there; run the same command with %s to finish the restore", err, staging, merr, setting.Resume)
 	}
 	return fmt.Errorf("%w; every file moved so far is back in %s: the backup is whole", err, s.Dir)
 }

@@ -81,7 +81,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 	if _, err := src.Inspect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	staging, _, err := src.Staging(datadir)
+	staging, err := src.Staging(datadir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 	if _, err := again.Inspect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := again.Staging(datadir); err != nil {
+	if _, err := again.Staging(datadir); err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -105,7 +105,7 @@ func TestMoveResumeAfterRecoveryBegan(t *testing.T) {
 		t.Fatalf("a resume after recovery began looked for the files again: %v", err)
 	}
 	err = again.Settle(staging, errors.New("recovery failed again"))
-	if !strings.Contains(err.Error(), "--resume") {
+	if !strings.Contains(cliText(err), "--resume") {
 		t.Errorf("after recovery began a failure says %v", err)
 	}
 	if _, serr := os.Stat(filepath.Join(staging, "ibdata1")); serr != nil {

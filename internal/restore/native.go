@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/optfile"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Recovery says how a copy's redo is applied.
@@ -59,7 +60,7 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 		}
 	}
 	if errors.Is(err, apply.ErrKey) {
-		return false, fmt.Errorf("prepare: %w: --key-file %s is not the source's key file, or --key-password-file is wrong", err, keyFileOf(opts))
+		return false, setting.Errorf("prepare: %w: %s %s is not the source's key file, or %s is wrong", err, setting.KeyFile, keyFileOf(opts), setting.KeyPasswordFile)
 	}
 	if mode == RecoveryNative || !errors.Is(err, apply.ErrNotApplied) {
 		return false, fmt.Errorf("prepare: %w", err)
@@ -103,12 +104,12 @@ func applyMemory(useMemory string) (int, error) {
 	}
 	n, err := optfile.ParseSize(useMemory)
 	if err != nil || n < 1<<20 || n > 1<<40 {
-		return 0, fmt.Errorf("--use-memory %q: give the memory for recovery as a size from 1M to 1T, like 256M or 2G", useMemory)
+		return 0, setting.Errorf("%s %q: give the memory for recovery as a size from 1M to 1T, like 256M or 2G", setting.UseMemory, useMemory)
 	}
 	return int(n), nil
 }
 
-// Following is a Source whose redo log is written into the staging directory while
+// Following is a Source whose Caps().FollowLog is set: its redo log is written into the staging directory while
 // Fill runs, as it arrives (a clone's, a stream's): the restore parses the log as it lands, so
 // that only the pages are left to roll once the copy is complete.
 type Following interface {
@@ -122,11 +123,10 @@ type Following interface {
 // if the copy's is another. The caller fails the feed once the source is filled, so
 // that a log the source never completed does not keep the parse waiting.
 func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead, *apply.Feed) {
-	f, ok := cfg.Source.(Following)
-	if !ok || cfg.Recovery == RecoveryServer {
+	if cfg.Recovery == RecoveryServer {
 		return nil, nil
 	}
-	feed := f.LogFeed(staging)
+	feed := cfg.Source.(Following).LogFeed(staging)
 	if feed == nil {
 		return nil, nil
 	}
@@ -134,8 +134,8 @@ func followAhead(ctx context.Context, staging string, cfg Config) (*apply.Ahead,
 	return apply.FollowAhead(ctx, feed, 0, memory), feed
 }
 
-// logName is a copy's redo log.
-const logName = "ib_logfile0"
+// LogName is a copy's redo log, as a source that follows it writes it (Following).
+const LogName = "ib_logfile0"
 
 // errLogNotFilled ends the feed of a log its source did not complete.
 var errLogNotFilled = errors.New("the copy was filled without its redo log complete")

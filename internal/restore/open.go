@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
@@ -129,7 +130,7 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 		return fmt.Errorf("backup %s does not record its server version; cannot choose a mariadbd", b.Origin())
 	}
 	if got, _, ok := mariadb.Series(version); !ok || got != want {
-		return fmt.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass --mariadbd", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want)
+		return setting.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass %s", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want, setting.Mariadbd)
 	}
 	return nil
 }

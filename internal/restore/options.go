@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/optfile"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Option is one server option a restored datadir needs, as in a [mysqld] group.
@@ -125,9 +126,9 @@ func (o *ServerOptions) UseKeys(k keyfile.Files) error {
 		return nil
 	}
 	if k.KeyFile == "" {
-		return fmt.Errorf("the backup's server encrypts data at rest with the %s plugin (its key file was %s): pass --key-file with that key file on this host", o.keyPlugin, o.sourceKeyFile)
+		return setting.Errorf("the backup's server encrypts data at rest with the %s plugin (its key file was %s): pass %s with that key file on this host", o.keyPlugin, o.sourceKeyFile, setting.KeyFile)
 	}
-	key, err := readableFile(k.KeyFile, "--key-file")
+	key, err := readableFile(k.KeyFile, setting.KeyFile)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (o *ServerOptions) UseKeys(k keyfile.Files) error {
 		o.Keys = append(o.Keys, Option{"file_key_management_encryption_algorithm", o.algorithm})
 	}
 	if k.PasswordFile != "" {
-		pw, err := readableFile(k.PasswordFile, "--key-password-file")
+		pw, err := readableFile(k.PasswordFile, setting.KeyPasswordFile)
 		if err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func (o ServerOptions) LogKeys() (redo.KeyFunc, string, error) {
 	}
 	k, err := o.keyFiles.Load()
 	if err != nil {
-		return nil, "", fmt.Errorf("--key-file: %w", err)
+		return nil, "", setting.Errorf("%s: %w", setting.KeyFile, err)
 	}
 	return k.Key, o.algorithm, nil
 }
@@ -166,7 +167,7 @@ func (o ServerOptions) LogKeys() (redo.KeyFunc, string, error) {
 func (o ServerOptions) Encrypted() bool { return o.keyPlugin != "" }
 
 // readableFile returns the absolute path of a regular file the user named.
-func readableFile(path, flag string) (string, error) {
+func readableFile(path string, s setting.Setting) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err == nil {
 		var f *os.File
@@ -180,7 +181,7 @@ func readableFile(path, flag string) (string, error) {
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", flag, path, err)
+		return "", setting.Errorf("%s %s: %w", s, path, err)
 	}
 	return abs, nil
 }

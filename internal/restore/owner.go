@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // ownerIDs is the uid/gid restored files get; apply is a no-op unless running as root.
@@ -54,7 +56,7 @@ func resolveOwner(spec, datadir string) (ownerIDs, error) {
 func resolveOwnerWith(spec, datadir string, acc accounts) (ownerIDs, error) {
 	if spec != "" {
 		o, err := parseOwner(spec, acc)
-		o.desc = spec + " (--owner)"
+		o.desc = spec + " (as given)"
 		return o, err
 	}
 	if o, ok := ownerOf(datadir, acc); ok && o.uid != 0 {
@@ -105,7 +107,7 @@ func parseOwner(spec string, acc accounts) (ownerIDs, error) {
 	name, group, _ := strings.Cut(spec, ":")
 	u, err := acc.user(name)
 	if err != nil {
-		return ownerIDs{}, fmt.Errorf("--owner %s: %w", spec, err)
+		return ownerIDs{}, setting.Errorf("%s %s: %w", setting.Owner, spec, err)
 	}
 	o := ownerIDs{set: true}
 	o.uid, _ = strconv.Atoi(u.Uid)
@@ -113,7 +115,7 @@ func parseOwner(spec string, acc accounts) (ownerIDs, error) {
 	if group != "" {
 		g, err := acc.group(group)
 		if err != nil {
-			return ownerIDs{}, fmt.Errorf("--owner %s: %w", spec, err)
+			return ownerIDs{}, setting.Errorf("%s %s: %w", setting.Owner, spec, err)
 		}
 		o.gid, _ = strconv.Atoi(g.Gid)
 	}

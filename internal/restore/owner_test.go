@@ -71,7 +71,7 @@ func TestResolveOwner(t *testing.T) {
 		uid                 int
 		desc                string
 	}{
-		{"--owner", "backup", fresh, withMysql, 34, "backup (--owner)"},
+		{"--owner", "backup", fresh, withMysql, 34, "backup (as given)"},
 		{"new datadir, mysql user", "", fresh, withMysql, 102, "mysql:mysql (the mysql user)"},
 		{"new datadir, no mysql user", "", fresh, noMysql, myUID, "(the owner of " + dir + "; this host has no mysql user)"},
 	} {
@@ -101,7 +101,7 @@ func TestResolveOwner(t *testing.T) {
 	} else if o.uid != me || !strings.Contains(o.String(), "the datadir's owner") {
 		t.Errorf("an existing datadir of uid %d gave %+v", me, o)
 	}
-	if _, err := resolveOwnerWith("nosuch", fresh, withMysql); err == nil || !strings.Contains(err.Error(), "--owner nosuch") {
+	if _, err := resolveOwnerWith("nosuch", fresh, withMysql); err == nil || !strings.Contains(cliText(err), "--owner nosuch") {
 		t.Errorf("an unknown --owner user: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
@@ -29,6 +30,10 @@ type PrepareConfig struct {
 	Log       *slog.Logger
 }
 
+// stockPrepareIncremental is mariadb-backup's command that applies an incremental (its
+// directory follows): another program's options, not ferry's.
+const stockPrepareIncremental = "mariadb-backup --prepare --target-dir FULL --incremental-dir "
+
 // Prepare runs crash recovery on a backup directory in place and marks it prepared.
 // A prepared backup is left alone, so running it twice is harmless.
 func Prepare(ctx context.Context, cfg PrepareConfig) error {
@@ -40,7 +45,7 @@ func Prepare(ctx context.Context, cfg PrepareConfig) error {
 		return err
 	}
 	if b.isIncremental() {
-		return fmt.Errorf("%s is an incremental backup: ferry restore --target-dir FULL --incremental-dir %s applies it and recovers once (or prepare it with mariadb-backup --prepare --target-dir FULL --incremental-dir %s)", cfg.Dir, cfg.Dir, cfg.Dir)
+		return setting.Errorf("%s is an incremental backup: ferry restore %s FULL %s %s applies it and recovers once (or prepare it with %s%s)", cfg.Dir, setting.TargetDir, setting.IncrementalDir, cfg.Dir, stockPrepareIncremental, cfg.Dir)
 	}
 	if b.Prepared {
 		cfg.Log.Info("backup is already prepared; nothing to do", "dir", cfg.Dir)
@@ -198,7 +203,7 @@ func recoverChecked(ctx context.Context, pc mariadb.PrivateConfig, dir string, o
 		os.Remove(pc.ErrLog) // recovery worked: its log tells nothing about the key
 		return ke.error
 	case err != nil && opts.Encrypted():
-		return fmt.Errorf("recovery with the %s keys of --key-file %s failed; if it says it cannot decrypt or finds no key, that is not the source's key file (or --key-password-file is wrong): %w", mariadb.FileKeyManagement, keys.KeyFile, err)
+		return setting.Errorf("recovery with the %s keys of %s %s failed; if it says it cannot decrypt or finds no key, that is not the source's key file (or %s is wrong): %w", mariadb.FileKeyManagement, setting.KeyFile, keys.KeyFile, setting.KeyPasswordFile, err)
 	}
 	return err
 }

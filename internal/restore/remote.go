@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/safepath"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,7 +33,7 @@ type DirMap struct{ Old, New string }
 func ParseDirMap(s string) (DirMap, error) {
 	old, nw, ok := strings.Cut(s, "=")
 	if !ok || !filepath.IsAbs(old) || !filepath.IsAbs(nw) {
-		return DirMap{}, fmt.Errorf("--data-directory-map %q: want OLD=NEW, two absolute directories (e.g. /disk1/mysql=/disk2/mysql)", s)
+		return DirMap{}, setting.Errorf("%s %q: want OLD=NEW, two absolute directories (e.g. /disk1/mysql=/disk2/mysql)", setting.DataDirectoryMap, s)
 	}
 	return DirMap{filepath.Clean(old), filepath.Clean(nw)}, nil
 }
@@ -104,7 +105,7 @@ func (d DataDirs) checkFree(spaces []remoteSpace) error {
 		}
 		if _, err := os.Lstat(t); err == nil {
 			table := strings.Replace(strings.TrimSuffix(rs.rel, ".ibd"), "/", ".", 1)
-			return fmt.Errorf("table %s was created with DATA DIRECTORY and its tablespace %s exists: pass --data-directory-map %s=NEWDIR to put it elsewhere, or --no-data-directory to keep it inside the datadir", table, t, filepath.Dir(filepath.Dir(rs.source)))
+			return setting.Errorf("table %s was created with DATA DIRECTORY and its tablespace %s exists: pass %s %s=NEWDIR to put it elsewhere, or %s to keep it inside the datadir", table, t, setting.DataDirectoryMap, filepath.Dir(filepath.Dir(rs.source)), setting.NoDataDirectory)
 		}
 	}
 	return nil
@@ -215,9 +216,9 @@ func localizeRedo(dir string, opts ServerOptions) (int, error) {
 	n, lerr := 0, redo.CheckKey(b, keys, alg)
 	switch {
 	case errors.Is(lerr, redo.ErrNeedKey):
-		lerr = errors.New("the backup's redo log is encrypted (innodb_encrypt_log=ON): pass --key-file with the source's file_key_management key file on this host")
+		lerr = setting.Errorf("the backup's redo log is encrypted (innodb_encrypt_log=ON): pass %s with the source's file_key_management key file on this host", setting.KeyFile)
 	case errors.Is(lerr, redo.ErrWrongKey):
-		lerr = fmt.Errorf("the key file %s (--key-file) does not decrypt the backup's redo log, encrypted with key id 1 by %s: it is not the source's key file, or --key-password-file is wrong", opts.keyFiles.KeyFile, mariadb.FileKeyManagement)
+		lerr = setting.Errorf("the key file %s (%s) does not decrypt the backup's redo log, encrypted with key id 1 by %s: it is not the source's key file, or %s is wrong", opts.keyFiles.KeyFile, setting.KeyFile, mariadb.FileKeyManagement, setting.KeyPasswordFile)
 	case lerr == nil:
 		n, lerr = redo.LocalizeFileNames(b, keys, alg)
 	}

@@ -7,13 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/binlog"
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/timefmt"
 )
 
@@ -43,7 +44,7 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 	defer os.RemoveAll(run)
 	phase, resumed := resumedReplay(staging)
 	if resumed && phase != replayPhase(p) {
-		return c, fmt.Errorf("the copy in %s was partly replayed for another point in time (%s): resume it with the --to-gtid or --to-time it was started with, or remove it to start over", staging, strings.TrimPrefix(phase, phaseReplaying+" "))
+		return c, setting.Errorf("the copy in %s was partly replayed for another point in time (%s): resume it with the %s or %s it was started with, or remove it to start over", staging, strings.TrimPrefix(phase, phaseReplaying+" "), setting.ToGTID, setting.ToTime)
 	}
 	if p, err = relayIn(staging, p, resumed); err != nil {
 		return c, err
@@ -117,7 +118,7 @@ func threads(r *Replay) int {
 	if r.Threads > 0 {
 		return r.Threads
 	}
-	return 2 * runtime.NumCPU()
+	return defaults.ReplayThreads()
 }
 
 // replayArgs are the private server's options: the backup's layout, and a replica
@@ -157,7 +158,7 @@ func replayArgs(b *Backup, staging string, p *binlog.Plan, cfg Config) ([]string
 func applyUntil(ctx context.Context, srv *mariadb.Private, p *binlog.Plan, resumed bool, cfg Config) error {
 	db := srv.DB()
 	stmts := []string{
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='ferry-binlog-archive', MASTER_USE_GTID=no, RELAY_LOG_FILE='%s', RELAY_LOG_POS=%d", filepath.Base(p.RelayFiles[0]), p.RelayPos),
+		mariadb.ChangeMaster{Host: "ferry-binlog-archive", UseGTID: "no", RelayLogFile: filepath.Base(p.RelayFiles[0]), RelayLogPos: uint64(p.RelayPos)}.SQL(),
 		fmt.Sprintf("START SLAVE SQL_THREAD UNTIL MASTER_LOG_FILE='%s', MASTER_LOG_POS=%d", p.Until.File, p.Until.Pos),
 	}
 	if resumed {

@@ -17,11 +17,13 @@ import (
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Config configures ferry restore.
 type Config struct {
-	// Source is where the backup is read from (DirSource, StreamSource, RepoSource).
+	// Source is where the backup is read from (DirSource, StreamSource, RepoSource,
+	// ChainSource, a clone).
 	Source   Source
 	Datadir  string
 	Replace  bool          // move a non-empty datadir aside (never deleted) and restore in its place
@@ -60,10 +62,13 @@ type Config struct {
 	// Want, if set, names the files of the backup the restore needs (a table
 	// restore: the system tablespaces and the tables'); a source that can pick files
 	// restores only those, and recovery skips the redo of the missing tablespaces.
-	Want     func(path string) bool
-	Log      *slog.Logger
-	Progress io.Writer
-	Terminal bool
+	Want func(path string) bool
+	// Recoverer, if set, recovers the copy instead of the stock server and native
+	// apply (a test's).
+	Recoverer Recoverer
+	Log       *slog.Logger
+	Progress  io.Writer
+	Terminal  bool
 }
 
 // Result tells what a restore did.
@@ -81,69 +86,93 @@ type Result struct {
 // into place at the end. The source is left untouched unless it consumes itself (a
 // directory restored with Move).
 func Restore(ctx context.Context, cfg Config) (*Result, error) {
-	datadir, err := filepath.Abs(cfg.Datadir)
-	if err != nil || cfg.Datadir == "" {
-		return nil, errors.New("--datadir is required")
-	}
-	if _, err := applyMemory(cfg.UseMemory); err != nil {
-		return nil, err
-	}
-	if d, ok := cfg.Source.(*DirSource); ok && d.Move && (cfg.Export != nil || cfg.Want != nil) {
-		return nil, errors.New("a table restore cannot move the backup's files: its copy is removed once the tables are imported, and the backup would go with it; copy them instead")
-	}
-	if err := checkDatadir(datadir, cfg.Replace || cfg.InPlace != nil); err != nil {
-		return nil, err
-	}
-	pre, err := cfg.Source.Inspect(ctx)
+	r, err := start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	bin := ""
-	if pre != nil {
-		bin, err = checkBefore(ctx, pre, cfg)
-	} else {
-		_, err = mariadb.FindMysqld(cfg.Mariadbd) // its version is checked once the backup says which it needs
-	}
+	staging, err := cfg.Source.Staging(r.datadir)
 	if err != nil {
 		return nil, err
 	}
-	owner, err := resolveOwner(cfg.Owner, datadir)
-	if err != nil {
-		return nil, err
-	}
-	removeStale(datadir, cfg.Log)
-	if err := checkSpace(cfg.Source, pre, datadir, cfg.Want); err != nil {
-		return nil, err
-	}
-	staging, keep, err := cfg.Source.Staging(datadir)
-	if err != nil {
-		return nil, err
-	}
-	res, err := restoreIn(ctx, cfg, staging, bin, pre, owner, datadir)
+	r.staging = staging
+	res, err := r.restoreIn(ctx)
 	if errors.As(err, new(swappedError)) { // the copy is in place: nothing to settle
 		return nil, err
 	}
 	if err != nil {
-		return nil, settle(cfg, staging, keep, err)
+		return nil, settle(cfg, staging, err)
 	}
-	if c, ok := cfg.Source.(Consuming); ok {
-		if err := c.Finished(staging, datadir); err != nil {
+	if r.caps.Consume {
+		if err := cfg.Source.(Consuming).Finished(staging, r.datadir); err != nil {
 			cfg.Log.Warn("the restore is complete, but its backup's marker was not updated", "err", err)
 		}
 	}
 	return res, nil
 }
 
-// settle ends a failed restore so that nothing is lost: a Consuming source decides
+// run is one restore: what is known of it before the staging copy is filled.
+type run struct {
+	cfg              Config
+	caps             Caps
+	rec              Recoverer
+	datadir, staging string
+	owner            ownerIDs
+	pre              *Backup // the backup as Inspect told it (nil: Caps().Inspect is not set)
+	bin              string  // the mariadbd that recovers the copy, if it is known to need one
+}
+
+// start checks everything a restore can check before any data moves: the settings,
+// the datadir, the backup as the source tells it (or, for a source that tells nothing
+// before its data, that a server is there to recover it) and the free space.
+func start(ctx context.Context, cfg Config) (*run, error) {
+	datadir, err := filepath.Abs(cfg.Datadir)
+	if err != nil || cfg.Datadir == "" {
+		return nil, setting.Errorf("%s is required", setting.Datadir)
+	}
+	if _, err := applyMemory(cfg.UseMemory); err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, caps: cfg.Source.Caps(), rec: cfg.recoverer(), datadir: datadir}
+	if r.caps.Moves && (cfg.Export != nil || cfg.Want != nil) {
+		return nil, errors.New("a table restore cannot move the backup's files: its copy is removed once the tables are imported, and the backup would go with it; copy them instead")
+	}
+	if err := checkDatadir(datadir, cfg.Replace || cfg.InPlace != nil); err != nil {
+		return nil, err
+	}
+	if r.caps.Inspect {
+		if r.pre, err = cfg.Source.Inspect(ctx); err != nil {
+			return nil, err
+		}
+		r.bin, err = checkBefore(ctx, r.pre, cfg, r.rec)
+	} else {
+		_, err = r.rec.Server(ctx, nil) // its version is checked once the backup says which it needs
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.owner, err = resolveOwner(cfg.Owner, datadir); err != nil {
+		return nil, err
+	}
+	removeStale(datadir, cfg.Log)
+	if r.caps.Inspect {
+		if err := checkSpace(cfg.Source, r.pre, datadir, cfg.Want); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// settle ends a failed restore so that nothing is lost: a consuming source decides
 // (files put back, or staging kept for --resume), a source that can resume
 // keeps staging, and any other staging copy is removed (the source still holds it all).
 // The error says which, and where the data is.
-func settle(cfg Config, staging string, keep bool, err error) error {
-	if c, ok := cfg.Source.(Consuming); ok {
-		return c.Settle(staging, err)
+func settle(cfg Config, staging string, err error) error {
+	caps := cfg.Source.Caps()
+	if caps.Consume {
+		return cfg.Source.(Consuming).Settle(staging, err)
 	}
-	if keep {
-		return fmt.Errorf("%w; the partial restore is kept in %s: run the same command with --resume to continue it", err, staging)
+	if caps.Resume {
+		return setting.Errorf("%w; the partial restore is kept in %s: run the same command with %s to continue it", err, staging, setting.Resume)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {
 		return fmt.Errorf("%w; the staging directory %s could not be removed (%v): remove it", err, staging, rerr)
@@ -154,19 +183,19 @@ func settle(cfg Config, staging string, keep bool, err error) error {
 // checkBefore checks what the backup needs of this host before any data moves: free
 // DATA DIRECTORY paths, usable server options, and a mariadbd of its series (returned)
 // if it is not prepared yet.
-func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
+func checkBefore(ctx context.Context, b *Backup, cfg Config, rec Recoverer) (string, error) {
 	if b.isIncremental() && b.Chain == 0 {
-		return "", fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
+		return "", setting.Errorf("%s is an incremental backup: restore it on its base, e.g. %s FULL %s %s (with every incremental between, oldest first)", b.Origin(), setting.TargetDir, setting.IncrementalDir, b.Origin())
 	}
 	if err := b.checkDataDirs(cfg.DataDirs); err != nil {
 		return "", err
 	}
 	if cfg.Galera && b.coordinates().Galera == nil {
-		return "", fmt.Errorf("--galera: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", b.Origin())
+		return "", setting.Errorf("%s: the backup %s has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", setting.Galera, b.Origin())
 	}
 	if cfg.FromSource {
 		if err := CheckSource(b.coordinates()); err != nil {
-			return "", fmt.Errorf("--replicate-from-source: %s %w", b.Origin(), err)
+			return "", setting.Errorf("%s: %s %w", setting.ReplicateFromSource, b.Origin(), err)
 		}
 	}
 	if _, err := b.Options(cfg.Keys); err != nil {
@@ -175,8 +204,7 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 	if b.Prepared {
 		return "", nil
 	}
-	bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
-	return bin, err
+	return rec.Server(ctx, b)
 }
 
 // CheckSource tells whether c says which one source a replica of the backed-up
@@ -184,7 +212,7 @@ func checkBefore(ctx context.Context, b *Backup, cfg Config) (string, error) {
 func CheckSource(c mariadb.Coordinates) error {
 	switch {
 	case len(c.Sources) == 0:
-		return errors.New("does not record a replication source: take it from the replica with ferry backup --slave-info")
+		return setting.Errorf("does not record a replication source: take it from the replica with ferry backup %s", setting.SlaveInfo)
 	case len(c.Sources) > 1:
 		return fmt.Errorf("records %d replication sources (multi-source): set the connections up by hand from xtrabackup_slave_info", len(c.Sources))
 	case c.GTIDSlavePos == "":
@@ -193,28 +221,49 @@ func CheckSource(c mariadb.Coordinates) error {
 	return nil
 }
 
-// restoreIn fills staging from the source, prepares it and renames it into place. pre
-// is the backup as the source's Inspect found it (nil if it could not tell).
-func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup, owner ownerIDs, datadir string) (*Result, error) {
-	checked := pre != nil
-	ahead := parseAhead(ctx, pre, cfg)
-	var feed *apply.Feed
-	if ahead == nil {
-		ahead, feed = followAhead(ctx, staging, cfg)
-	}
+// restoreIn fills staging from the source, prepares it, and either hands it to a
+// table export or renames it into place.
+func (r *run) restoreIn(ctx context.Context) (*Result, error) {
+	ahead, feed := r.parseLog(ctx)
 	if ahead != nil {
 		defer ahead.Close()
 	}
-	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, Want: cfg.Want}
-	env.RecoverBase = func(ctx context.Context, b *Backup, dir string) error {
-		bin, _, err := b.prepareMariadbd(ctx, cfg.Mariadbd)
-		if err != nil {
-			return err
-		}
-		rec := recovery{b: b, dir: dir, errLog: errLogBeside(datadir), bin: bin, mem: cfg.UseMemory, mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log, force: 3}
-		return rec.run(ctx)
+	b, err := r.fill(ctx, feed)
+	if err != nil {
+		return nil, err
 	}
-	b, err := cfg.Source.Fill(ctx, staging, env)
+	if err := r.prepare(ctx, b, ahead); err != nil {
+		return nil, err
+	}
+	coords := b.coordinates()
+	if r.cfg.Replay != nil {
+		if coords, err = r.replay(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	if r.cfg.Export != nil {
+		return r.export(ctx, b, coords)
+	}
+	return r.swap(b, coords)
+}
+
+// parseLog starts parsing the backup's redo log while the copy is filled: where the
+// backup Inspect told has it (a directory), or as the source writes it into staging
+// (Caps().FollowLog); neither when the copy cannot be parsed ahead.
+func (r *run) parseLog(ctx context.Context) (*apply.Ahead, *apply.Feed) {
+	if ahead := parseAhead(ctx, r.pre, r.cfg); ahead != nil {
+		return ahead, nil
+	}
+	if r.caps.FollowLog {
+		return followAhead(ctx, r.staging, r.cfg)
+	}
+	return nil, nil
+}
+
+// fill fills staging from the source and checks the backup it holds; a backup the
+// source could not tell before its data is checked here as Inspect's would have been.
+func (r *run) fill(ctx context.Context, feed *apply.Feed) (*Backup, error) {
+	b, err := r.cfg.Source.Fill(ctx, r.staging, r.env())
 	if feed != nil {
 		feed.Fail(errLogNotFilled) // a no-op once the log is complete
 	}
@@ -222,63 +271,91 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup
 		return nil, err
 	}
 	if b.isIncremental() && b.Chain == 0 {
-		return nil, fmt.Errorf("%s is an incremental backup: restore it on its base, e.g. --target-dir FULL --incremental-dir %s (with every incremental between, oldest first)", b.Origin(), b.Origin())
+		return nil, setting.Errorf("%s is an incremental backup: restore it on its base, e.g. %s FULL %s %s (with every incremental between, oldest first)", b.Origin(), setting.TargetDir, setting.IncrementalDir, b.Origin())
 	}
 	if b.ForeignPrepared {
-		cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "from", b.Origin())
+		r.cfg.Log.Warn("backup was prepared by another tool: its files changed since ferry wrote the manifest and cannot be checked against it", "from", b.Origin())
 	}
-	if !checked {
-		if bin, err = checkBefore(ctx, b, cfg); err != nil {
+	if !r.caps.Inspect {
+		if r.bin, err = checkBefore(ctx, b, r.cfg, r.rec); err != nil {
 			return nil, err
 		}
 	}
+	return b, nil
+}
+
+// env is what the source may use while it fills staging.
+func (r *run) env() Env {
+	cfg := r.cfg
+	env := Env{Log: cfg.Log, Progress: cfg.Progress, Terminal: cfg.Terminal, Want: cfg.Want}
+	env.RecoverBase = func(ctx context.Context, b *Backup, dir string) error {
+		bin, err := r.rec.Server(ctx, b)
+		if err != nil {
+			return err
+		}
+		return r.rec.Recover(ctx, RecoverJob{Backup: b, Dir: dir, ErrLog: errLogBeside(r.datadir), Bin: bin, Force: 3})
+	}
+	return env
+}
+
+// prepare recovers the filled copy unless the backup was prepared, telling a
+// consuming source first when the copy is about to differ from the backup's files.
+func (r *run) prepare(ctx context.Context, b *Backup, ahead *apply.Ahead) error {
+	cfg := r.cfg
 	if !b.Prepared || cfg.Replay != nil || cfg.Export != nil {
-		// From here the staging copy differs from the backup's files.
-		if err := phase(cfg.Source, staging, phaseRecovering); err != nil {
-			return nil, err
+		if err := phase(cfg.Source, r.staging, phaseRecovering); err != nil {
+			return err
 		}
 	}
-	if !b.Prepared {
-		rec := recovery{b: b, dir: staging, errLog: placeFor(datadir).path("prepare.err"), bin: bin, mem: cfg.UseMemory,
-			mode: cfg.Recovery, keys: cfg.Keys, log: cfg.Log, ahead: ahead}
-		if cfg.Want != nil || b.Partial {
-			rec.force = 1
-			cfg.Log.Info("prepare: the copy holds only some tables: recovery leaves the others out")
-		}
-		if err := rec.run(ctx); err != nil {
-			return nil, err
-		}
-		if cfg.Want != nil {
-			if err := checkRebuilt(staging, cfg.Want); err != nil {
-				return nil, err
-			}
+	if b.Prepared {
+		return nil
+	}
+	job := RecoverJob{Backup: b, Dir: r.staging, ErrLog: placeFor(r.datadir).path("prepare.err"), Bin: r.bin, Ahead: ahead}
+	if cfg.Want != nil || b.Partial {
+		job.Force = 1
+		cfg.Log.Info("prepare: the copy holds only some tables: recovery leaves the others out")
+	}
+	if err := r.rec.Recover(ctx, job); err != nil {
+		return err
+	}
+	if cfg.Want != nil {
+		return checkRebuilt(r.staging, cfg.Want)
+	}
+	return nil
+}
+
+// replay applies the archived binlog to the prepared copy and returns the
+// coordinates it reached.
+func (r *run) replay(ctx context.Context, b *Backup) (mariadb.Coordinates, error) {
+	if r.bin == "" {
+		var err error
+		if r.bin, err = r.rec.Server(ctx, b); err != nil {
+			return mariadb.Coordinates{}, err
 		}
 	}
-	coords := b.coordinates()
-	if cfg.Replay != nil {
-		if bin == "" {
-			if bin, _, err = b.prepareMariadbd(ctx, cfg.Mariadbd); err != nil {
-				return nil, err
-			}
-		}
-		if coords, err = replay(ctx, b, staging, bin, cfg); err != nil {
-			return nil, err
-		}
+	return replay(ctx, b, r.staging, r.bin, r.cfg)
+}
+
+// export hands the prepared copy to the table export, then removes it.
+func (r *run) export(ctx context.Context, b *Backup, coords mariadb.Coordinates) (*Result, error) {
+	if err := export(ctx, b, r.staging, r.bin, r.cfg); err != nil {
+		return nil, err
 	}
-	if cfg.Export != nil {
-		if err := export(ctx, b, staging, bin, cfg); err != nil {
-			return nil, err
-		}
-		if err := os.RemoveAll(staging); err != nil {
-			cfg.Log.Warn("the prepared copy was not removed", "dir", staging, "err", err)
-		}
-		return &Result{Backup: b, Coordinates: coords}, nil
+	if err := os.RemoveAll(r.staging); err != nil {
+		r.cfg.Log.Warn("the prepared copy was not removed", "dir", r.staging, "err", err)
 	}
-	if err := removeBackupOnlyFiles(staging); err != nil {
+	return &Result{Backup: b, Coordinates: coords}, nil
+}
+
+// swap readies the prepared copy for the datadir (the backup's own files out,
+// grastate.dat in for Galera, the caller's last check) and renames it into place.
+func (r *run) swap(b *Backup, coords mariadb.Coordinates) (*Result, error) {
+	cfg := r.cfg
+	if err := removeBackupOnlyFiles(r.staging); err != nil {
 		return nil, err
 	}
 	if cfg.Galera {
-		if err := writeGaleraState(staging, coords, cfg); err != nil {
+		if err := writeGaleraState(r.staging, coords, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -287,7 +364,7 @@ func restoreIn(ctx context.Context, cfg Config, staging, bin string, pre *Backup
 			return nil, err
 		}
 	}
-	return finishStaging(b, coords, staging, datadir, owner, cfg)
+	return finishStaging(b, coords, r.staging, r.datadir, r.owner, cfg)
 }
 
 // finishStaging sets ownership, makes the staging dir durable, puts DATA DIRECTORY
@@ -339,7 +416,7 @@ func finishStaging(b *Backup, c mariadb.Coordinates, staging, datadir string, ow
 // writeGaleraState writes grastate.dat at the backup's Galera position.
 func writeGaleraState(staging string, c mariadb.Coordinates, cfg Config) error {
 	if c.Galera == nil {
-		return errors.New("--galera: the backup has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node")
+		return setting.Errorf("%s: the backup has no Galera position (no xtrabackup_galera_info): it was not taken on a Galera node", setting.Galera)
 	}
 	if err := galera.WriteState(staging, *c.Galera); err != nil {
 		return err
@@ -357,7 +434,7 @@ func checkDatadir(datadir string, replace bool) error {
 		return err
 	}
 	if !replace {
-		return fmt.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass --replace to move the existing datadir's files aside (they are kept, never deleted)", datadir)
+		return setting.Errorf("datadir %s is not empty: restore into a new or empty directory, or pass %s to move the existing datadir's files aside (they are kept, never deleted)", datadir, setting.Replace)
 	}
 	if mariadb.DatadirInUse(datadir) {
 		return fmt.Errorf("datadir %s is in use by a running server: stop it before restoring over it", datadir)
@@ -369,6 +446,11 @@ func checkDatadir(datadir string, replace bool) error {
 // restore into datadir: beside it on its filesystem, or inside it when it is a mount
 // point (see staging.go). The caller creates it.
 func StagingPath(datadir, name string) string { return placeFor(datadir).path(name) }
+
+// NewStaging creates a new staging directory for datadir on its filesystem (dir, if
+// given, which must not exist; default a new one named after this process), for a
+// Source's Staging; a failed restore removes it unless the source keeps it.
+func NewStaging(datadir, dir string) (string, error) { return makeStaging(datadir, dir) }
 
 // makeStaging creates a new staging directory for datadir on its filesystem (want, if
 // given); see staging.go.
@@ -409,7 +491,7 @@ func swapIn(staging, datadir string, replace bool, local func(string) bool) (str
 	}
 	if !replace {
 		if ents, err := contents(datadir); err != nil || len(ents) > 0 {
-			return "", fmt.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory, or pass --replace", datadir)
+			return "", setting.Errorf("datadir %s became non-empty during the restore; it was left as it is: restore again into an empty directory, or pass %s", datadir, setting.Replace)
 		}
 	}
 	return swapContents(staging, datadir, placeFor(datadir).asidePath(time.Now().Format("20060102T150405")), local)

@@ -23,11 +23,12 @@ type fakeSource struct {
 }
 
 func (s *fakeSource) Name() string                             { return "fake" }
-func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
-func (s *fakeSource) Staging(datadir string) (string, bool, error) {
+func (s *fakeSource) Caps() Caps                               { return Caps{Resume: s.keep} }
+func (s *fakeSource) Inspect(context.Context) (*Backup, error) { return nil, ErrNoInspect }
+func (s *fakeSource) Staging(datadir string) (string, error) {
 	dir, err := makeStaging(datadir, "")
 	s.staging = dir
-	return dir, s.keep, err
+	return dir, err
 }
 
 func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, error) {
@@ -50,7 +51,8 @@ func (s *fakeSource) Fill(_ context.Context, staging string, _ Env) (*Backup, er
 func restoreWith(t *testing.T, src Source, datadir string) (*Result, error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Log: log, Progress: io.Discard})
+	rec := &fakeRecoverer{calls: new([]string)} // no server: the backup is prepared
+	return Restore(context.Background(), Config{Source: src, Datadir: datadir, Recoverer: rec, Log: log, Progress: io.Discard})
 }
 
 // TestRestoreThroughSource checks the engine's promises through a fake source: the
@@ -95,7 +97,7 @@ func TestRestoreThroughSource(t *testing.T) {
 		datadir := filepath.Join(t.TempDir(), "data")
 		src := &fakeSource{keep: true, failErr: errors.New("connection cut")}
 		_, err := restoreWith(t, src, datadir)
-		if err == nil || !strings.Contains(err.Error(), "--resume") || !strings.Contains(err.Error(), src.staging) {
+		if err == nil || !strings.Contains(cliText(err), "--resume") || !strings.Contains(err.Error(), src.staging) {
 			t.Fatalf("err = %v, want the kept staging and --resume named", err)
 		}
 		if _, err := os.Stat(filepath.Join(src.staging, "db", "t.ibd")); err != nil {
@@ -106,7 +108,7 @@ func TestRestoreThroughSource(t *testing.T) {
 		datadir := t.TempDir()
 		os.WriteFile(filepath.Join(datadir, "ibdata1"), []byte("x"), 0o640)
 		src := &fakeSource{}
-		if _, err := restoreWith(t, src, datadir); err == nil || !strings.Contains(err.Error(), "--replace") {
+		if _, err := restoreWith(t, src, datadir); err == nil || !strings.Contains(cliText(err), "--replace") {
 			t.Fatalf("err = %v", err)
 		}
 		if src.staging != "" {
@@ -124,7 +126,7 @@ func TestApplyMemory(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"lots", "-1G", "512K", "2T", "1.5G"} {
-		if _, err := applyMemory(in); err == nil || !strings.Contains(err.Error(), "--use-memory") {
+		if _, err := applyMemory(in); err == nil || !strings.Contains(cliText(err), "--use-memory") {
 			t.Errorf("applyMemory(%q): %v, want a refusal naming --use-memory", in, err)
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 
+	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -32,8 +32,19 @@ type DirSource struct {
 	b        *Backup // opened by Inspect
 }
 
+var (
+	_ Source      = (*DirSource)(nil)
+	_ LocalSource = (*DirSource)(nil)
+)
+
 // Name implements Source.
 func (s *DirSource) Name() string { return s.Dir }
+
+// Caps implements Source: a directory is read where it is and tells its backup before
+// any data moves; with Move it gives its files to the restore.
+func (s *DirSource) Caps() Caps {
+	return Caps{Inspect: true, Local: true, Consume: true, Resume: s.Move, Moves: s.Move}
+}
 
 // Inspect implements Source: it opens the directory and refuses anything that is not
 // a complete, full backup.
@@ -48,12 +59,11 @@ func (s *DirSource) Inspect(ctx context.Context) (*Backup, error) {
 
 // Staging implements Source: a new directory, removed if the restore fails; for a
 // Move, the backup's own (see move.go).
-func (s *DirSource) Staging(datadir string) (string, bool, error) {
+func (s *DirSource) Staging(datadir string) (string, error) {
 	if s.Move {
 		return s.moveStaging(datadir)
 	}
-	dir, err := makeStaging(datadir, "")
-	return dir, false, err
+	return makeStaging(datadir, "")
 }
 
 // Fill implements Source: it copies (or moves) the datadir's files into staging in
@@ -76,7 +86,7 @@ func (s *DirSource) Fill(ctx context.Context, staging string, env Env) (*Backup,
 	if len(files) < len(all) {
 		env.Log.Info("restoring only the files the tables need", "files", len(files), "of", len(all), "bytes", totalSize(files), "of", totalSize(all))
 	}
-	parallel := cmp.Or(s.Parallel, runtime.NumCPU())
+	parallel := cmp.Or(s.Parallel, defaults.RestoreParallel())
 	prog := env.Reporter(totalSize(files))
 	err = copyFiles(ctx, s.b.Dir, staging, files, parallel, s.Move, env.Leave, prog)
 	prog.Finish()
@@ -96,7 +106,7 @@ func (s *DirSource) files(ctx context.Context) ([]manifest.File, error) {
 	return s.b.datadirFiles()
 }
 
-// Verify implements localSource: it checks every file of the backup (that only
+// Verify implements LocalSource: it checks every file of the backup (that only
 // names, if set) against its manifest where it is, in parallel, so that a chain
 // applies the incremental from its own directory without copying it first.
 func (s *DirSource) Verify(ctx context.Context, env Env, only func(path string) bool) (*Backup, error) {
@@ -110,7 +120,7 @@ func (s *DirSource) Verify(ctx context.Context, env Env, only func(path string) 
 	prog := env.Reporter(totalSize(files))
 	defer prog.Finish()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(s.Parallel, runtime.NumCPU()))
+	g.SetLimit(cmp.Or(s.Parallel, defaults.RestoreParallel()))
 	for _, f := range files {
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {

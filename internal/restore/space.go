@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"context"
 	"io/fs"
 	"path/filepath"
 
@@ -13,41 +14,27 @@ import (
 const recoveryMargin = 64 << 20
 
 // sizer is a Source that knows what it will write better than its newest backup's
-// manifest does (a chain: its full backup and every link's scratch copy).
+// manifest does (a directory: its files' allocated blocks, none if they are moved; a
+// chain: its full backup and every link's scratch copy).
 type sizer interface {
-	size(want func(string) bool) int64
+	size(want func(string) bool) (int64, error)
 }
 
-// resumer is a Source whose staging directory a later run continues (--resume): what
-// it already holds is not needed again.
-type resumer interface {
-	resumeDir(datadir string) string
-}
-
-// checkSpace refuses, before anything is written, a restore of b into datadir that
-// the datadir's filesystem cannot hold with its recovery. A stream's size is known only
-// once it is read (b is nil): a full disk then stops it with one line.
+// checkSpace refuses, before anything is written, a restore of b (as the source's
+// Inspect told it) into datadir that the datadir's filesystem cannot hold with its
+// recovery. A stream's size is known only once it is read: a full disk then stops it
+// with one line.
 func checkSpace(src Source, b *Backup, datadir string, want func(string) bool) error {
-	if b == nil {
-		return nil
-	}
-	var need int64
-	switch s := src.(type) {
-	case *DirSource:
-		if !s.Move { // moved files take no new room
-			n, err := s.allocated(want)
-			if err != nil {
-				return err
-			}
-			need = n
+	need := manifestNeed(b.Manifest, want)
+	if s, ok := src.(sizer); ok {
+		n, err := s.size(want)
+		if err != nil {
+			return err
 		}
-	case sizer:
-		need = s.size(want)
-	default:
-		need = manifestNeed(b.Manifest, want)
+		need = n
 	}
-	if r, ok := src.(resumer); ok {
-		need -= allocatedUnder(r.resumeDir(datadir))
+	if r, ok := src.(Resumer); ok {
+		need -= allocatedUnder(r.ResumeDir(datadir))
 	}
 	where := placeFor(datadir).path("")
 	return diskspace.Check(where, need+need/100+recoveryMargin, "the restored datadir and its recovery")
@@ -75,10 +62,18 @@ func manifestNeed(m *manifest.Manifest, want func(string) bool) int64 {
 	return n
 }
 
+// size implements sizer: moved files take no new room.
+func (s *DirSource) size(want func(string) bool) (int64, error) {
+	if s.Move {
+		return 0, nil
+	}
+	return s.allocated(want)
+}
+
 // allocated is the room the backup directory's datadir files take (a sparse file its
 // allocated blocks).
 func (s *DirSource) allocated(want func(string) bool) (int64, error) {
-	files, err := s.files(nil)
+	files, err := s.files(context.TODO())
 	if err != nil {
 		return 0, err
 	}
@@ -103,38 +98,27 @@ func allocatedUnder(path string) int64 {
 	return n
 }
 
-// resumeDir implements resumer.
-func (s *RepoSource) resumeDir(datadir string) string {
-	if s.m == nil {
-		return ""
-	}
-	return placeFor(datadir).path("restore-" + s.m.ID)
-}
-
 // size implements sizer: the full backup written into staging, and the scratch copy
 // of each incremental that cannot be read where it is (a stream, a repository backup).
-func (c *ChainSource) size(want func(string) bool) int64 {
+func (c *ChainSource) size(want func(string) bool) (int64, error) {
 	var n int64
 	for i, b := range c.inspected {
-		if b == nil {
-			continue
-		}
-		if d, ok := c.Links[i].(*DirSource); ok {
-			if i == 0 {
-				m, _ := d.allocated(nil)
+		if c.Links[i].Caps().Local {
+			if s, ok := c.Links[i].(sizer); ok && i == 0 {
+				m, _ := s.size(nil)
 				n += m
 			}
 			continue // an incremental directory is applied from where it is
 		}
 		n += manifestNeed(b.Manifest, nil)
 	}
-	return n
+	return n, nil
 }
 
-// resumeDir implements resumer: the full backup's.
-func (c *ChainSource) resumeDir(datadir string) string {
-	if r, ok := c.Links[0].(resumer); ok {
-		return r.resumeDir(datadir)
+// ResumeDir implements Resumer: the full backup's.
+func (c *ChainSource) ResumeDir(datadir string) string {
+	if r, ok := c.Links[0].(Resumer); ok {
+		return r.ResumeDir(datadir)
 	}
 	return ""
 }

@@ -12,11 +12,14 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Dir writes a backup directory in mariabackup's layout. It is marked incomplete
 // until the manifest is written.
 type Dir struct{ dir string }
+
+var _ Sink = (*Dir)(nil)
 
 // NewDir returns the end for a backup into dir, which must be new or empty; it
 // creates nothing before Open.
@@ -51,11 +54,11 @@ func (d *Dir) Open(context.Context, string) error {
 // checkTarget refuses a target directory that exists and is not empty.
 func checkTarget(dir string) error {
 	if dir == "" {
-		return errors.New("--target-dir is required")
+		return setting.Errorf("%s is required", setting.TargetDir)
 	}
 	ents, err := os.ReadDir(dir)
 	if err == nil && len(ents) > 0 {
-		return fmt.Errorf("target directory %s is not empty: choose a new --target-dir (ferry never overwrites a backup)", dir)
+		return setting.Errorf("target directory %s is not empty: choose a new %s (ferry never overwrites a backup)", dir, setting.TargetDir)
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("target directory %s: %w", dir, err)

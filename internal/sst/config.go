@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/clone"
 	"github.com/ferry-backup/ferry/internal/optfile"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Config is the method's settings: the [sst] group of the server's option files and
@@ -44,6 +45,9 @@ type Config struct {
 	// RemoveOld deletes the joiner's old datadir once the new copy is in place
 	// (remove-old-datadir); by default it is kept beside as DATADIR.ferry-old-TIME.
 	RemoveOld bool
+	// keys are the [sst] keys the TLS settings were read from, as the operator wrote
+	// them (tcert, ssl-cert, tls-cert): errors name the one that was set.
+	keys map[setting.Setting]string
 }
 
 // Defaults of Config.
@@ -104,7 +108,19 @@ func (c *Config) apply(o optfile.Options) error {
 		}
 		return ""
 	}
-	c.CA, c.Cert, c.Key = pick("tls_ca", "ssl_ca", "tca"), pick("tls_cert", "ssl_cert", "tcert"), pick("tls_key", "ssl_key", "tkey")
+	pickAs := func(s setting.Setting, names ...string) string {
+		for _, n := range names {
+			if v, ok := o[n]; ok {
+				if c.keys == nil {
+					c.keys = map[setting.Setting]string{}
+				}
+				c.keys[s] = strings.ReplaceAll(n, "_", "-")
+				return v
+			}
+		}
+		return ""
+	}
+	c.CA, c.Cert, c.Key = pickAs(setting.TLSCA, "tls_ca", "ssl_ca", "tca"), pickAs(setting.TLSCert, "tls_cert", "ssl_cert", "tcert"), pickAs(setting.TLSKey, "tls_key", "ssl_key", "tkey")
 	c.ServerName = pick("tls_server_name")
 	var err error
 	num := func(name string, dst *int) {
@@ -130,7 +146,7 @@ func (c *Config) apply(o optfile.Options) error {
 	}
 	if v, ok := o["compress"]; ok {
 		if _, err := clone.ParseCompress(v); err != nil {
-			return fmt.Errorf("[sst] compress: %w", err)
+			return err // names the compression setting: Explain spells it [sst] compress
 		}
 		c.Compress = v
 	}
@@ -228,8 +244,6 @@ func (c Config) security() (clone.Security, error) {
 	if len(sec.Token) == 0 && sec.CAFile == "" {
 		return sec, fmt.Errorf("no wsrep_sst_auth and no [sst] tls-ca: ferry never sends or takes a datadir without authenticating the other node; set wsrep_sst_auth=user:password (the same on every node) or [sst] tls-ca, tls-cert and tls-key")
 	}
-	if (sec.CertFile == "") != (sec.KeyFile == "") {
-		return sec, fmt.Errorf("[sst] tls-cert and tls-key go together")
-	}
-	return sec, nil
+	// Before the joiner says "ready": clone's own check, named as [sst] keys by Explain.
+	return sec, sec.Check()
 }

@@ -200,7 +200,7 @@ func splitAddress(s string) (host, port string, err error) {
 		if i < 0 {
 			i = len(rest)
 		}
-		port, rest = rest[:i], rest[i:]
+		port = rest[:i]
 	}
 	if host == "" {
 		return "", "", fmt.Errorf("SST address %q has no host", s)

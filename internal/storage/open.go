@@ -3,12 +3,13 @@ package storage
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Config is how to reach a repository's storage.
@@ -34,13 +35,13 @@ func Open(ctx context.Context, c Config) (Storage, error) {
 
 func openBackend(ctx context.Context, c Config) (Storage, error) {
 	if c.URL == "" {
-		return nil, errors.New("--repo is required: s3://bucket/prefix or a directory")
+		return nil, setting.Errorf("%s is required: s3://bucket/prefix or a directory", setting.Repo)
 	}
 	switch {
 	case strings.HasPrefix(c.URL, "s3://"):
 		u, err := url.Parse(c.URL)
 		if err != nil {
-			return nil, fmt.Errorf("--repo %q: %w", c.URL, err)
+			return nil, setting.Errorf("%s %q: %w", setting.Repo, c.URL, err)
 		}
 		t, err := resolveS3(u, c.S3)
 		if err != nil {
@@ -54,11 +55,11 @@ func openBackend(ctx context.Context, c Config) (Storage, error) {
 	case strings.HasPrefix(c.URL, "file://"):
 		u, err := url.Parse(c.URL)
 		if err != nil || u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("--repo %q: use file:///absolute/path", c.URL)
+			return nil, setting.Errorf("%s %q: use file:///absolute/path", setting.Repo, c.URL)
 		}
 		return NewFS(u.Path)
 	case strings.Contains(c.URL, "://"):
-		return nil, fmt.Errorf("--repo %q: unsupported scheme; use s3://bucket/prefix, file:///dir or a directory path", c.URL)
+		return nil, setting.Errorf("%s %q: unsupported scheme; use s3://bucket/prefix, file:///dir or a directory path", setting.Repo, c.URL)
 	}
 	return NewFS(c.URL)
 }
@@ -74,7 +75,7 @@ func (s *S3) probe(ctx context.Context) error {
 		return s.wrap("list", s.t.bucket, err)
 	})
 	if IsTransient(err) {
-		return fmt.Errorf("S3 endpoint %s does not answer (%s): check --s3-endpoint / AWS_ENDPOINT_URL and that the server is up", s.t.endpoint.Redacted(), brief(err))
+		return setting.Errorf("S3 endpoint %s does not answer (%s): check %s / AWS_ENDPOINT_URL and that the server is up", s.t.endpoint.Redacted(), brief(err), setting.S3Endpoint)
 	}
 	return err
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // S3 stores objects in a bucket of an S3-compatible server under a key prefix, one
@@ -77,14 +79,14 @@ func s3Transport(t *s3Target) (*http.Transport, error) {
 	if t.caFile != "" {
 		pem, err := os.ReadFile(t.caFile)
 		if err != nil {
-			return nil, fmt.Errorf("--s3-ca-file: %w", err)
+			return nil, setting.Errorf("%s: %w", setting.S3CAFile, err)
 		}
 		pool, _ := x509.SystemCertPool()
 		if pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--s3-ca-file %s holds no PEM certificate", t.caFile)
+			return nil, setting.Errorf("%s %s holds no PEM certificate", setting.S3CAFile, t.caFile)
 		}
 		tr.TLSClientConfig.RootCAs = pool
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"gopkg.in/ini.v1"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // S3Options are the settings of an S3 repository that do not come from its URL. Each
@@ -41,10 +43,10 @@ type s3Target struct {
 // AWS shared files.
 func resolveS3(u *url.URL, o S3Options) (*s3Target, error) {
 	if u.User != nil {
-		return nil, errors.New("--repo must not carry credentials: remove them from the URL and set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile")
+		return nil, setting.Errorf("%s must not carry credentials: remove them from the URL and set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile", setting.Repo)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("--repo %s names no bucket: use s3://bucket/prefix", u.Redacted())
+		return nil, setting.Errorf("%s %s names no bucket: use s3://bucket/prefix", setting.Repo, u.Redacted())
 	}
 	profile := firstOf(o.Profile, os.Getenv("AWS_PROFILE"), "default")
 	prof := configProfile(profile)
@@ -53,7 +55,7 @@ func resolveS3(u *url.URL, o S3Options) (*s3Target, error) {
 	ep := firstOf(o.Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"), prof["endpoint_url"], "https://s3."+t.region+".amazonaws.com")
 	eu, err := url.Parse(ep)
 	if err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" {
-		return nil, fmt.Errorf("S3 endpoint %q is not an http(s) URL: set --s3-endpoint or AWS_ENDPOINT_URL like http://host:port", ep)
+		return nil, setting.Errorf("S3 endpoint %q is not an http(s) URL: set %s or AWS_ENDPOINT_URL like http://host:port", ep, setting.S3Endpoint)
 	}
 	if eu.User != nil {
 		return nil, errors.New("the S3 endpoint URL must not carry credentials")
@@ -62,7 +64,7 @@ func resolveS3(u *url.URL, o S3Options) (*s3Target, error) {
 	switch t.lookup = firstOf(o.PathStyle, "auto"); t.lookup {
 	case "auto", "path", "virtual":
 	default:
-		return nil, fmt.Errorf("--s3-path-style %q: use auto, path or virtual", o.PathStyle)
+		return nil, setting.Errorf("%s %q: use auto, path or virtual", setting.S3PathStyle, o.PathStyle)
 	}
 	t.creds = credentialChain(profile)
 	v, err := t.creds.GetWithContext(&credentials.CredContext{})

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/backoff"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/minio/minio-go/v7"
 )
 
@@ -20,15 +21,16 @@ var ErrAccess = errors.New("access refused")
 
 // accessError is a configuration error whose message says what to fix; it matches
 // ErrAccess without repeating it, and backoff.ErrPermanent: no retry mends it.
-type accessError struct{ msg string }
+type accessError struct{ err error }
 
-func (e *accessError) Error() string { return e.msg }
+func (e *accessError) Error() string { return e.err.Error() }
+func (e *accessError) Unwrap() error { return e.err }
 func (e *accessError) Is(target error) bool {
 	return target == ErrAccess || target == backoff.ErrPermanent
 }
 
 func accessErr(format string, args ...any) error {
-	return &accessError{fmt.Sprintf(format, args...)}
+	return &accessError{setting.Errorf(format, args...)}
 }
 
 // wrap turns a client error into one that says what to do, marking the transient ones.
@@ -53,14 +55,14 @@ func (s *S3) wrapResponse(what string, resp minio.ErrorResponse, err error) erro
 	case "NoSuchKey":
 		return fmt.Errorf("%s: %w", what, ErrNotExist)
 	case "NoSuchBucket":
-		return accessErr("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in --repo", s.t.bucket, s.t.endpoint.Redacted())
+		return accessErr("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in %s", s.t.bucket, s.t.endpoint.Redacted(), setting.Repo)
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "TokenRefreshRequired",
 		"XAdminUserNotFound": // versitygw's answer to an unknown key id
 		return accessErr("%s at %s: the server refused the credentials (%s): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile", what, s.t.endpoint.Redacted(), resp.Code)
 	case "AccessDenied", "AllAccessDisabled", "AccountProblem":
 		return accessErr("%s at %s: access denied: the credentials need s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on %s", what, s.t.endpoint.Redacted(), s.t.bucket)
 	case "AuthorizationHeaderMalformed", "IllegalLocationConstraintException", "PermanentRedirect":
-		return accessErr("%s: the bucket %s is not in region %s (%s): set --s3-region or AWS_REGION", what, s.t.bucket, s.t.region, resp.Message)
+		return accessErr("%s: the bucket %s is not in region %s (%s): set %s or AWS_REGION", what, s.t.bucket, s.t.region, resp.Message, setting.S3Region)
 	case "RequestTimeTooSkewed":
 		return accessErr("%s: this host's clock differs too much from the server's: fix the clock (NTP)", what)
 	case "BadDigest", "XAmzContentChecksumMismatch", "InvalidDigest":
@@ -99,9 +101,9 @@ func (s *S3) wrapNet(what string, err error) error {
 	case errors.Is(err, context.Canceled):
 		return err
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return accessErr("%s: S3 endpoint host %s not found: check --s3-endpoint / AWS_ENDPOINT_URL", what, s.t.endpoint.Hostname())
+		return accessErr("%s: S3 endpoint host %s not found: check %s / AWS_ENDPOINT_URL", what, s.t.endpoint.Hostname(), setting.S3Endpoint)
 	case errors.As(err, &certErr), errors.As(err, &hostErr):
-		return accessErr("%s: the TLS certificate of %s is not trusted (%v): pass --s3-ca-file with the CA that signed it", what, s.t.endpoint.Host, err)
+		return accessErr("%s: the TLS certificate of %s is not trusted (%v): pass %s with the CA that signed it", what, s.t.endpoint.Host, err, setting.S3CAFile)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return Transient(fmt.Errorf("%s: cannot connect to %s: %w", what, s.t.endpoint.Host, err))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET),

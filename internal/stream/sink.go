@@ -21,8 +21,10 @@ type Sink struct {
 	opts Options
 	w    *Writer
 	mu   sync.Mutex
-	sent map[string]bool // every file started in the stream
+	sent sink.Sent // every file started in the stream
 }
+
+var _ sink.Sink = (*Sink)(nil)
 
 // NewSink returns the end for a stream written to out, checking the options' memory
 // budget.
@@ -30,7 +32,7 @@ func NewSink(out io.Writer, o Options) (*Sink, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
-	return &Sink{out: out, opts: o, sent: map[string]bool{}}, nil
+	return &Sink{out: out, opts: o, sent: sink.Sent{}}, nil
 }
 
 // Name is "stream".
@@ -59,7 +61,7 @@ func (s *Sink) Open(context.Context, string) error {
 func (s *Sink) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sent[rel] {
+	if s.sent.Has(rel) {
 		return nil, fmt.Errorf("stream: %s would be sent twice (internal error)", rel)
 	}
 	create := s.w.Create
@@ -70,7 +72,7 @@ func (s *Sink) Create(rel string, o sink.FileOptions) (sink.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sent[rel] = true
+	s.sent.Add(rel)
 	return streamFile{f}, nil
 }
 

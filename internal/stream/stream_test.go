@@ -231,7 +231,7 @@ func TestWrongOrMissingKey(t *testing.T) {
 	for name, ids := range map[string][]age.Identity{"wrong": other, "missing": nil} {
 		dir := t.TempDir()
 		_, err := Unpack(context.Background(), bytes.NewReader(s), dir, UnpackOptions{Identities: ids})
-		want := map[string]string{"wrong": "wrong key", "missing": "--identity-file"}[name]
+		want := map[string]string{"wrong": "wrong key", "missing": "pass age identity file"}[name]
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("%s key: %v", name, err)
 		}
@@ -254,7 +254,7 @@ func countFiles(t *testing.T, dir string) int {
 
 func TestMemoryBudgetTooSmall(t *testing.T) {
 	_, err := NewWriter(&bytes.Buffer{}, Options{Compression: codec.Zstd, Workers: 2, MaxMemory: 1 << 20, OpenFiles: 4})
-	if err == nil || !strings.Contains(err.Error(), "--max-memory") {
+	if err == nil || !strings.Contains(err.Error(), "memory limit") {
 		t.Fatalf("tiny budget: %v", err)
 	}
 }

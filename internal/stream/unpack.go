@@ -10,6 +10,7 @@ import (
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/xbstream"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -173,7 +174,7 @@ func (u *unpacker) file(name string) (*inFile, error) {
 		return nil, fmt.Errorf("%s is compressed or encrypted by mariadb-backup/xtrabackup (qpress, xbcrypt), which ferry does not read: unpack with mbstream -x and mariadb-backup --decompress, then restore the directory", name)
 	}
 	if len(u.open) >= u.maxOpen {
-		return nil, fmt.Errorf("the stream has more than %d files open at once, which --max-memory %d MiB allows (each needs up to %d MiB to decode): it is not a ferry or mariadb-backup stream, or the backup ran with a large --parallel; raise --max-memory", u.maxOpen, 2*u.o.MaxMemory>>20, perFile>>20)
+		return nil, setting.Errorf("the stream has more than %d files open at once, which %s %d MiB allows (each needs up to %d MiB to decode): it is not a ferry or mariadb-backup stream, or the backup ran with a large %s; raise %s", u.maxOpen, setting.MaxMemory, 2*u.o.MaxMemory>>20, perFile>>20, setting.Parallel, setting.MaxMemory)
 	}
 	path, comp, enc := codec.ParseStoredName(name)
 	dst, err := xbstream.SafePath(u.dir, path)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/filecopy"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Export reads each table's definition on the private server running on the prepared
@@ -70,7 +71,7 @@ func (j *Job) check(ctx context.Context, priv *sql.DB, it *item) error {
 			return fmt.Errorf("definition of %s on the server: %w", it.to, err)
 		}
 		if live != cmpDef {
-			return fmt.Errorf("%s on the server is not defined as %s in the backup (its schema changed since): restore it beside with --rename-to NAME and move the rows yourself", it.to, it.from)
+			return setting.Errorf("%s on the server is not defined as %s in the backup (its schema changed since): restore it beside with %s NAME and move the rows yourself", it.to, it.from, setting.RenameTo)
 		}
 	}
 	var dbs int

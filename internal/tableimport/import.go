@@ -148,14 +148,14 @@ func (j *Job) putInPlace(ctx context.Context, conn *sql.Conn, it *item, tmp Name
 // asideName is a free name for the live table t kept aside: t_ferry_old_TIME, with a
 // counter if a table has that name already (two replaces within a second).
 func (j *Job) asideName(ctx context.Context, t Name) (Name, error) {
-	stamp := "_ferry_old_" + j.now().Format("20060102150405")
+	stamp := "_ferry_old_" + j.clock.Now().Format("20060102150405")
 	for i := 1; ; i++ {
 		n := Name{t.DB, shortName("", t.Table, stamp)}
 		taken, err := tableExists(ctx, j.live, n)
 		if err != nil || !taken {
 			return n, err
 		}
-		stamp = fmt.Sprintf("_ferry_old_%s_%d", j.now().Format("20060102150405"), i)
+		stamp = fmt.Sprintf("_ferry_old_%s_%d", j.clock.Now().Format("20060102150405"), i)
 	}
 }
 

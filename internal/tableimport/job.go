@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,7 +11,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/ferry-backup/ferry/internal/clock"
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Options say which tables to restore and how.
@@ -37,7 +38,7 @@ type Job struct {
 	journal *os.File // in work: what the import does on the live server (journal.go)
 	dirty   bool     // a failed run left a table the journal names: keep the journal
 	items   []*item
-	now     func() time.Time
+	clock   clock.Clock // when tables set aside are stamped
 }
 
 type item struct {
@@ -59,9 +60,9 @@ type Result struct {
 // with Replace, and ferry must see the live datadir (it runs on the database host).
 // It first finishes what a killed table restore into the same server left there.
 func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
-	j := &Job{opt: opt, live: live, now: time.Now}
+	j := &Job{opt: opt, live: live, clock: clock.Real{}}
 	if opt.RenameTo != "" && len(opt.Tables) != 1 {
-		return nil, errors.New("--rename-to names one table: restore one table with --tables")
+		return nil, setting.Errorf("%s names one table: restore one table with %s", setting.RenameTo, setting.Tables)
 	}
 	if err := live.QueryRowContext(ctx, "SELECT @@datadir").Scan(&j.datadir); err != nil {
 		return nil, fmt.Errorf("read the server's datadir: %w", err)
@@ -86,7 +87,7 @@ func New(ctx context.Context, live *sql.DB, opt Options) (*Job, error) {
 			return nil, err
 		}
 		if it.exists && !opt.Replace {
-			return nil, fmt.Errorf("%s exists on the server: pass --replace-tables to replace it (it is kept, renamed aside) or --rename-to NAME to restore beside it", it.to)
+			return nil, setting.Errorf("%s exists on the server: pass %s to replace it (it is kept, renamed aside) or %s NAME to restore beside it", it.to, setting.ReplaceTables, setting.RenameTo)
 		}
 		j.items = append(j.items, it)
 	}

@@ -7,9 +7,10 @@ package tableimport
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/setting"
 )
 
 // Name is a table: database and table name.
@@ -33,11 +34,11 @@ func ParseList(s string) ([]Name, error) {
 		part = strings.TrimSpace(part)
 		db, t, ok := strings.Cut(part, ".")
 		if !ok {
-			return nil, fmt.Errorf("--tables %q: name each table as database.table", part)
+			return nil, setting.Errorf("%s %q: name each table as database.table", setting.Tables, part)
 		}
 		n := Name{db, t}
 		if err := n.check(); err != nil {
-			return nil, fmt.Errorf("--tables %q: %w", part, err)
+			return nil, setting.Errorf("%s %q: %w", setting.Tables, part, err)
 		}
 		if !seen[n] {
 			seen[n] = true
@@ -45,7 +46,7 @@ func ParseList(s string) ([]Name, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("--tables: name at least one table as database.table")
+		return nil, setting.Errorf("%s: name at least one table as database.table", setting.Tables)
 	}
 	return out, nil
 }
@@ -64,7 +65,7 @@ func ParseTarget(s string, from Name) (Name, error) {
 		n = Name{DB: db, Table: t}
 	}
 	if err := n.check(); err != nil {
-		return Name{}, fmt.Errorf("--rename-to %q: %w", s, err)
+		return Name{}, setting.Errorf("%s %q: %w", setting.RenameTo, s, err)
 	}
 	return n, nil
 }

@@ -43,6 +43,7 @@ type galeraPorts struct{ gcomm, ist, sst int }
 // an empty one (a new node gets everything by SST).
 func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 	t.Helper()
+	needServers(t, "a Galera cluster")
 	if _, err := os.Stat(GaleraProvider); err != nil {
 		t.Fatalf("galera-4 is not installed (%v): .ci/run installs it", err)
 	}
@@ -52,7 +53,7 @@ func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 	if opt.Auth == "" {
 		opt.Auth = "sst:sst-secret-1"
 	}
-	g := &Galera{opt: opt, shim: shortDir(t), sst: make([][]string, opt.Nodes)}
+	g := &Galera{opt: opt, shim: ShortDir(t), sst: make([][]string, opt.Nodes)}
 	shim := fmt.Sprintf("#!/bin/sh\nexec %q sst \"$@\"\n", opt.Ferry)
 	if err := os.WriteFile(filepath.Join(g.shim, "wsrep_sst_ferry"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 	for i := range opt.Nodes {
 		base, ok := opt.Dirs[i]
 		if !ok {
-			base = shortDir(t)
+			base = ShortDir(t)
 		}
 		datadir := filepath.Join(base, "data")
 		if i == 0 {

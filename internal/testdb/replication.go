@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // CreateReplicationUser creates user@'%' and user@'127.0.0.1' with password
@@ -28,8 +30,8 @@ func StartReplica(t testing.TB, replica, primary *Server, gtidPos, user, passwor
 	replica.Exec(t, "STOP SLAVE")
 	replica.Exec(t, "SET GLOBAL innodb_flush_log_at_trx_commit = 2")
 	replica.Exec(t, "SET GLOBAL gtid_slave_pos = ?", strings.TrimSpace(gtidPos))
-	replica.Exec(t, "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=?, MASTER_USER=?, "+
-		"MASTER_PASSWORD=?, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1", primary.Port, user, password)
+	cm, args := mariadb.ChangeMaster{Host: "127.0.0.1", Port: primary.Port, User: user, Password: password, UseGTID: "slave_pos", ConnectRetry: 1}.Prepared()
+	replica.Exec(t, cm, args...)
 	replica.Exec(t, "START SLAVE")
 }
 

@@ -70,6 +70,7 @@ func fileExists(p string) bool {
 // stops it when the test ends.
 func StartS3(t testing.TB) *S3Server {
 	t.Helper()
+	needServers(t, "an S3 server")
 	bin := versitygwPath(t)
 	s := &S3Server{Dir: filepath.Join(t.TempDir(), "s3")}
 	if err := os.MkdirAll(s.Dir, 0o750); err != nil {

@@ -65,10 +65,11 @@ type Server struct {
 // waits until it accepts connections and registers a cleanup that stops it.
 func Start(t testing.TB, opt Options) *Server {
 	t.Helper()
+	needServers(t, "mariadbd")
 	if opt.LogFileSize == "" {
 		opt.LogFileSize = "8M"
 	}
-	base := shortDir(t)
+	base := ShortDir(t)
 	s := &Server{
 		opt:      opt,
 		base:     base,
@@ -96,18 +97,22 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 }
 
-// shortDir returns t.TempDir(), or a dir under /tmp when that is too long for
-// a unix socket path (108 bytes).
-func shortDir(t testing.TB) string {
-	d := t.TempDir()
-	if len(d) <= 80 {
-		return d
-	}
-	d, err := os.MkdirTemp("/tmp", "testdb-")
+// ShortDir makes a new directory under /tmp, whose path is short enough to hold a
+// unix socket (108 bytes), removed after the test unless it failed and the
+// environment sets FERRY_E2E_KEEP (then it is kept, and logged).
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("/tmp", "ferry-test-")
 	if err != nil {
 		t.Fatalf("temp dir: %v", err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("FERRY_E2E_KEEP") != "" {
+			t.Logf("FERRY_E2E_KEEP: kept %s", d)
+			return
+		}
+		os.RemoveAll(d)
+	})
 	return d
 }
 
@@ -367,7 +372,7 @@ func Configure(t testing.TB, opt Options) *Server {
 	if opt.LogFileSize == "" {
 		opt.LogFileSize = "8M"
 	}
-	base := shortDir(t)
+	base := ShortDir(t)
 	s := &Server{opt: opt, base: base, Datadir: opt.Datadir, Socket: filepath.Join(base, "mysql.sock"),
 		PidFile: filepath.Join(base, "mariadbd.pid"), ErrorLog: filepath.Join(base, "error.log"),
 		ConfigFile: filepath.Join(base, "my.cnf"), Port: freePort(t)}

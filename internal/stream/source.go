@@ -1,4 +1,4 @@
-package restore
+package stream
 
 import (
 	"context"
@@ -14,60 +14,63 @@ import (
 	"github.com/ferry-backup/ferry/internal/apply"
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
-	"github.com/ferry-backup/ferry/internal/stream"
+	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
-// StreamSource is a backup that arrives as a stream (ferry's, or mariadb-backup
+// Source is a backup that arrives as a stream (ferry's, or mariadb-backup
 // --stream=xbstream) or through a clone's connections: Unpack writes its files into the
 // staging directory and says what it wrote, which is then verified against the
 // manifest the stream carries.
-type StreamSource struct {
+type Source struct {
 	// Label names the stream in messages ("stdin", a file, "clone of HOST").
 	Label string
 	// Dir, if set, is the staging directory to create (it must not exist); default a
 	// new temporary one beside the datadir.
 	Dir    string
-	Unpack func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error)
+	Unpack func(ctx context.Context, staging string, env restore.Env) (*Unpacked, error)
 
 	followLog bool        // Unpack tells feed how the log is written
 	feed      *apply.Feed // set by LogFeed
 }
 
-// NewStreamSource reads an xbstream from r (named name), decrypting with ids and
+// NewSource reads an xbstream from r (named name), decrypting with ids and
 // holding at most maxMemory of data between the reader and the file writers.
-func NewStreamSource(r io.Reader, name string, ids []age.Identity, maxMemory int64) *StreamSource {
-	s := &StreamSource{Label: name, followLog: true}
-	s.Unpack = func(ctx context.Context, staging string, env Env) (*stream.Unpacked, error) {
+func NewSource(r io.Reader, name string, ids []age.Identity, maxMemory int64) *Source {
+	s := &Source{Label: name, followLog: true}
+	s.Unpack = func(ctx context.Context, staging string, env restore.Env) (*Unpacked, error) {
 		env.Log.Info("restoring from a stream", "from", name, "staging", staging, "memory_budget_mib", maxMemory>>20)
 		prog := env.Reporter(-1)
 		defer prog.Finish()
 		if env.Want != nil {
 			env.Log.Info("writing only the files the tables need; the others are decoded and checked")
 		}
-		return stream.Unpack(ctx, cancelable(ctx, r), staging, stream.UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add,
+		return Unpack(ctx, cancelable(ctx, r), staging, UnpackOptions{Identities: ids, MaxMemory: maxMemory, Progress: prog.Add,
 			Keep: env.Want, Follow: s.follower(staging)})
 	}
 	return s
 }
 
-var _ Following = (*StreamSource)(nil)
+var (
+	_ restore.Source    = (*Source)(nil)
+	_ restore.Following = (*Source)(nil)
+)
 
-// LogFeed implements Following: a stream this package unpacks (not a clone's) has its
+// LogFeed implements restore.Following: a stream this package unpacks (not a clone's) has its
 // log parsed as it is unpacked.
-func (s *StreamSource) LogFeed(staging string) *apply.Feed {
+func (s *Source) LogFeed(staging string) *apply.Feed {
 	if !s.followLog {
 		return nil
 	}
-	s.feed = apply.NewFeed(filepath.Join(staging, logName))
+	s.feed = apply.NewFeed(filepath.Join(staging, restore.LogName))
 	return s.feed
 }
 
 // follower is the stream's Follow option for an unpack into staging: the feed, for
 // the log.
-func (s *StreamSource) follower(staging string) func(string) stream.Follower {
-	return func(path string) stream.Follower {
-		if s.feed == nil || path != logName || s.feed.Path() != filepath.Join(staging, logName) {
+func (s *Source) follower(staging string) func(string) Follower {
+	return func(path string) Follower {
+		if s.feed == nil || path != restore.LogName || s.feed.Path() != filepath.Join(staging, restore.LogName) {
 			return nil
 		}
 		return s.feed
@@ -126,21 +129,24 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	}
 }
 
-// Name implements Source.
-func (s *StreamSource) Name() string { return s.Label }
+// Name implements restore.Source.
+func (s *Source) Name() string { return s.Label }
 
-// Inspect implements Source: nothing is known of a stream before its data.
-func (s *StreamSource) Inspect(context.Context) (*Backup, error) { return nil, nil }
+// Caps implements restore.Source: a stream is read once, in order, and tells nothing before
+// its data; one this package unpacks has its log parsed as it lands.
+func (s *Source) Caps() restore.Caps { return restore.Caps{FollowLog: s.followLog} }
 
-// Staging implements Source: a new directory (or Dir), removed if the restore fails.
-func (s *StreamSource) Staging(datadir string) (string, bool, error) {
-	dir, err := makeStaging(datadir, s.Dir)
-	return dir, false, err
+// Inspect implements restore.Source: nothing is known of a stream before its data.
+func (s *Source) Inspect(context.Context) (*restore.Backup, error) { return nil, restore.ErrNoInspect }
+
+// Staging implements restore.Source: a new directory (or Dir), removed if the restore fails.
+func (s *Source) Staging(datadir string) (string, error) {
+	return restore.NewStaging(datadir, s.Dir)
 }
 
-// Fill implements Source: it unpacks the stream into staging and checks every file
+// Fill implements restore.Source: it unpacks the stream into staging and checks every file
 // against the manifest (or, for a mariadb-backup stream, that the stream is whole).
-func (s *StreamSource) Fill(ctx context.Context, staging string, env Env) (*Backup, error) {
+func (s *Source) Fill(ctx context.Context, staging string, env restore.Env) (*restore.Backup, error) {
 	got, err := s.Unpack(ctx, staging, env)
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
@@ -148,7 +154,7 @@ func (s *StreamSource) Fill(ctx context.Context, staging string, env Env) (*Back
 	if err := verifyStream(staging, got); err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
 	}
-	b, err := Open(staging)
+	b, err := restore.Open(staging)
 	if err != nil {
 		return nil, fmt.Errorf("restore from %s: %w", s.Label, err)
 	}
@@ -160,7 +166,7 @@ func (s *StreamSource) Fill(ctx context.Context, staging string, env Env) (*Back
 // verifyStream checks a ferry stream against its manifest (every file present with its
 // size and CRC-32C, nothing else), and that a stream without one is a complete
 // mariadb-backup stream.
-func verifyStream(dir string, got *stream.Unpacked) error {
+func verifyStream(dir string, got *Unpacked) error {
 	m, err := manifest.Read(dir)
 	if errors.Is(err, manifest.ErrNotFound) {
 		return verifyForeignStream(dir)
@@ -201,17 +207,6 @@ func verifyForeignStream(dir string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, xtrabackup.CheckpointsFile)); err != nil {
 		return fmt.Errorf("the stream has neither a ferry manifest nor %s: it is truncated or not a backup", xtrabackup.CheckpointsFile)
-	}
-	return nil
-}
-
-// removeBackupOnlyFiles drops from a staging directory what is not part of a datadir:
-// a backup's metadata and a repository restore's journal.
-func removeBackupOnlyFiles(dir string) error {
-	for _, name := range []string{manifest.FileName, xtrabackup.MyCnfFile, xtrabackup.CheckpointsFile, xtrabackup.BinlogInfoFile, xtrabackup.GaleraInfoFile, xtrabackup.SlaveInfoFile, journalName} {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
 	}
 	return nil
 }

@@ -1,0 +1,252 @@
+// Package backuptest is a fake server for unit tests of backup.Run, in the spirit of
+// Vitess's fakemysqldaemon: it implements the backup's server seam (backup.Connector,
+// backup.Server, backup.BackupLock, backup.RedoLog) over a temporary datadir that
+// holds small InnoDB files a real MariaDB 10.11 wrote (internal/innodb/testdata, so
+// their checksums are valid) and a few non-InnoDB files. Its redo copies write
+// Server.Redo and run until the backup stops them; its lock sequence records the
+// stages entered. With a *clock.Fake as Config.Clock, a whole backup runs in
+// milliseconds and without a mariadbd.
+package backuptest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/backup"
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// PageSize is the fake server's innodb_page_size.
+const PageSize = 16384
+
+// Server is the fake server. Set its fields before the backup starts.
+type Server struct {
+	// Datadir is the server's datadir: ibdata1, db/t.ibd, db/t.frm, db/log.CSV,
+	// aria_log_control and an ib_logfile0 (read by no one: the redo copies are fake).
+	Datadir string
+	// Vars are the server variables the probe reports.
+	Vars map[string]string
+	// Checkpoint is the LSN of the server's newest checkpoint, where every redo copy
+	// starts; End is its current LSN, read as the end LSN under BLOCK_COMMIT.
+	Checkpoint, End uint64
+	// Coordinates are the binlog and GTID position read with the end LSN.
+	Coordinates mariadb.Coordinates
+	// Redo is what a redo copy writes into the backup's ib_logfile0.
+	Redo []byte
+	// Changed are the pages the redo since the checkpoint names: every redo copy
+	// that tracks pages (a three-stage tracker, an incremental's selection) sees them.
+	Changed []redo.PageID
+	// OnStage, if set, is called as each stage is entered, before it is recorded.
+	OnStage func(ctx context.Context, s mariadb.Stage) error
+
+	mu     sync.Mutex
+	events []string
+	copies int
+}
+
+// New returns a fake server whose datadir is a new temporary directory.
+func New(t testing.TB) *Server {
+	t.Helper()
+	dd := t.TempDir()
+	files := map[string][]byte{
+		"ibdata1":          testdb.PageFixture(t, "ibdata1.pages.gz"),
+		"db/t.ibd":         testdb.PageFixture(t, "fcrc32.after.gz"),
+		"db/t.frm":         []byte("a table definition\n"),
+		"db/log.CSV":       []byte("1,\"a row of a CSV table\"\n"),
+		"aria_log_control": []byte("aria control file\n"),
+		"ib_logfile0":      make([]byte, 4*PageSize),
+	}
+	for rel, b := range files {
+		p := filepath.Join(dd, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Server{
+		Datadir: dd,
+		Vars: map[string]string{"datadir": dd, "innodb_page_size": strconv.Itoa(PageSize),
+			"innodb_data_file_path": "ibdata1:12M:autoextend", "innodb_undo_tablespaces": "0",
+			"innodb_log_file_size": strconv.Itoa(64 << 20), "innodb_checksum_algorithm": "full_crc32",
+			"server_uid": "fake-server-uid", "server_id": "1", "version_comment": "fake MariaDB",
+			"innodb_encrypt_log": "OFF", "lower_case_table_names": "0"},
+		Checkpoint:  100000,
+		End:         123456,
+		Coordinates: mariadb.Coordinates{BinlogFile: "bin.000001", BinlogPos: 4242, GTIDBinlogPos: "0-1-42"},
+		Redo:        []byte("the redo of the copy, as the fake redo copy wrote it\n"),
+	}
+}
+
+// Events lists what the backup did on the server, in order: "connect", each stage
+// entered ("BACKUP STAGE START", ...), "read end", "pause replica" and "resume
+// replica" (--safe-slave-backup), "unlock", "close".
+func (s *Server) Events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.events...)
+}
+
+// Copies is how many redo copies the backup opened.
+func (s *Server) Copies() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copies
+}
+
+func (s *Server) event(e string) {
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+}
+
+var (
+	_ backup.Connector  = (*Server)(nil)
+	_ backup.Server     = session{}
+	_ backup.BackupLock = (*lock)(nil)
+	_ backup.RedoLog    = session{}
+)
+
+// Connect implements backup.Connector.
+func (s *Server) Connect(context.Context) (backup.Server, error) {
+	s.event("connect")
+	return session{s}, nil
+}
+
+// Counters implements backup.Connector: the fake server writes nothing.
+func (s *Server) Counters(context.Context) (backup.WriteCounter, error) { return counter{}, nil }
+
+type counter struct{}
+
+func (counter) Writes(context.Context) (int64, error) { return 0, nil }
+func (counter) Close() error                          { return nil }
+
+// session is one session on the fake server.
+type session struct{ s *Server }
+
+func (c session) Info() mariadb.Info {
+	return mariadb.Info{Version: "10.11.9-MariaDB", Major: 10, Minor: 11, Patch: 9, Vars: c.s.Vars,
+		Datadir: c.s.Datadir, PageSize: PageSize}
+}
+
+func (c session) LSNs(context.Context) (flushed, current uint64, err error) {
+	return c.s.End, c.s.End, nil
+}
+
+func (c session) ReplicaSources(context.Context) ([]mariadb.ReplicaSource, error) { return nil, nil }
+
+// PauseReplica implements backup.Server: the fake server is not a replica.
+func (c session) PauseReplica(context.Context, time.Duration) (backup.ReplicaPause, error) {
+	c.s.event("pause replica")
+	return pause{c.s}, nil
+}
+
+// pause is a replica's SQL thread the fake never stops; it records its resume.
+type pause struct{ s *Server }
+
+func (pause) Stopped() bool { return false }
+
+func (p pause) Resume(context.Context) error {
+	p.s.event("resume replica")
+	return nil
+}
+
+func (c session) BackupLock(context.Context) (backup.BackupLock, error) { return &lock{s: c.s}, nil }
+
+func (c session) Redo() backup.RedoLog { return c }
+
+func (c session) Close() error { c.s.event("close"); return nil }
+
+// Open implements backup.RedoLog: a copy from the checkpoint that writes Server.Redo.
+func (c session) Open(cfg redo.Config) (backup.RedoCopy, error) {
+	c.s.mu.Lock()
+	c.s.copies++
+	c.s.mu.Unlock()
+	if cfg.Pages != nil {
+		cfg.Pages.Add(c.s.Changed...)
+	}
+	return &redoCopy{s: c.s, out: cfg, stop: make(chan struct{})}, nil
+}
+
+// Checkpoint implements backup.RedoLog.
+func (c session) Checkpoint(string) (uint64, error) { return c.s.Checkpoint, nil }
+
+// lock is the fake's stage sequence.
+type lock struct {
+	s     *Server
+	stage mariadb.Stage
+}
+
+func (l *lock) Enter(ctx context.Context, st mariadb.Stage) (time.Duration, error) {
+	if l.s.OnStage != nil {
+		if err := l.s.OnStage(ctx, st); err != nil {
+			return 0, err
+		}
+	}
+	l.stage = st
+	l.s.event("BACKUP STAGE " + string(st))
+	return 0, nil
+}
+
+func (l *lock) ReadEnd(context.Context) (uint64, mariadb.Coordinates, error) {
+	l.s.event("read end")
+	return l.s.End, l.s.Coordinates, nil
+}
+
+func (l *lock) Close() error {
+	l.s.event("unlock")
+	return nil
+}
+
+// redoCopy is a fake redo copy: it writes Server.Redo, then runs until it is told
+// where to stop (it has then copied up to there) or its context ends.
+type redoCopy struct {
+	s    *Server
+	out  redo.Config
+	stop chan struct{}
+	once sync.Once
+	mu   sync.Mutex
+	end  uint64
+}
+
+func (r *redoCopy) Run(ctx context.Context) error {
+	if _, err := r.out.Out.Write(r.s.Redo); err != nil {
+		return err
+	}
+	select {
+	case <-r.stop:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *redoCopy) StopAt(lsn uint64) {
+	r.mu.Lock()
+	r.end = lsn
+	r.mu.Unlock()
+	r.once.Do(func() { close(r.stop) })
+}
+
+func (r *redoCopy) Copied() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.end, r.s.Checkpoint)
+}
+
+func (r *redoCopy) WaitCopied(context.Context, uint64) error { return nil }
+func (r *redoCopy) Start() redo.Checkpoint                   { return redo.Checkpoint{LSN: r.s.Checkpoint} }
+
+func (r *redoCopy) EndLSN() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end
+}

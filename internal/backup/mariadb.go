@@ -1,0 +1,89 @@
+package backup
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/redo"
+)
+
+// MariaDB is the Connector of the MariaDB server conn reaches: the default of
+// Config.Server. Its sessions are internal/mariadb's, its redo log is read by
+// internal/redo.
+func MariaDB(conn mariadb.ConnConfig) Connector { return mariadbConnector{conn} }
+
+type mariadbConnector struct{ conn mariadb.ConnConfig }
+
+var (
+	_ Server         = mariadbServer{}
+	_ BackupLock     = (*mariadb.BackupLock)(nil)
+	_ ReplicaPause   = sqlThreadPause{}
+	_ redo.ServerLSN = Server(nil)
+)
+
+func (c mariadbConnector) Connect(ctx context.Context) (Server, error) {
+	s, err := mariadb.Connect(ctx, c.conn, mariadb.BackupPrivileges)
+	if err != nil {
+		return nil, err
+	}
+	return mariadbServer{s}, nil
+}
+
+func (c mariadbConnector) Counters(ctx context.Context) (WriteCounter, error) {
+	db, err := mariadb.Dial(ctx, c.conn)
+	if err != nil {
+		return nil, err
+	}
+	return rowWrites{db}, nil
+}
+
+// mariadbServer adapts a *mariadb.Session to Server.
+type mariadbServer struct{ *mariadb.Session }
+
+func (s mariadbServer) BackupLock(ctx context.Context) (BackupLock, error) {
+	l, err := s.Session.BackupLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s mariadbServer) PauseReplica(ctx context.Context, timeout time.Duration) (ReplicaPause, error) {
+	conn, err := s.DB().Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--safe-slave-backup: %w", err)
+	}
+	p, err := mariadb.PauseSQLThread(ctx, conn, timeout)
+	return sqlThreadPause{p, conn}, err
+}
+
+func (s mariadbServer) Redo() RedoLog { return innodbRedo{} }
+
+// sqlThreadPause closes its connection once the SQL thread is started again.
+type sqlThreadPause struct {
+	*mariadb.SQLThreadPause
+	conn *sql.Conn
+}
+
+func (p sqlThreadPause) Resume(ctx context.Context) error {
+	defer p.conn.Close()
+	return p.SQLThreadPause.Resume(ctx)
+}
+
+type rowWrites struct{ db *sql.DB }
+
+func (w rowWrites) Writes(ctx context.Context) (int64, error) { return mariadb.RowWrites(ctx, w.db) }
+func (w rowWrites) Close() error                              { return w.db.Close() }
+
+// innodbRedo is MariaDB 10.8+'s InnoDB redo log (internal/redo).
+type innodbRedo struct{}
+
+func (innodbRedo) Open(cfg redo.Config) (RedoCopy, error) { return redo.Open(cfg) }
+
+func (innodbRedo) Checkpoint(path string) (uint64, error) {
+	cp, err := redo.NewestCheckpoint(path)
+	return cp.LSN, err
+}
