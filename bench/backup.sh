@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/backup.sh: ferry backup against mariadb-backup --backup on the same sysbench dataset.
 #
-# Same method as shared/research/mariabackup-baseline.md: a private mariadbd (1 GiB buffer pool,
+# The method of bench/README.md (backup.sh): a private mariadbd (1 GiB buffer pool,
 # 512 MiB redo, binlog on), cold page cache and no dirty pages before every timed run, each
 # command under /usr/bin/time -f '%e %U %S %M'. Measures, in one invocation:
 #   1. the raw read limit: O_DIRECT dd of every datadir file but ib_logfile0, RUNS times;

@@ -82,7 +82,7 @@
 #      between loads of the same kind; every load's per-second TPS stddev is reported too).
 # Ratios: sysbench TPS with / without the archiver (and / with the reference client); ferry apply
 # tx/s / mariadb-binlog tx/s (the target: >= 3); RPO p99 < 1000 ms is the "sub-second RPO"
-# reference (shared/research/peers.md).
+# reference (a replication client streaming the binlog, against wal-g pushing whole binlogs).
 # Prints a markdown report and writes it to $BENCH_DIR/pitr-results.md. Needs root. Disk, besides
 # the dataset: the repository (one backup, the archive) and two restored datadirs.
 #

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ferryBin = filepath.Join(dir, "ferry")
-	out, err := exec.Command("go", "build", "-o", ferryBin, "../cmd/ferry").CombinedOutput()
+	// testhooks: the tracker-stall hook (FERRY_TEST_TRACKER_STALL) is compiled in for the tests only.
+	out, err := exec.Command("go", "build", "-tags", "testhooks", "-o", ferryBin, "../cmd/ferry").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build ferry: %v\n%s", err, out)
 		os.Exit(1)

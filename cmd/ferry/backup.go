@@ -72,10 +72,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 			}
 			cfg.Version = version
 			cfg.Command = strings.Join(os.Args[1:], " ")
-			// A test hook (e2e): the page tracker stalls until the server laps it.
-			if d, err := time.ParseDuration(os.Getenv("FERRY_TEST_TRACKER_STALL")); err == nil {
-				cfg.TrackerStall = d
-			}
+			// A no-op unless built with -tags testhooks (the e2e tests' binary).
+			applyTestHooks(&cfg)
 			start := time.Now() // the manifest's end time is the consistent point; uploads may go on after it
 			res, err := backup.Run(cmd.Context(), cfg)
 			if err != nil {

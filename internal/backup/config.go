@@ -70,7 +70,8 @@ type Config struct {
 	BaseFor func(ctx context.Context, serverUID string) (*Base, error)
 	// TrackerStall is a test hook: the three-stage copy's page tracker stalls this
 	// long before it reads any redo, so that the server laps it and the page-LSN
-	// fallback runs (cmd/ferry sets it from FERRY_TEST_TRACKER_STALL).
+	// fallback runs (a cmd/ferry built with -tags testhooks sets it from
+	// FERRY_TEST_TRACKER_STALL; a production build never does).
 	TrackerStall time.Duration
 	// Filter, if set, makes a partial backup of the tables it selects.
 	Filter *Filter

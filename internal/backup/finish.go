@@ -138,8 +138,8 @@ func yesNo(b bool) string {
 
 // infoFormat is xtrabackup_info's format: mariadb-backup says "file" for a directory.
 func (j *job) infoFormat() string {
-	if f := j.sink.Caps().Storage.Format; f != "dir" {
-		return f
+	if f := j.sink.Caps().Storage.Format; f != manifest.StorageDir {
+		return string(f)
 	}
 	return "file"
 }

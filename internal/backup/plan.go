@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/diskspace"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
@@ -276,7 +277,7 @@ func ariaFiles(info mariadb.Info) (control, logs []srcFile, err error) {
 // pages, not known before they are read: it is not checked here, nor are streams and
 // repositories, nor a clone donor's copy (their room is elsewhere).
 func (j *job) checkRoom(ctx context.Context) error {
-	if c := j.sink.Caps(); !j.mode.roomKnown() || c.Remote || c.Storage.Format != "dir" {
+	if c := j.sink.Caps(); !j.mode.roomKnown() || c.Remote || c.Storage.Format != manifest.StorageDir {
 		return nil
 	}
 	p, err := j.scan()

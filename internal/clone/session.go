@@ -226,7 +226,7 @@ func (s *session) Name() string { return "clone recipient" }
 // again (each checked on its own; the file's checksum stays that of the first copy);
 // nothing goes to the server's disks. It is recorded as a directory, which it becomes.
 func (s *session) Caps() sink.Caps {
-	return sink.Caps{Rewrite: true, Patch: true, PatchApart: true, Remote: true, Storage: manifest.Storage{Format: "dir"}}
+	return sink.Caps{Rewrite: true, Patch: true, PatchApart: true, Remote: true, Storage: manifest.Storage{Format: manifest.StorageDir}}
 }
 
 // Open implements sink.Sink: the session is open.

@@ -142,13 +142,31 @@ type Object struct {
 	CRC32C string `json:"crc32c"`
 }
 
+// StorageFormat is how a backup's files are laid out where they are stored: the
+// manifest's storage.format, one of the Storage* values below (the JSON holds the
+// string).
+type StorageFormat string
+
+// The storage formats.
+const (
+	// StorageDir: a directory with mariabackup's layout (docs/backup-format.md), also
+	// what a clone recipient writes.
+	StorageDir StorageFormat = "dir"
+	// StorageXbstream: an xbstream, each file possibly compressed and encrypted under
+	// a stored name (docs/xbstream.md).
+	StorageXbstream StorageFormat = "xbstream"
+	// StorageRepository: a repository's parts and packs, the manifest last
+	// (docs/repository.md).
+	StorageRepository StorageFormat = "repository"
+)
+
 // Storage says how a backup's files were stored.
 type Storage struct {
-	Format      string `json:"format"`                // "dir", "xbstream" or "repository"
-	Compression string `json:"compression,omitempty"` // zstd, lz4 (none if empty)
-	Level       int    `json:"level,omitempty"`
-	Encryption  string `json:"encryption,omitempty"` // "age" (to public-key recipients)
-	PartSize    int64  `json:"part_size,omitempty"`  // repository: raw bytes per part
+	Format      StorageFormat `json:"format"`
+	Compression string        `json:"compression,omitempty"` // zstd, lz4 (none if empty)
+	Level       int           `json:"level,omitempty"`
+	Encryption  string        `json:"encryption,omitempty"` // "age" (to public-key recipients)
+	PartSize    int64         `json:"part_size,omitempty"`  // repository: raw bytes per part
 }
 
 // Server describes the backed-up server, as prepare needs it.

@@ -7,8 +7,10 @@ import (
 )
 
 // Coordinates is the replication position of a backup, read under BLOCK_COMMIT. All GTID
-// variables are kept: gtid_current_pos can miss domains the server did not author (see
-// research galera-sst.md §8.3), so replicas are seeded from GTIDBinlogPos.
+// variables are kept: gtid_current_pos can miss domains the server did not author (it takes
+// a domain from the binlog only if its last GTID has the server's own server_id, else from
+// gtid_slave_pos: a domain applied by Galera is in neither), so replicas are seeded from
+// GTIDBinlogPos.
 type Coordinates struct {
 	BinlogFile      string `json:"binlog_file,omitempty"`
 	BinlogPos       uint64 `json:"binlog_pos,omitempty"`

@@ -122,7 +122,7 @@ func (r *Repo) Manifest(ctx context.Context, id string) (*manifest.Manifest, err
 	if m.Format > manifest.FormatVersion {
 		return nil, fmt.Errorf("backup %s has manifest format %d, newer than this ferry reads (%d): upgrade ferry", id, m.Format, manifest.FormatVersion)
 	}
-	if m.ID != id || m.Storage.Format != "repository" {
+	if m.ID != id || m.Storage.Format != manifest.StorageRepository {
 		return nil, fmt.Errorf("the manifest of backup %s in %s is not a repository backup's (id %q, format %q): the repository is damaged", id, r.Location(), m.ID, m.Storage.Format)
 	}
 	return &m, nil

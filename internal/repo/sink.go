@@ -45,7 +45,7 @@ func (s *Sink) Name() string {
 // goes to the server's disks.
 func (s *Sink) Caps() sink.Caps {
 	o := s.opts.withDefaults()
-	st := manifest.Storage{Format: "repository", PartSize: o.PartSize}
+	st := manifest.Storage{Format: manifest.StorageRepository, PartSize: o.PartSize}
 	if c := o.Pipeline.Compression; c != codec.None && c != "" {
 		st.Compression, st.Level = string(c), o.Pipeline.Level
 	}

@@ -36,7 +36,7 @@ func (d *Dir) Name() string { return d.dir }
 // Caps: a directory can be rewritten, in place too, until the manifest is written;
 // it is written straight to local disk.
 func (d *Dir) Caps() Caps {
-	return Caps{Rewrite: true, Patch: true, Direct: true, Storage: manifest.Storage{Format: "dir"}}
+	return Caps{Rewrite: true, Patch: true, Direct: true, Storage: manifest.Storage{Format: manifest.StorageDir}}
 }
 
 // Open creates the directory and marks it incomplete until Commit.

@@ -11,57 +11,89 @@ import (
 	"time"
 )
 
-// slowWriter takes bytes at a bounded rate, as a slow link would.
-type slowWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// gatedWriter holds its first Write until open is closed, as a stalled link would;
+// entered is closed when that first Write arrives.
+type gatedWriter struct {
+	entered, open chan struct{}
+	once          sync.Once
+	mu            sync.Mutex
+	buf           bytes.Buffer
 }
 
-func (w *slowWriter) Write(p []byte) (int, error) {
-	time.Sleep(time.Millisecond)
+func newGatedWriter() *gatedWriter {
+	return &gatedWriter{entered: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		close(w.entered)
+		<-w.open
+	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
 }
 
-// TestOrderAcrossTiers: the writer goes on while the reader is slow, bytes pass from
-// memory to the file tier and back, and the reader gets every byte in order; the
-// writer never waited for the reader (it finished long before the drain).
+// TestOrderAcrossTiers: the writer goes on while the reader is stalled (its first
+// Write blocked), bytes pass from memory to the file tier, and once the reader moves
+// again, while the writer goes on, it gets every byte in order. The writer never waits
+// for the reader: all its writes complete while the reader is stalled.
 func TestOrderAcrossTiers(t *testing.T) {
 	dir := t.TempDir()
-	s := New(Options{Dir: dir, Memory: 64 << 10})
+	const memory = 64 << 10
+	s := New(Options{Dir: dir, Memory: memory})
 	var want bytes.Buffer
-	out := &slowWriter{}
+	out := newGatedWriter()
 	done := make(chan error, 1)
 	go func() { done <- s.Drain(out, 32<<10) }()
 	r := rand.New(rand.NewSource(1))
-	start := time.Now()
-	for i := 0; i < 400; i++ {
-		p := make([]byte, 1+r.Intn(20<<10))
-		r.Read(p)
-		want.Write(p)
-		if _, err := s.Write(p); err != nil {
-			t.Fatal(err)
+	write := func(n int) {
+		for range n {
+			p := make([]byte, 1+r.Intn(20<<10))
+			r.Read(p)
+			want.Write(p)
+			if _, err := s.Write(p); err != nil {
+				t.Error(err)
+				return
+			}
 		}
 	}
-	wrote := time.Since(start)
+	write(1)
+	<-out.entered // the reader holds the first chunk and is stalled
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		write(400)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(time.Minute):
+		t.Fatal("the writer waited for the stalled reader")
+	}
+	if t.Failed() {
+		return
+	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("the spool file is visible in %s: %v (it must be unlinked at once)", dir, ents)
 	}
+	if h := s.Held(); h <= memory || h > int64(want.Len()) {
+		t.Errorf("held %d of %d bytes written while the reader stalled: want more than the %d of memory (the file tier)", h, want.Len(), memory)
+	}
+	close(out.open)
+	write(200) // the reader drains the file tier while the writer goes on
 	s.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	drained := time.Since(start)
 	s.Release()
 	if !bytes.Equal(out.buf.Bytes(), want.Bytes()) {
 		t.Fatalf("drained %d bytes, not the %d written in order", out.buf.Len(), want.Len())
 	}
-	if s.Peak() <= 64<<10 {
+	if s.Peak() <= memory {
 		t.Errorf("peak %d: the file tier was never used", s.Peak())
 	}
-	if wrote*2 > drained {
-		t.Errorf("writing took %v of the %v the drain took: the writer waited for the reader", wrote, drained)
+	if s.Held() != 0 {
+		t.Errorf("held %d after the drain", s.Held())
 	}
 }
 

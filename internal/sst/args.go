@@ -2,7 +2,7 @@
 // wsrep_sst_ferry (a shim that runs `ferry sst`) as the joiner, which listens and
 // receives, and as the donor, which connects and sends a hot copy over clone's
 // transport. The line protocol on stdout, the arguments and the environment are
-// mariadbd 10.11's (docs/galera.md; ../shared/research/galera-sst.md).
+// mariadbd 10.11's (docs/galera.md).
 package sst
 
 import (

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// The argv mariadbd 10.11.19 gives a joiner and a donor (research galera-sst.md §1.3,
-// §1.4), as separate words.
+// The argv mariadbd 10.11.19 gives a joiner and a donor (as its
+// wsrep_sst_common parses them), as separate words.
 var (
 	joinerArgv = []string{"--role", "joiner", "--address", "127.0.0.1:25444", "--datadir", "/var/lib/mysql/",
 		"--defaults-file", "/etc/n2.cnf", "--parent", "12796", "--progress", "0", "--binlog", "mysql-bin",

@@ -40,7 +40,7 @@ func (s *Sink) Name() string { return "stream" }
 
 // Caps: written in order, once; nothing goes to the server's disks.
 func (s *Sink) Caps() sink.Caps {
-	st := manifest.Storage{Format: "xbstream"}
+	st := manifest.Storage{Format: manifest.StorageXbstream}
 	if s.opts.Compression != codec.None && s.opts.Compression != "" {
 		st.Compression, st.Level = string(s.opts.Compression), s.opts.Level
 	}
