@@ -46,7 +46,7 @@ func TestBackupUserGrants(t *testing.T) {
 	})
 	t.Run("--full-redo", func(t *testing.T) {
 		log := backupAs(t, "full", "--full-redo")
-		if n := recopyRounds(t, log); n != 0 || !strings.Contains(log, "three-stage copy off (--full-redo)") {
+		if n := recopyRounds(t, log); n != 0 || !strings.Contains(log, "three-stage copy off (the whole redo was asked for)") {
 			t.Errorf("--full-redo: %d re-copy rounds:\n%s", n, tail(log, 20))
 		}
 	})

@@ -51,7 +51,7 @@ func (j *job) wantThreeStage() bool {
 		j.log.Info("three-stage copy off: " + j.mode.wholeRedo())
 		return false
 	case j.cfg.FullRedo:
-		j.log.Info("three-stage copy off (--full-redo): the backup keeps the whole redo of the copy")
+		j.log.Info("three-stage copy off (the whole redo was asked for): the backup keeps the whole redo of the copy")
 		return false
 	case !j.sink.Caps().Patch:
 		j.log.Info("three-stage copy off: this end cannot rewrite pages in place, so the backup keeps the whole redo of the copy", "target", j.sink.Name())

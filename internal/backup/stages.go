@@ -100,7 +100,7 @@ func (j *job) underLocks(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		if pause != nil && pause.Stopped() {
-			j.log.Info("--safe-slave-backup: the replica's SQL thread is stopped until BLOCK_COMMIT ends")
+			j.log.Info(string(setting.SafeSlaveBackup) + ": the replica's SQL thread is stopped until BLOCK_COMMIT ends")
 		}
 	}
 	ddl, err := j.underBlockDDL(ctx)
@@ -237,7 +237,7 @@ func (j *job) readSources(ctx context.Context) error {
 	case err != nil:
 		return setting.Errorf("%s: %w", setting.SlaveInfo, err)
 	case len(src) == 0 && !o.BestEffort:
-		j.log.Warn("--slave-info: the server is not a replica; nothing to record")
+		j.log.Warn(string(setting.SlaveInfo) + ": the server is not a replica; nothing to record")
 	}
 	j.m.Coordinates.Sources = src
 	for _, s := range src {

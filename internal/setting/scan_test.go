@@ -16,7 +16,7 @@ import (
 var flagLike = regexp.MustCompile(`(^|[\s(/'"])--[a-z]`)
 
 // scanSkip are the packages still to convert (their errors still name flags).
-var scanSkip = []string{"backup", "testdb"}
+var scanSkip = []string{"testdb"}
 
 // scanAllowed are texts that name another program's options or the arguments mariadbd
 // gives the SST method, not a setting of ferry's.
