@@ -20,24 +20,11 @@ func replaceLog(dir string, lsn uint64) error {
 	if err := os.WriteFile(tmp, redo.EmptyLog(lsn, logCreator), 0o640); err != nil {
 		return fmt.Errorf("write the new redo log: %w", err)
 	}
-	if err := syncFile(tmp); err != nil {
+	if err := manifest.SyncFile(tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("replace the redo log: %w", err)
 	}
 	return manifest.SyncDir(dir)
-}
-
-// syncFile makes one file durable.
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return nil
 }

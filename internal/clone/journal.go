@@ -106,7 +106,7 @@ func (j *journal) done(full, rel string, size int64, info closeInfo) error {
 	if j == nil || info.Space == nil || info.StartLSN == 0 {
 		return nil
 	}
-	if err := syncFile(full); err != nil {
+	if err := manifest.SyncFile(full); err != nil {
 		return err
 	}
 	var lines []journalLine
@@ -156,19 +156,6 @@ func (j *journal) removed(rel string) error {
 		return nil
 	}
 	return j.add(journalLine{Removed: rel})
-}
-
-// syncFile makes a received file's bytes durable before the journal names it.
-func syncFile(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // journalState is what a journal read back says.

@@ -326,6 +326,22 @@ func writeSync(path string, b []byte) error {
 	return f.Close()
 }
 
+// SyncFile fsyncs a file that was written and closed, so that its bytes are durable.
+func SyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
+}
+
 // SyncDir fsyncs a directory so that renames and creations in it are durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)

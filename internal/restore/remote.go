@@ -296,7 +296,7 @@ func moveFile(from, to string) error {
 		os.Remove(to)
 		return err
 	}
-	if err := syncFile(to); err != nil {
+	if err := manifest.SyncFile(to); err != nil {
 		os.Remove(to)
 		return err
 	}
@@ -312,16 +312,4 @@ func unplace(done []placed) {
 			}
 		}
 	}
-}
-
-func syncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return nil
 }
