@@ -75,21 +75,30 @@ func (t *Target) WriteAt(p []byte, off int64) error {
 	if !t.sparse || off%BlockSize != 0 {
 		return t.write(p, off)
 	}
-	start := -1
-	for i := 0; i < len(p); i += BlockSize {
-		end := min(i+BlockSize, len(p))
-		zero := end-i == BlockSize && bytes.Equal(p[i:end], zeroBlock)
-		if zero && start >= 0 {
-			if err := t.write(p[start:i], off+int64(start)); err != nil {
-				return err
+	return writeRuns(p, off, BlockSize, func(i int) bool {
+		end := i + BlockSize
+		return end <= len(p) && bytes.Equal(p[i:end], zeroBlock)
+	}, t.write)
+}
+
+// writeRuns writes p (at off) piece by piece of step bytes, leaving out the pieces skip
+// names (by their offset in p): each run of neighbouring pieces kept is one write.
+func writeRuns(p []byte, off int64, step int, skip func(i int) bool, write func([]byte, int64) error) error {
+	start := -1 // first byte of the run being gathered
+	for i := 0; i < len(p); i += step {
+		if skip(i) {
+			if start >= 0 {
+				if err := write(p[start:i], off+int64(start)); err != nil {
+					return err
+				}
+				start = -1
 			}
-			start = -1
-		} else if !zero && start < 0 {
+		} else if start < 0 {
 			start = i
 		}
 	}
 	if start >= 0 {
-		return t.write(p[start:], off+int64(start))
+		return write(p[start:], off+int64(start))
 	}
 	return nil
 }
@@ -255,22 +264,9 @@ func (l leftPages) write(out *Target, p []byte, off int64) error {
 	if l.size == 0 || off%l.size != 0 {
 		return out.WriteAt(p, off)
 	}
-	start := -1 // first byte of the run being gathered
-	for i := 0; i < len(p); i += int(l.size) {
-		left := i+int(l.size) <= len(p) && l.leave(uint32((off+int64(i))/l.size))
-		if left && start >= 0 {
-			if err := out.WriteAt(p[start:i], off+int64(start)); err != nil {
-				return err
-			}
-			start = -1
-		} else if !left && start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		return out.WriteAt(p[start:], off+int64(start))
-	}
-	return nil
+	return writeRuns(p, off, int(l.size), func(i int) bool {
+		return i+int(l.size) <= len(p) && l.leave(uint32((off+int64(i))/l.size))
+	}, out.WriteAt)
 }
 
 // SyncFS flushes the whole filesystem holding dir (one syncfs call instead of one fsync
