@@ -19,7 +19,6 @@ import (
 // the copy holds the workload's invariants at its GTID and replicates to equal
 // checksums.
 func TestCloneSurvivesDroppedConnections(t *testing.T) {
-	t.Parallel()
 	d := startDonor(t, 60000)
 	proxy := testdb.StartTCPProxy(t, d.addr)
 	datadir := filepath.Join(testdb.ShortDir(t), "data")

@@ -213,7 +213,6 @@ func TestRepoKilledBackupIsDebris(t *testing.T) {
 // --resume it fetches only the objects not yet verified there, and the result matches
 // the source.
 func TestRepoRestoreResumes(t *testing.T) {
-	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadNoise(t, src, 24)
 	want := testdb.Checksums(t, src.DB(t))
