@@ -26,6 +26,7 @@ import (
 // archiver connects from, stop it the same way. With the two documented grants it
 // follows the binlog and stops cleanly on SIGTERM.
 func TestArchiverGrants(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE TABLE test.t (id INT PRIMARY KEY)")
 	src.Exec(t, "INSERT INTO test.t VALUES (1), (2)")

@@ -63,6 +63,7 @@ func TestCloneSurvivesDroppedConnections(t *testing.T) {
 // mid-copy; the datadir is untouched. Run again, the clone clears the leftover staging
 // directory, starts over and succeeds; the old datadir is kept beside the new one.
 func TestCloneRecipientKilledThenRetried(t *testing.T) {
+	t.Parallel()
 	d := startDonor(t, 60000)
 	rcpt := testdb.Configure(t, testdb.Options{ServerID: 2})
 	if err := os.MkdirAll(rcpt.Datadir, 0o750); err != nil {
@@ -112,6 +113,7 @@ func dirSize(dir string) (int64, error) {
 // TestCloneErrors: each mistake fails within the test's deadline with one line that
 // says what to do, and leaves the datadir as it was.
 func TestCloneErrors(t *testing.T) {
+	t.Parallel()
 	d := startDonor(t, 1000)
 	dir := testdb.ShortDir(t)
 	wrong := writeFile(t, dir, "wrong", "not the donor token at all")

@@ -22,6 +22,7 @@ import (
 // declared frames are refused before anything is allocated, and connections past the
 // limit are closed at once); a real clone through the same serve still succeeds.
 func TestServeBoundsStrangers(t *testing.T) {
+	t.Parallel()
 	d := startDonor(t, 2000)
 	pid := d.serve.Process.Pid
 	base := hwm(t, pid)

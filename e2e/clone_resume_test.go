@@ -24,6 +24,7 @@ import (
 // whole), far fewer bytes than the clone holds, and the clone holds the bank's
 // invariants at its GTID and replicates to the source's checksums.
 func TestCloneResume(t *testing.T) {
+	t.Parallel()
 	d := startDonor(t, 40000)
 	proxy := testdb.StartTCPProxy(t, d.addr)
 	datadir := filepath.Join(testdb.ShortDir(t), "data")

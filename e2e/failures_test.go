@@ -18,6 +18,7 @@ import (
 // TestBadInput checks that each user mistake gets a one-line error, a non-zero exit
 // and no panic.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE USER weak@localhost IDENTIFIED BY 'weakpw'")
 	src.Exec(t, "GRANT SELECT ON *.* TO weak@localhost")
@@ -110,6 +111,7 @@ func TestBadInput(t *testing.T) {
 // TestKilledBackupIsRefused kills ferry with SIGKILL mid-copy; the directory must be
 // marked incomplete and refused by prepare and restore (and mariadb-backup).
 func TestKilledBackupIsRefused(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	dir := filepath.Join(testdb.ShortDir(t), "killed")
@@ -144,6 +146,7 @@ func TestKilledBackupIsRefused(t *testing.T) {
 // is known only as it is copied, fills the disk and fails with a clear message, its
 // directory marked incomplete.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	mnt := testdb.ShortDir(t)
@@ -168,6 +171,7 @@ func TestDiskFull(t *testing.T) {
 // must fail with a clear message and stay marked incomplete, and a new backup after the
 // restart must restore to the source's checksums.
 func TestServerRestartDuringBackup(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	tmp := testdb.ShortDir(t)
@@ -217,6 +221,7 @@ func waitFile(t testing.TB, path string) {
 // stopped, so it is not cached): the backup must re-read it, then fail naming the file
 // and page, and never report success.
 func TestCorruptSourcePageFailsBackup(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	src.Stop(t)

@@ -195,6 +195,7 @@ func TestHostileBackupsAreRefused(t *testing.T) {
 // TestFailedPrepareKeepsItsLog: a recovery that fails (here: a manifest claiming 4 KiB
 // pages for a 16 KiB backup) names the server's error log, and the log is there.
 func TestFailedPrepareKeepsItsLog(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE d")
 	src.Exec(t, "CREATE TABLE d.t (id INT PRIMARY KEY) ENGINE=InnoDB")

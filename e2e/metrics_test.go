@@ -73,6 +73,7 @@ func positive(v float64) bool { return v > 0 }
 // last success's time and counts itself), and /metrics of serve across a clone and of
 // binlog-archive while it stores, all parsed with Prometheus's text parser.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{})
 	src.Exec(t, "CREATE DATABASE m")
 	src.Exec(t, "CREATE TABLE m.t (id INT PRIMARY KEY, v CHAR(200)) ENGINE=InnoDB")

@@ -29,6 +29,7 @@ func isMountPoint(t testing.TB, dir string) bool {
 // its filesystem under a name the server never lists as a database (no #mysql50#), and
 // each restored server has the source's checksums.
 func TestRestoreIntoMountPoint(t *testing.T) {
+	t.Parallel()
 	tmp := testdb.ShortDir(t)
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE shop")
@@ -97,6 +98,7 @@ func TestRestoreIntoMountPoint(t *testing.T) {
 // its recovery is refused before anything is written, in one line giving the need,
 // what is free, and where.
 func TestRestoreChecksSpaceFirst(t *testing.T) {
+	t.Parallel()
 	tmp := testdb.ShortDir(t)
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	full := filepath.Join(tmp, "full")
@@ -121,6 +123,7 @@ func TestRestoreChecksSpaceFirst(t *testing.T) {
 // one line and leaves nothing; a backup into a directory repository there stops with
 // one line, and the repository still verifies once it has room.
 func TestNoSpaceEveryEnd(t *testing.T) {
+	t.Parallel()
 	tmp := testdb.ShortDir(t)
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE shop")

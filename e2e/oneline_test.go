@@ -30,6 +30,7 @@ import (
 //   - a backup to a directory on a filesystem too small is refused before it writes,
 //     naming what it needs, what is free and where.
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{})
 	src.Exec(t, "CREATE DATABASE shop")
 	src.Exec(t, "CREATE TABLE shop.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")

@@ -16,6 +16,7 @@ import (
 // over both, an option of [ferry] the verb lacks is ignored and one of [ferry-VERB] is
 // refused in one line.
 func TestOptionFile(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{})
 	tmp := testdb.ShortDir(t)
 	cnf := func(extra string) string {

@@ -6,6 +6,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,13 +195,28 @@ func binlogFiles(t testing.TB, src *testdb.Server) []string {
 }
 
 // archivedFiles reads what the archive holds of each binlog file (segments stored
-// uncompressed, straight from the S3 server's directory).
+// uncompressed, straight from the S3 server's directory). The archiver merges segments
+// while it runs (--merge-every): a segment listed and then merged away before it is read
+// makes it read the archive again.
 func archivedFiles(t testing.TB, s3 *s3Repo) map[string][]byte {
 	t.Helper()
+	for try := 1; ; try++ {
+		out, err := readArchive(s3)
+		if err == nil {
+			return out
+		}
+		if !errors.Is(err, fs.ErrNotExist) || try == 5 {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readArchive is one read of archivedFiles.
+func readArchive(s3 *s3Repo) (map[string][]byte, error) {
 	root := s3.srv.ObjectPath(s3.bucket, strings.TrimPrefix(s3.url, "s3://"+s3.bucket+"/")+"/binlogs")
 	dirs, err := os.ReadDir(root)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("the archive's binlogs: %v", err) // not retried: the archive is not there
 	}
 	out := map[string][]byte{}
 	for _, d := range dirs {
@@ -224,16 +242,16 @@ func archivedFiles(t testing.TB, s3 *s3Repo) map[string][]byte {
 			}
 			b, err := os.ReadFile(filepath.Join(root, d.Name(), n))
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			if start != int64(buf.Len()) {
-				t.Fatalf("archive of %s: segment %s does not start where the one before ends (%d)", d.Name(), n, buf.Len())
+				return nil, fmt.Errorf("archive of %s: segment %s does not start where the one before ends (%d)", d.Name(), n, buf.Len())
 			}
 			buf.Write(b)
 		}
 		out[d.Name()] = buf.Bytes()
 	}
-	return out
+	return out, nil
 }
 
 // waitArchived waits until the archive holds the source's current binlog file up to

@@ -19,6 +19,7 @@ import (
 // that says what is wrong and what to do, a non-zero exit, no panic, quickly, and
 // without showing the secret key.
 func TestRepoBadInput(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	r := newS3Repo(t, "ferry-bad", "db")

@@ -17,6 +17,7 @@ import (
 // backup must announce its budget and its peak RSS stay within it plus a fixed
 // allowance for the runtime, the copy buffers and the HTTP client.
 func TestRepoMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE big")
 	src.Exec(t, "CREATE TABLE big.t (id INT PRIMARY KEY, pad VARBINARY(250)) ENGINE=InnoDB")

@@ -29,6 +29,7 @@ import (
 // bank's invariants at the chain's GTID and the source's checksums, and nothing else is
 // left.
 func TestChainRestoreResumes(t *testing.T) {
+	t.Parallel()
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-chain", "db")
 	load.Start()
@@ -228,6 +229,7 @@ func journalObjects(path string) []string {
 // downloads no object verified before and brings the table back with the backup's
 // checksum, leaving nothing behind.
 func TestTableRestoreResumes(t *testing.T) {
+	t.Parallel()
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-tables", "db")
 	load.Start()
@@ -274,6 +276,7 @@ func TestTableRestoreResumes(t *testing.T) {
 // (a transaction applied twice or skipped breaks them: a transfer's ledger rows and
 // balances change together).
 func TestPointInTimeRestoreResumes(t *testing.T) {
+	t.Parallel()
 	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 2, 20000)
 	r := newS3Repo(t, "resume-pitr", "db")
 	arch := startFerry(t, r.env, "binlog-archive", "--repo", r.url, "--socket", src.Socket, "--user", "root",

@@ -23,6 +23,7 @@ import (
 // while piping into restore each make restore fail with its one-line error, and leave
 // neither the datadir nor a staging directory behind.
 func TestDamagedStreamsAreRefused(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	loadMixed(t, src)
 	tmp := testdb.ShortDir(t)

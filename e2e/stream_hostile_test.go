@@ -20,6 +20,7 @@ import (
 // the fixed allowance for the files it decodes at once (16 × 5 MiB) and the runtime.
 // Before the bound, such a stream grew the restore by ~2 MiB per file.
 func TestStreamOpeningThousandsOfFiles(t *testing.T) {
+	t.Parallel()
 	tmp := testdb.ShortDir(t)
 	file := filepath.Join(tmp, "open.xbs")
 	if err := os.WriteFile(file, hostile.OpenFilesStream(2000), 0o600); err != nil {

@@ -22,6 +22,7 @@ import (
 // budget and its peak RSS must stay within the budget plus a fixed allowance for the
 // runtime, the copy buffers and the compressors.
 func TestStreamMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE big")
 	src.Exec(t, "CREATE TABLE big.t (id INT PRIMARY KEY, pad VARBINARY(250)) ENGINE=InnoDB")

@@ -21,6 +21,7 @@ import (
 // last transfer the server's own binlog (read in UTC by mariadb-binlog) shows at or
 // before that instant, and the restored copy holds the workloads' invariants there.
 func TestTimeZoneRoundTrip(t *testing.T) {
+	t.Parallel()
 	mbinlog, err := exec.LookPath("mariadb-binlog")
 	if err != nil {
 		t.Fatal("mariadb-binlog is not installed (it comes with mariadb-client; .ci/run installs it)")

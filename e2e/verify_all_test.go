@@ -18,6 +18,7 @@ import (
 // flipped, it exits non-zero naming that backup and the incremental that applies on it,
 // while the newer full backup still verifies.
 func TestVerifyEveryBackup(t *testing.T) {
+	t.Parallel()
 	src := testdb.Start(t, testdb.Options{ServerID: 1})
 	src.Exec(t, "CREATE DATABASE shop")
 	src.Exec(t, "CREATE TABLE shop.t (id INT PRIMARY KEY, pad CHAR(200)) ENGINE=InnoDB")
