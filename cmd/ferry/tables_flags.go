@@ -76,11 +76,11 @@ func (tf *tableFlags) start(ctx context.Context, cfg *restore.Config, g *globals
 // stream's files are known only as it is read, and a point-in-time restore may replay
 // a table's creation: those are checked on the prepared copy, as before.
 func checkInBackup(ctx context.Context, cfg *restore.Config, job *tableimport.Job) error {
-	if cfg.Replay != nil {
+	if cfg.Replay != nil || !cfg.Source.Caps().Inspect {
 		return nil
 	}
 	b, err := cfg.Source.Inspect(ctx)
-	if err != nil || b == nil {
+	if err != nil {
 		return err
 	}
 	paths, err := b.Paths()
