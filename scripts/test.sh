@@ -66,7 +66,8 @@ for p in "${phases[@]}"; do
   "$p" || rc=$?
   echo "test: phase $p: $((SECONDS - start)) s$([ $rc -eq 0 ] || echo ", FAILED (exit $rc)")"
   if [ -f "$logs/$p.json" ]; then
-    "$gotestsum" tool slowest --jsonfile "$logs/$p.json" --threshold 15s | head -25 | sed 's/^/test:   slow /'
+    # sed, not head: head would close the pipe early and fail the run (pipefail, SIGPIPE).
+    "$gotestsum" tool slowest --jsonfile "$logs/$p.json" --threshold 15s | sed -n '1,25s/^/test:   slow /p'
   fi
   [ $rc -eq 0 ] || exit $rc
 done
