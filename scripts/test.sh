@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test suite in phases, each timed (docs/testing.md says what each holds and costs):
-#   lint     go vet (with and without the e2e tag), gofmt, golangci-lint (.golangci.yml)
+#   lint     go vet (with and without the e2e and testhooks tags), gofmt, golangci-lint (.golangci.yml)
 #   fast     every test that starts no server, under the race detector: `go test -race ./...`
 #   servers  the tests in internal/ and cmd/ files marked //go:build e2e (real mariadbd, S3)
 #   e2e      the end-to-end suite in e2e/ (real servers, Galera, faults), a few at a time
@@ -31,11 +31,13 @@ run() {
   "$gotestsum" --format pkgname-and-test-fails --jsonfile "$logs/$name.json" -- "$@"
 }
 
+# Each phase runs as `"$p" || rc=$?`, where bash ignores set -e inside it: every step that
+# can fail returns at once.
 lint() {
-  go vet ./...
-  go vet -tags e2e,testhooks ./...
+  go vet ./... || return
+  go vet -tags e2e,testhooks ./... || return
   local unformatted
-  unformatted=$(gofmt -l $(git ls-files '*.go'))
+  unformatted=$(gofmt -l $(git ls-files '*.go')) || return
   [ -z "$unformatted" ] || { echo "test: gofmt needed: $unformatted" >&2; return 1; }
   "$(tool golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint)" run ./...
 }
@@ -49,6 +51,7 @@ fast() {
 servers() {
   local files names pkgs
   mapfile -t files < <(git grep -l '^//go:build e2e' -- '*_test.go' ':!e2e/')
+  [ ${#files[@]} -gt 0 ] || { echo "test: no //go:build e2e files outside e2e/" >&2; return 1; }
   names=$(grep -ho '^func Test[A-Za-z0-9_]*' "${files[@]}" | sed 's/^func //' | sort -u | paste -sd'|')
   mapfile -t pkgs < <(for f in "${files[@]}"; do echo "./$(dirname "$f")"; done | sort -u)
   run servers -tags e2e -count=1 -timeout 20m -run "^($names)\$" "${pkgs[@]}"
