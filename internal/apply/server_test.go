@@ -30,9 +30,6 @@ var formats = []string{"ROW_FORMAT=DYNAMIC", "ROW_FORMAT=REDUNDANT", "ROW_FORMAT
 // redo log), prepares one copy with mariadb-backup --prepare and one with ferry's native
 // apply, and compares every page of every tablespace.
 func TestMatchesMariabackupPrepare(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
 	s := testdb.Start(t, testdb.Options{LogFileSize: "256M"}) // mariadb-backup loses the race with small logs under this churn
 	r := differential(t, s, formats, 2*time.Second, rand.New(rand.NewPCG(1, 2)))
 	t.Logf("%d pages compared, %d decoded", r.Compared, r.Decoded)
@@ -174,9 +171,6 @@ func churn(ctx context.Context, db *sql.DB, n int, seed uint64) error {
 // server on it: the empty log ferry writes is one the server starts on with nothing to
 // recover.
 func TestAppliedCopyStarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a server")
-	}
 	s := testdb.Start(t, testdb.Options{})
 	mustExec(t, s.DB(t), "CREATE TABLE test.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	dir := filepath.Join(t.TempDir(), "b")

@@ -29,29 +29,8 @@ func TestMoreOpenFilesThanOpenFiles(t *testing.T) {
 	}
 	m := &manifest.Manifest{Format: 1, Type: "full", Storage: manifest.Storage{Format: "repository",
 		Compression: string(codec.Zstd), PartSize: o.PartSize}, EndTime: time.Now()}
-	want := map[string][]byte{}
-	done := make(chan error, 1)
-	go func() { done <- writeInTurns(w, m, want, 30) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("writing more files at once than OpenFiles hangs: the encoder's block pool deadlocked")
-	}
-	if err := w.Commit(context.Background(), m); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readAll(t, r, m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, b := range want {
-		if !bytes.Equal(got[p], b) {
-			t.Errorf("%s differs after the round trip", p)
-		}
-	}
+	roundTripWithin(t, r, w, m, "writing more files at once than OpenFiles hangs: the encoder's block pool deadlocked",
+		func(want map[string][]byte) error { return writeInTurns(w, m, want, 30) })
 }
 
 // writeInTurns creates n files and writes 300 KiB to each in turns of 100 KiB, so that
@@ -99,16 +78,24 @@ func TestIdlePartsDoNotPinTheBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &manifest.Manifest{Format: 1, Type: "full", Storage: manifest.Storage{Format: "repository", PartSize: o.PartSize}, EndTime: time.Now()}
+	roundTripWithin(t, r, w, m, "idle parts pinned the whole part budget: a writer waits forever",
+		func(want map[string][]byte) error { return writeIdleParts(w, m, want, 5) })
+}
+
+// roundTripWithin runs write (which records what it wrote in want) and fails with hung
+// if it takes over 10 s; then commits m and checks every file reads back as written.
+func roundTripWithin(t *testing.T, r *Repo, w *Writer, m *manifest.Manifest, hung string, write func(want map[string][]byte) error) {
+	t.Helper()
 	want := map[string][]byte{}
 	done := make(chan error, 1)
-	go func() { done <- writeIdleParts(w, m, want, 5) }()
+	go func() { done <- write(want) }()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("idle parts pinned the whole part budget: a writer waits forever")
+		t.Fatal(hung)
 	}
 	if err := w.Commit(context.Background(), m); err != nil {
 		t.Fatal(err)

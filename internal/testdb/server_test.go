@@ -18,9 +18,6 @@ import (
 // TestHarness runs every workload on a live server, checks the invariants on
 // it, and replicates it to a second server whose checksums must match.
 func TestHarness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts mariadbd")
-	}
 	src := Start(t, Options{ServerID: 1})
 	t.Logf("source %s on port %d", src.Version(t), src.Port)
 	startPos := src.QueryString(t, "SELECT @@GLOBAL.gtid_binlog_pos")
@@ -110,9 +107,6 @@ func sorted(m map[string]string) []string {
 
 // TestStopKillRestart stops a server by pid, restarts it, crashes it and restarts it again.
 func TestStopKillRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts mariadbd")
-	}
 	s := Start(t, Options{NoBinlog: true, Args: []string{"--innodb-flush-log-at-trx-commit=1"}})
 	s.Exec(t, "CREATE TABLE test.t (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO test.t VALUES (1)")
 	s.Stop(t)
@@ -127,9 +121,6 @@ func TestStopKillRestart(t *testing.T) {
 
 // TestStartFailureShowsLog expects a failed start to report the error log.
 func TestStartFailureShowsLog(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts mariadbd")
-	}
 	r := &recorder{TB: t}
 	done := make(chan struct{})
 	go func() { defer close(done); Start(r, Options{Args: []string{"--no-such-option=1"}}) }()
