@@ -61,11 +61,28 @@ func Open(path string, sparse, direct bool) (*Target, error) {
 	}
 	t := &Target{f: f, sparse: sparse, path: path}
 	if direct {
-		if d, err := os.OpenFile(path, os.O_WRONLY|syscall.O_DIRECT|syscall.O_NOFOLLOW, 0); err == nil {
-			t.direct = d
-		}
+		t.openDirect()
 	}
 	return t, nil
+}
+
+// openDirect adds the O_DIRECT descriptor aligned writes go through, if the filesystem
+// has O_DIRECT (without it every write goes through the page cache).
+func (t *Target) openDirect() {
+	if d, err := os.OpenFile(t.path, os.O_WRONLY|syscall.O_DIRECT|syscall.O_NOFOLLOW, 0); err == nil {
+		t.direct = d
+	}
+}
+
+// bufferFor is the size of the copy buffer for a file of size bytes: the whole file, one
+// 4 KiB block more so that the read that meets its end is the one after it, and never
+// above most. A buffer per small file costs its size, not most: a restore of 20,000 small
+// tablespaces spent most of its CPU clearing and scanning 1 MiB buffers.
+func bufferFor(size int64, most int) int {
+	if size < 0 || size >= int64(most) {
+		return most
+	}
+	return int(size) + BlockSize
 }
 
 var zeroBlock = make([]byte, BlockSize)
@@ -205,12 +222,9 @@ func CopyLeaving(ctx context.Context, src, dst string, onBytes func(int64), leav
 	if err != nil {
 		return 0, 0, err
 	}
-	out.Close()
-	if out, err = Open(dst, IsSparse(fi), true); err != nil {
-		return 0, 0, err
-	}
+	out.openDirect()
 	defer out.Close()
-	buf := directio.AlignedBuffer(1 << 20)
+	buf := directio.AlignedBuffer(bufferFor(fi.Size(), 1<<20))
 	var off int64
 	var crc uint32
 	var pages leftPages
@@ -290,7 +304,11 @@ func FileCRC(path string) (int64, uint32, error) {
 		return 0, 0, err
 	}
 	defer f.Close()
-	buf := make([]byte, 4<<20)
+	var size int64 = 4 << 20
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	buf := make([]byte, bufferFor(size, 4<<20))
 	var crc uint32
 	var n int64
 	for {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -126,5 +127,49 @@ func TestCopyLeavingLeavesTheNamedPages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCopyAndCRCAtEverySizeEdge copies files whose sizes sit on and beside the block and
+// buffer edges (the buffer is sized to the file below 1 MiB): every byte arrives, and
+// CopyPlain and FileCRC agree with the CRC of the bytes.
+func TestCopyAndCRCAtEverySizeEdge(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 4095, 4096, 4097, 16384, 98304, 1<<20 - 1, 1 << 20, 1<<20 + 1, 3<<20 + 4096} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + i>>12)
+		}
+		src := filepath.Join(dir, fmt.Sprintf("src-%d", size))
+		dst := filepath.Join(dir, fmt.Sprintf("dst-%d", size))
+		if err := os.WriteFile(src, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		n, crc, err := CopyPlain(context.Background(), src, dst, nil)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		want := checksum.Update(0, data)
+		if n != int64(size) || crc != want {
+			t.Fatalf("size %d: copied %d bytes, crc %08x, want %d and %08x", size, n, crc, size, want)
+		}
+		if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: copy differs (err %v)", size, err)
+		}
+		if n, crc, err := FileCRC(src); err != nil || n != int64(size) || crc != want {
+			t.Fatalf("size %d: FileCRC %d %08x %v, want %d %08x", size, n, crc, err, size, want)
+		}
+	}
+}
+
+func TestBufferForIsTheFileUpToTheCap(t *testing.T) {
+	for _, c := range []struct {
+		size int64
+		most int
+		want int
+	}{{0, 1 << 20, 4096}, {98304, 1 << 20, 98304 + 4096}, {1 << 20, 1 << 20, 1 << 20}, {5 << 30, 1 << 20, 1 << 20}, {-1, 1 << 20, 1 << 20}} {
+		if got := bufferFor(c.size, c.most); got != c.want {
+			t.Errorf("bufferFor(%d, %d) = %d, want %d", c.size, c.most, got, c.want)
+		}
 	}
 }
