@@ -43,6 +43,10 @@ type Config struct {
 	CompressionLevel int
 	Parallel         int // pages rolled at once; default 4 per core, at least 16
 	Memory           int // bytes of redo records held per batch; default 256 MiB
+	// OpenFiles is how many tablespaces may stay open from one batch to the next; more
+	// are closed and opened again when a batch needs them (default 1000). A datadir of
+	// 100,000 tables does not need 100,000 descriptors.
+	OpenFiles int
 	// Ahead is the log parsed while the datadir was filled (nil: none); Dir uses it if
 	// it is of the datadir's log, and parses the log itself otherwise.
 	Ahead *Ahead
@@ -124,7 +128,7 @@ type applier struct {
 	cfg       Config
 	logPath   string
 	spaces    map[uint32]*space
-	deferred  map[string]*os.File
+	deferred  map[string]string // files whose page 0 is not valid yet, by relative path
 	logs      map[uint32]*spaceLog
 	end       uint64                 // end LSN of the redo: no page may be newer
 	redoBytes uint64                 // from the checkpoint to the end
@@ -152,6 +156,9 @@ func newApplier(cfg Config) (*applier, error) {
 		cfg.Parallel = max(16, 4*runtime.GOMAXPROCS(0))
 	}
 	cfg.Memory = batchMemory(cfg.Memory)
+	if cfg.OpenFiles <= 0 {
+		cfg.OpenFiles = defaultOpenFiles
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -160,7 +167,7 @@ func newApplier(cfg Config) (*applier, error) {
 		return nil, err
 	}
 	if ps := spaces[0].flags.PageSize(); ps != cfg.PageSize {
-		closeAll(spaces, deferred)
+		closeAll(spaces)
 		return nil, fmt.Errorf("%w: the backup says innodb_page_size=%d, its system tablespace has %d-byte pages", errUnsupported, cfg.PageSize, ps)
 	}
 	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
@@ -175,11 +182,36 @@ func newApplier(cfg Config) (*applier, error) {
 			return nil, err
 		}
 	}
+	a.release()
 	return a, nil
 }
 
 // close closes the files.
-func (a *applier) close() { closeAll(a.spaces, a.deferred) }
+func (a *applier) close() { closeAll(a.spaces) }
+
+// release closes the tablespaces' files (but the system tablespace's) when more than
+// cfg.OpenFiles of them are open, between batches: each batch opens the files it needs
+// again. A file closed after writes loses nothing: its pages stay in the page cache
+// and sync reopens it to make them durable.
+func (a *applier) release() {
+	n := 0
+	for _, sp := range a.spaces {
+		if sp.isOpen() {
+			n++
+		}
+	}
+	if n <= a.cfg.OpenFiles {
+		return
+	}
+	for id, sp := range a.spaces {
+		if id != 0 {
+			sp.close()
+		}
+	}
+}
+
+// defaultOpenFiles is Config.OpenFiles' default.
+const defaultOpenFiles = 1000
 
 // run parses the log in batches of at most cfg.Memory bytes of records and rolls the
 // pages of each batch forward. A log whose records fit one batch is parsed once: the
@@ -304,6 +336,7 @@ func (a *applier) rollBatch(ctx context.Context, res *Result, b *batch) error {
 	}
 	t1 := time.Now()
 	n, err := a.applyBatch(ctx, b)
+	a.release()
 	res.Roll += time.Since(t1)
 	res.Pages += n
 	res.Batches++
@@ -426,9 +459,10 @@ func prefetch(jobs []pageJob) {
 			j++
 		}
 		if sp := jobs[i].sp; !allBuilt(jobs[i : j+1]) {
-			f, off := sp.locate(jobs[i].id.Page)
-			n := int64(jobs[j].id.Page-jobs[i].id.Page+1) * int64(sp.physSize())
-			unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED) // advice only: an error changes nothing
+			if f, off, err := sp.locate(jobs[i].id.Page); err == nil { // an error is met again by the roll
+				n := int64(jobs[j].id.Page-jobs[i].id.Page+1) * int64(sp.physSize())
+				unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED) // advice only: an error changes nothing
+			}
 		}
 		i = j + 1
 	}
@@ -532,9 +566,7 @@ func (a *applier) writeBack(mu *sync.Mutex) (stop func()) {
 			files = files[:0]
 			mu.Lock()
 			for sp := range a.written {
-				for _, g := range sp.segs {
-					files = append(files, g.f)
-				}
+				files = sp.appendOpen(files)
 			}
 			mu.Unlock()
 			for _, f := range files {
@@ -582,12 +614,12 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 		sl = f
 	}
 	if sl != nil && sl.name != "" {
-		if f := a.deferred[localName(sl.name)]; f != nil {
+		if path := a.deferred[localName(sl.name)]; path != "" {
 			if !sl.hasFlags || innodb.SpaceFlags(sl.flags).PageSize() == 0 {
 				return nil, &RecordError{Space: id, Record: "WRITE", Reason: "the redo creates the tablespace without valid FSP_SPACE_FLAGS"}
 			}
 			delete(a.deferred, localName(sl.name))
-			sp := &space{id: id, segs: []segment{{f: f, path: filepath.Join(a.cfg.Dir, localName(sl.name))}},
+			sp := &space{id: id, segs: []segment{{path: path}},
 				flags: innodb.SpaceFlags(sl.flags), hasFlags: true, deferred: true}
 			a.spaces[id] = sp
 			return sp, nil
@@ -622,7 +654,11 @@ func (a *applier) trimAndExtend(b *batch) error {
 		if sp == nil {
 			continue
 		}
-		if err := sp.last().f.Truncate(int64(t.pages) * int64(sp.physSize())); err != nil {
+		g, err := sp.last()
+		if err != nil {
+			return err
+		}
+		if err := g.f.Truncate(int64(t.pages) * int64(sp.physSize())); err != nil {
 			return fmt.Errorf("trim undo tablespace %s: %w", sp.path(), err)
 		}
 		a.written[sp] = true
@@ -645,7 +681,10 @@ func (a *applier) trimAndExtend(b *batch) error {
 
 // extend makes the tablespace's last file hold at least pages pages in all.
 func (s *space) extend(pages uint32) error {
-	g := s.last()
+	g, err := s.last()
+	if err != nil {
+		return err
+	}
 	want := (int64(pages) - int64(g.first)) * int64(s.physSize())
 	if s.deferred {
 		want = want / 4096 * 4096
@@ -669,6 +708,9 @@ func (a *applier) arenaOf(g group) []byte { return a.arena[g.off : g.off+g.n] }
 // sync makes every written file durable.
 func (a *applier) sync() error {
 	for sp := range a.written {
+		if err := sp.open(); err != nil {
+			return err
+		}
 		for _, g := range sp.segs {
 			if err := g.f.Sync(); err != nil {
 				return fmt.Errorf("sync %s: %w", g.path, err)

@@ -59,6 +59,9 @@ func (a *applier) checkKey(sp *space) error {
 		return nil
 	}
 	buf := make([]byte, sp.physSize())
+	if err := sp.open(); err != nil {
+		return err
+	}
 	st, err := sp.segs[0].f.Stat()
 	if err != nil {
 		return err

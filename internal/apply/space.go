@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,7 +25,7 @@ type DataFile struct {
 
 // segment is one file of a tablespace and the pages it holds from first on.
 type segment struct {
-	f     *os.File
+	f     *os.File // nil while closed (space.open)
 	path  string
 	first uint64
 	pages uint64 // 0: unbounded (the last file)
@@ -39,6 +41,7 @@ type space struct {
 	crypt    bool               // page 0 carries encryption metadata
 	codec    *innodb.SpaceCodec // decrypts/decompresses reads, compresses/encrypts writes; nil if neither
 	codecSet bool               // a deferred space's codec was looked for once its page 0 was built
+	mu       sync.Mutex         // guards the segments' files (open, close)
 }
 
 // path names the tablespace's (first) file.
@@ -47,21 +50,65 @@ func (s *space) path() string { return s.segs[0].path }
 // physSize is the size of one page in the file.
 func (s *space) physSize() int { return s.flags.PhysicalSize() }
 
-// locate returns the file and offset of page no.
-func (s *space) locate(no uint32) (*os.File, int64) {
+// open opens the tablespace's files that are not open. The files of a tablespace are
+// opened when a batch first needs them and closed again (release) when too many are
+// open: a datadir of 100,000 tables must not need 100,000 descriptors.
+func (s *space) open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.segs {
+		if s.segs[i].f != nil {
+			continue
+		}
+		f, err := os.OpenFile(s.segs[i].path, os.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", s.segs[i].path, err)
+		}
+		s.segs[i].f = f
+	}
+	return nil
+}
+
+// appendOpen appends the tablespace's open files to files.
+func (s *space) appendOpen(files []*os.File) []*os.File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.segs {
+		if g.f != nil {
+			files = append(files, g.f)
+		}
+	}
+	return files
+}
+
+// isOpen tells whether the tablespace's files are open.
+func (s *space) isOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.segs[0].f != nil
+}
+
+// locate returns the file and offset of page no, opening the files if need be.
+func (s *space) locate(no uint32) (*os.File, int64, error) {
+	if err := s.open(); err != nil {
+		return nil, 0, err
+	}
 	p, ps := uint64(no), int64(s.physSize())
 	for i, g := range s.segs {
 		if g.pages == 0 || p < g.first+g.pages || i == len(s.segs)-1 {
-			return g.f, int64(p-g.first) * ps
+			return g.f, int64(p-g.first) * ps, nil
 		}
 	}
-	return nil, 0
+	return nil, 0, fmt.Errorf("%s has no file", s.path())
 }
 
 // readPage reads page no into b (len = physical size); past the end of the file it
 // reads zeros, as the server does for a file it extends.
 func (s *space) readPage(b []byte, no uint32) error {
-	f, off := s.locate(no)
+	f, off, err := s.locate(no)
+	if err != nil {
+		return err
+	}
 	n, err := f.ReadAt(b, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read page %d of %s: %w", no, s.path(), err)
@@ -72,7 +119,10 @@ func (s *space) readPage(b []byte, no uint32) error {
 
 // writePage writes page no from b.
 func (s *space) writePage(b []byte, no uint32) error {
-	f, off := s.locate(no)
+	f, off, err := s.locate(no)
+	if err != nil {
+		return err
+	}
 	if _, err := f.WriteAt(b, off); err != nil {
 		return fmt.Errorf("write page %d of %s: %w", no, s.path(), err)
 	}
@@ -83,53 +133,116 @@ func (s *space) writePage(b []byte, no uint32) error {
 // the server punches it: reads then give zeros). A file system that cannot punch keeps
 // the page as it is, as the server's write does there.
 func (s *space) punch(no uint32) error {
-	f, off := s.locate(no)
-	err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, int64(s.physSize()))
+	f, off, err := s.locate(no)
+	if err != nil {
+		return err
+	}
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, int64(s.physSize()))
 	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
 		return fmt.Errorf("punch page %d of %s: %w", no, s.path(), err)
 	}
 	return nil
 }
 
-// last is the file that grows when the tablespace does.
-func (s *space) last() segment { return s.segs[len(s.segs)-1] }
+// last is the file that grows when the tablespace does, opened.
+func (s *space) last() (segment, error) {
+	if err := s.open(); err != nil {
+		return segment{}, err
+	}
+	return s.segs[len(s.segs)-1], nil
+}
 
-// close closes the tablespace's files.
+// close closes the tablespace's files (a later use opens them again).
 func (s *space) close() {
-	for _, g := range s.segs {
-		g.f.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.segs {
+		if s.segs[i].f != nil {
+			s.segs[i].f.Close()
+			s.segs[i].f = nil
+		}
 	}
 }
 
-// openSpaces opens every tablespace file under dir: the system tablespace's files,
-// the undo tablespaces and every .ibd, keyed by space id. Files whose page 0 is not
-// valid (a table created during the backup, whose page 0 the redo writes) are
-// returned by name, for the redo's FILE_CREATE and FILE_MODIFY records to claim.
-func openSpaces(dir string, data []DataFile) (map[uint32]*space, map[string]*os.File, error) {
-	spaces, deferred := map[uint32]*space{}, map[string]*os.File{}
-	fail := func(err error) (map[uint32]*space, map[string]*os.File, error) {
-		closeAll(spaces, deferred)
-		return nil, nil, err
-	}
+// openSpaces finds every tablespace file under dir: the system tablespace's files
+// (left open), the undo tablespaces and every .ibd, keyed by space id from their page 0
+// (read by scanWorkers at once, each file closed again). Files whose page 0 is not
+// valid (a table created during the backup, whose page 0 the redo writes) are returned
+// by name (relative path to full path), for the redo's FILE_CREATE and FILE_MODIFY
+// records to claim.
+func openSpaces(dir string, data []DataFile) (map[uint32]*space, map[string]string, error) {
 	sys, err := openSystem(dir, data)
 	if err != nil {
-		return fail(err)
+		return nil, nil, err
 	}
-	spaces[0] = sys
+	var rels []string
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		if d.IsDir() || !isTablespaceFile(rel) {
-			return nil
+		if !d.IsDir() && isTablespaceFile(rel) {
+			rels = append(rels, rel)
 		}
-		return addFile(path, rel, spaces, deferred)
+		return nil
 	})
 	if err != nil {
-		return fail(err)
+		sys.close()
+		return nil, nil, err
+	}
+	heads, err := readHeaders(dir, rels)
+	if err != nil {
+		sys.close()
+		return nil, nil, err
+	}
+	spaces, deferred := map[uint32]*space{0: sys}, map[string]string{}
+	for i, rel := range rels {
+		path, h := filepath.Join(dir, rel), heads[i]
+		if !h.ok {
+			deferred[rel] = path
+			continue
+		}
+		if old, dup := spaces[h.SpaceID]; dup {
+			sys.close()
+			return nil, nil, fmt.Errorf("%s and %s both hold tablespace %d", old.path(), path, h.SpaceID)
+		}
+		spaces[h.SpaceID] = &space{id: h.SpaceID, segs: []segment{{path: path}}, flags: h.Flags, hasFlags: true, crypt: h.CryptData}
 	}
 	return spaces, deferred, nil
+}
+
+// scanWorkers is how many page 0 reads openSpaces has in flight: a datadir of many
+// small tables, just written, is read back from the disk, one small read per file.
+const scanWorkers = 16
+
+// header is what readHeaders found in one file: its FSP header, and whether page 0 is valid.
+type header struct {
+	innodb.SpaceHeader
+	ok bool
+}
+
+// readHeaders reads page 0 of each file (relative to dir), scanWorkers at a time.
+func readHeaders(dir string, rels []string) ([]header, error) {
+	out := make([]header, len(rels))
+	var g errgroup.Group
+	g.SetLimit(scanWorkers)
+	for i, rel := range rels {
+		g.Go(func() error {
+			path := filepath.Join(dir, rel)
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", path, err)
+			}
+			defer f.Close()
+			h, ok, err := readHeader(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			out[i] = header{h, ok}
+			return nil
+		})
+	}
+	return out, g.Wait()
 }
 
 // isTablespaceFile tells whether rel (relative to the datadir) is an .ibd or an undo
@@ -137,29 +250,6 @@ func openSpaces(dir string, data []DataFile) (map[uint32]*space, map[string]*os.
 func isTablespaceFile(rel string) bool {
 	base := filepath.Base(rel)
 	return strings.HasSuffix(rel, ".ibd") || (rel == base && strings.HasPrefix(base, "undo") && len(base) == 7)
-}
-
-// addFile opens one .ibd or undo file and files it by space id, or as deferred.
-func addFile(path, rel string, spaces map[uint32]*space, deferred map[string]*os.File) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	h, ok, err := readHeader(f)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if !ok {
-		deferred[rel] = f
-		return nil
-	}
-	if old, dup := spaces[h.SpaceID]; dup {
-		f.Close()
-		return fmt.Errorf("%s and %s both hold tablespace %d", old.path(), path, h.SpaceID)
-	}
-	spaces[h.SpaceID] = &space{id: h.SpaceID, segs: []segment{{f: f, path: path}}, flags: h.Flags, hasFlags: true, crypt: h.CryptData}
-	return nil
 }
 
 // openSystem opens the system tablespace's files in order.
@@ -195,18 +285,21 @@ func openSystem(dir string, data []DataFile) (*space, error) {
 // readHeader reads page 0's FSP header; ok is false when it is not valid (all zeros,
 // or a wrong page number), as for a tablespace the redo creates.
 func readHeader(f *os.File) (innodb.SpaceHeader, bool, error) {
-	b := make([]byte, 1<<16)
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
+	b, err := readHead(f, 16<<10) // the usual page size; a larger page is read again whole
+	if err != nil {
 		return innodb.SpaceHeader{}, false, err
 	}
-	b = b[:n]
 	if len(b) < 64 || binary.BigEndian.Uint32(b[4:]) != 0 {
 		return innodb.SpaceHeader{}, false, nil
 	}
 	h, err := innodb.ParseSpaceHeader(b)
 	if err != nil || innodb.IsZero(b[:64]) {
 		return innodb.SpaceHeader{}, false, nil
+	}
+	if ps := h.Flags.PhysicalSize(); len(b) == 16<<10 && ps > len(b) && ps <= 1<<16 {
+		if b, err = readHead(f, ps); err != nil {
+			return innodb.SpaceHeader{}, false, err
+		}
 	}
 	if len(b) < h.Flags.PhysicalSize() {
 		return innodb.SpaceHeader{}, false, nil
@@ -217,13 +310,20 @@ func readHeader(f *os.File) (innodb.SpaceHeader, bool, error) {
 	return h, true, nil
 }
 
-// closeAll closes every file opened by openSpaces.
-func closeAll(spaces map[uint32]*space, deferred map[string]*os.File) {
+// readHead reads the first n bytes of f (fewer if it is shorter).
+func readHead(f *os.File, n int) ([]byte, error) {
+	b := make([]byte, n)
+	k, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:k], nil
+}
+
+// closeAll closes every file of spaces.
+func closeAll(spaces map[uint32]*space) {
 	for _, s := range spaces {
 		s.close()
-	}
-	for _, f := range deferred {
-		f.Close()
 	}
 }
 
