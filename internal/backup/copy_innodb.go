@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,31 +69,49 @@ type segment struct {
 	vanished bool // the file was gone when the segment was opened
 }
 
-// copyInnoDBFiles copies files with cfg.Parallel workers, splitting large files into
-// segments, and records what was stored. A file is created when its first segment
-// starts and finished by its last one, so a stream holds only the files being copied.
-// Files that vanish (dropped or renamed by DDL while the backup runs) are skipped: the
-// DDL reconciliation under BLOCK_DDL handles them.
+// copyInnoDBFiles copies files, largest first, splitting large files into segments,
+// and records what was stored: segments of files over smallFile with cfg.Parallel
+// workers, whole small files with smallWorkers more at the same time (a small file's
+// copy waits on opens and creates more than on its bytes). A file is created when its
+// first segment starts and finished by its last one, so a stream holds only the files
+// being copied. Files that vanish (dropped or renamed by DDL while the backup runs)
+// are skipped: the DDL reconciliation under BLOCK_DDL handles them.
 func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
-	var jobs []*innoJob
-	for _, f := range files {
-		ij, err := j.prepareInnoJob(f)
-		if errors.Is(err, os.ErrNotExist) {
-			j.log.Debug("file vanished before copy", "file", f.Rel)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		jobs = append(jobs, ij)
+	jobs, err := j.prepareInnoJobs(ctx, files)
+	if err != nil {
+		return err
 	}
+	slices.SortStableFunc(jobs, func(a, b *innoJob) int { return cmp.Compare(b.src.Size, a.src.Size) })
+	cut := sort.Search(len(jobs), func(i int) bool { return jobs[i].src.Size <= smallFile })
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(j.cfg.Parallel)
 	var done atomic.Int64
+	g.Go(func() error { return j.copyInnoJobs(gctx, jobs[:cut], j.cfg.Parallel, &done) })
+	g.Go(func() error { return j.copyInnoJobs(gctx, jobs[cut:], j.smallWorkers(), &done) })
+	return g.Wait()
+}
+
+// smallFile is the size up to which a tablespace is a small file: copied whole by one
+// of smallWorkers, beside the cfg.Parallel workers of the large ones.
+const smallFile = 1 << 20
+
+// smallWorkers is how many small files are copied at once: at least smallFileWorkers.
+func (j *job) smallWorkers() int { return max(smallFileWorkers, j.cfg.Parallel) }
+
+// smallFileWorkers keeps enough opens, reads and creates of small files in flight to
+// hide their latency (a server of 20,000 tables has 19,000 files of 96 KiB).
+const smallFileWorkers = 8
+
+// copyInnoJobs copies the segments of jobs with workers at a time.
+func (j *job) copyInnoJobs(ctx context.Context, jobs []*innoJob, workers int, done *atomic.Int64) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
 	for _, ij := range jobs {
 		ij.pending.Store(int32(len(ij.segs)))
 		for i := range ij.segs {
 			g.Go(func() error {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
 				if err := j.copySegment(gctx, ij, &ij.segs[i]); err != nil {
 					return err
 				}
@@ -107,6 +127,49 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 		}
 	}
 	return g.Wait()
+}
+
+// headerReaders is how many files' page 0 prepareInnoJobs reads at once.
+const headerReaders = 16
+
+// prepareInnoJobs prepares a job per file (prepareInnoJob), headerReaders at a time
+// once the system tablespace's files are done in order (ibdata2 and later take
+// ibdata1's checker). Files gone meanwhile are left out.
+func (j *job) prepareInnoJobs(ctx context.Context, files []srcFile) ([]*innoJob, error) {
+	jobs := make([]*innoJob, len(files))
+	prepare := func(i int) error {
+		ij, err := j.prepareInnoJob(files[i])
+		if errors.Is(err, os.ErrNotExist) {
+			j.log.Debug("file vanished before copy", "file", files[i].Rel)
+			return nil
+		}
+		jobs[i] = ij
+		return err
+	}
+	for i, f := range files {
+		if f.System {
+			if err := prepare(i); err != nil {
+				return nil, err
+			}
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(headerReaders)
+	for i, f := range files {
+		if f.System {
+			continue
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return prepare(i)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(jobs, func(ij *innoJob) bool { return ij == nil }), nil
 }
 
 // openOut creates the file's copy once, for whichever segment starts first.
@@ -151,7 +214,7 @@ func (j *job) readHeader(in *directio.File, ij *innoJob) error {
 		ij.page = ij.header.Flags.PhysicalSize()
 		return nil
 	}
-	buf := directio.AlignedBuffer(64 << 10)
+	buf := directio.AlignedBuffer(cmp.Or(j.info.PageSize, 64<<10)) // page 0 is never larger than a logical page
 	n, err := in.ReadAt(buf, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read page 0 of %s: %w", ij.src.Abs, err)

@@ -29,11 +29,12 @@ type openCopy struct {
 	kind string
 }
 
-// copyOthers copies non-InnoDB files in parallel with plain reads; files dropped in the
-// meantime are skipped.
+// copyOthers copies non-InnoDB files with plain reads, as many at once as small
+// tablespaces (most are small: .frm, MyISAM and Aria tables, under BLOCK_DDL, whose
+// length is the length of this copy); files dropped in the meantime are skipped.
 func (j *job) copyOthers(ctx context.Context, files []srcFile) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(j.cfg.Parallel)
+	g.SetLimit(j.smallWorkers())
 	for _, f := range files {
 		g.Go(func() error {
 			c, err := j.startCopy(f)

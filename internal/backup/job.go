@@ -178,8 +178,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	case j.cfg.MaxRate > 0:
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
 	}
-	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
-	for range 2 * j.cfg.Parallel {
+	j.bufs = make(chan []byte, j.copyBuffers())
+	for range j.copyBuffers() {
 		j.bufs <- directio.AlignedBuffer(j.cfg.ChunkSize)
 	}
 	j.log.Info("backup starting", "server", j.info.Version, "datadir", j.info.Datadir, "target", j.sink.Name(),
@@ -202,8 +202,12 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // memoryBudget is what the copy buffers, the end's own pipeline and the redo spool's
 // memory tier may hold.
 func (j *job) memoryBudget() int64 {
-	return int64(2*j.cfg.Parallel*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory + j.mode.memory(j)
+	return int64(j.copyBuffers()*j.cfg.ChunkSize) + j.sink.Caps().Memory + spoolMemory + j.mode.memory(j)
 }
+
+// copyBuffers is how many chunk buffers the copy workers share: two per worker (one
+// being read, one being written), large-file and small-file workers alike.
+func (j *job) copyBuffers() int { return 2 * (j.cfg.Parallel + j.smallWorkers()) }
 
 // connect opens a session on the server (the one probe, with the privileges check)
 // and checks access to the datadir.
