@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/workers"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -70,64 +70,54 @@ type segment struct {
 }
 
 // copyInnoDBFiles copies files, largest first, splitting large files into segments,
-// and records what was stored: segments of files over smallFile with cfg.Parallel
-// workers, whole small files with smallWorkers more at the same time (a small file's
-// copy waits on opens and creates more than on its bytes). A file is created when its
-// first segment starts and finished by its last one, so a stream holds only the files
-// being copied. Files that vanish (dropped or renamed by DDL while the backup runs)
-// are skipped: the DDL reconciliation under BLOCK_DDL handles them.
+// and records what was stored: segments of large files with cfg.Parallel workers,
+// whole small files with smallWorkers more at the same time (a small file's copy waits
+// on opens and creates more than on its bytes). A file is created when its first
+// segment starts and finished by its last one, so a stream holds only the files being
+// copied. Files that vanish (dropped or renamed by DDL while the backup runs) are
+// skipped: the DDL reconciliation under BLOCK_DDL handles them.
 func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 	jobs, err := j.prepareInnoJobs(ctx, files)
 	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(jobs, func(a, b *innoJob) int { return cmp.Compare(b.src.Size, a.src.Size) })
-	cut := sort.Search(len(jobs), func(i int) bool { return jobs[i].src.Size <= smallFile })
-	g, gctx := errgroup.WithContext(ctx)
-	var done atomic.Int64
-	g.Go(func() error { return j.copyInnoJobs(gctx, jobs[:cut], j.cfg.Parallel, &done) })
-	g.Go(func() error { return j.copyInnoJobs(gctx, jobs[cut:], j.smallWorkers(), &done) })
-	return g.Wait()
-}
-
-// smallFile is the size up to which a tablespace is a small file: copied whole by one
-// of smallWorkers, beside the cfg.Parallel workers of the large ones.
-const smallFile = 1 << 20
-
-// smallWorkers is how many small files are copied at once: at least smallFileWorkers.
-func (j *job) smallWorkers() int { return max(smallFileWorkers, j.cfg.Parallel) }
-
-// smallFileWorkers keeps enough opens, reads and creates of small files in flight to
-// hide their latency (a server of 20,000 tables has 19,000 files of 96 KiB).
-const smallFileWorkers = 8
-
-// copyInnoJobs copies the segments of jobs with workers at a time.
-func (j *job) copyInnoJobs(ctx context.Context, jobs []*innoJob, workers int, done *atomic.Int64) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
+	var tasks []segTask
 	for _, ij := range jobs {
 		ij.pending.Store(int32(len(ij.segs)))
 		for i := range ij.segs {
-			g.Go(func() error {
-				if err := gctx.Err(); err != nil {
-					return err
-				}
-				if err := j.copySegment(gctx, ij, &ij.segs[i]); err != nil {
-					return err
-				}
-				if ij.pending.Add(-1) > 0 {
-					return nil
-				}
-				if err := j.finishInnoJob(ij); err != nil {
-					return err
-				}
-				faultpoint.At(gctx, "backup-file", int(done.Add(1)))
-				return nil
-			})
+			tasks = append(tasks, segTask{ij, i})
 		}
 	}
-	return g.Wait()
+	var done atomic.Int64
+	plan := workers.Plan{Small: workers.SmallFile, Large: j.cfg.Parallel, SmallWorkers: j.smallWorkers()}
+	return workers.BySize(ctx, tasks, segTask.size, plan, func(ctx context.Context, t segTask) error {
+		ij := t.ij
+		if err := j.copySegment(ctx, ij, &ij.segs[t.seg]); err != nil {
+			return err
+		}
+		if ij.pending.Add(-1) > 0 {
+			return nil
+		}
+		if err := j.finishInnoJob(ij); err != nil {
+			return err
+		}
+		faultpoint.At(ctx, "backup-file", int(done.Add(1)))
+		return nil
+	})
 }
+
+// segTask is one segment of a file to copy.
+type segTask struct {
+	ij  *innoJob
+	seg int
+}
+
+// size is the size of the task's file: a file's segments go together, largest first.
+func (t segTask) size() int64 { return t.ij.src.Size }
+
+// smallWorkers is how many small files are copied at once, beside cfg.Parallel workers
+// of large ones.
+func (j *job) smallWorkers() int { return max(workers.SmallFileWorkers, j.cfg.Parallel) }
 
 // headerReaders is how many files' page 0 prepareInnoJobs reads at once.
 const headerReaders = 16

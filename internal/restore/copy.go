@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -19,8 +20,8 @@ import (
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/safepath"
 	"github.com/ferry-backup/ferry/internal/setting"
+	"github.com/ferry-backup/ferry/internal/workers"
 	"github.com/ferry-backup/ferry/internal/xtrabackup"
-	"golang.org/x/sync/errgroup"
 )
 
 // datadirFiles lists the files that go into the datadir: the manifest's for ferry
@@ -72,37 +73,32 @@ func totalSize(files []manifest.File) int64 {
 	return n
 }
 
-// copyFiles copies (or moves) files from src to dst in parallel, verifying each
-// recorded checksum. A copy leaves unwritten the pages leave names (nil: none).
+// copyFiles copies (or moves) files from src to dst, largest first, parallel at a
+// time and the small files beside them workers.SmallFileWorkers at a time, verifying
+// each recorded checksum. A copy leaves unwritten the pages leave names (nil: none).
 func copyFiles(ctx context.Context, src, dst string, files []manifest.File, parallel int, move bool, leave filecopy.Leave, prog *progress.Reporter) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
 	var done atomic.Int64
-	for _, f := range files {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			from, err := safepath.Join(src, f.Path)
-			if err != nil {
-				return fmt.Errorf("backup %s: %w", src, err)
-			}
-			to, err := safepath.MkdirParents(dst, f.Path, 0o750)
-			if err != nil {
-				return err
-			}
-			if move {
-				err = moveVerified(from, to, f, prog)
-			} else {
-				err = copyVerified(gctx, from, to, f, leave, prog)
-			}
-			if err == nil {
-				faultpoint.At(gctx, "restore-file", int(done.Add(1)))
-			}
+	files = slices.Clone(files) // sorted by size
+	plan := workers.Plan{Small: workers.SmallFile, Large: parallel, SmallWorkers: max(workers.SmallFileWorkers, parallel)}
+	return workers.BySize(ctx, files, func(f manifest.File) int64 { return f.Size }, plan, func(ctx context.Context, f manifest.File) error {
+		from, err := safepath.Join(src, f.Path)
+		if err != nil {
+			return fmt.Errorf("backup %s: %w", src, err)
+		}
+		to, err := safepath.MkdirParents(dst, f.Path, 0o750)
+		if err != nil {
 			return err
-		})
-	}
-	return g.Wait()
+		}
+		if move {
+			err = moveVerified(from, to, f, prog)
+		} else {
+			err = copyVerified(ctx, from, to, f, leave, prog)
+		}
+		if err == nil {
+			faultpoint.At(ctx, "restore-file", int(done.Add(1)))
+		}
+		return err
+	})
 }
 
 func copyVerified(ctx context.Context, from, to string, f manifest.File, leave filecopy.Leave, prog *progress.Reporter) error {
