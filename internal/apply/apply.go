@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/redo"
+	"github.com/ferry-backup/ferry/internal/safepath"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 )
@@ -78,6 +79,12 @@ type Result struct {
 	Check                 time.Duration // the first pass over the log (or the wait for the parse ahead)
 	ParsedAhead           bool          // Config.Ahead was used
 	Roll                  time.Duration // reading, applying and writing pages (parsing aside)
+	// Spaces is how many tablespaces were written; Scanned tells whether every
+	// tablespace file was read to find the ones the redo changes (false: each was
+	// found by the name the redo gives it, so a datadir of 100,000 tables is not read
+	// 100,000 times).
+	Spaces  int
+	Scanned bool
 }
 
 // ErrNotApplied wraps every reason why Dir left the data files for the server's
@@ -128,7 +135,8 @@ type applier struct {
 	cfg       Config
 	logPath   string
 	spaces    map[uint32]*space
-	deferred  map[string]string // files whose page 0 is not valid yet, by relative path
+	deferred  map[string]string // files whose page 0 is not valid yet, by relative path (after scan)
+	scanned   bool              // every tablespace file was looked at (scan)
 	logs      map[uint32]*spaceLog
 	end       uint64                 // end LSN of the redo: no page may be newer
 	redoBytes uint64                 // from the checkpoint to the end
@@ -162,28 +170,79 @@ func newApplier(cfg Config) (*applier, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	spaces, deferred, err := openSpaces(cfg.Dir, cfg.DataFiles)
+	sys, err := openSystem(cfg.Dir, cfg.DataFiles)
 	if err != nil {
 		return nil, err
 	}
-	if ps := spaces[0].flags.PageSize(); ps != cfg.PageSize {
-		closeAll(spaces)
+	if ps := sys.flags.PageSize(); ps != cfg.PageSize {
+		sys.close()
 		return nil, fmt.Errorf("%w: the backup says innodb_page_size=%d, its system tablespace has %d-byte pages", errUnsupported, cfg.PageSize, ps)
 	}
-	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: spaces, deferred: deferred,
+	a := &applier{cfg: cfg, logPath: filepath.Join(cfg.Dir, "ib_logfile0"), spaces: map[uint32]*space{0: sys}, deferred: map[string]string{},
 		logs: map[uint32]*spaceLog{}, written: map[*space]bool{}, injectDecrypt: faultpoint.Fails("apply-decrypt")}
-	for _, sp := range spaces {
-		err := a.setCodec(sp)
-		if err == nil {
-			err = a.checkKey(sp)
-		}
-		if err != nil {
+	if err := a.bind(sys); err != nil {
+		a.close()
+		return nil, err
+	}
+	// With a key file, every encrypted tablespace is checked against it now, touched by
+	// the redo or not (the server would only find a wrong key when a query reads the
+	// table); without one, tablespaces are found when the redo first names them.
+	if cfg.Keys != nil {
+		if err := a.scan(); err != nil {
 			a.close()
 			return nil, err
 		}
 	}
 	a.release()
 	return a, nil
+}
+
+// bind readies a tablespace found in the datadir for its pages: its codec, and the
+// check that the key file decrypts it.
+func (a *applier) bind(sp *space) error {
+	if err := a.setCodec(sp); err != nil {
+		return err
+	}
+	return a.checkKey(sp)
+}
+
+// scan finds every tablespace file of the datadir (openSpaces), once, and binds those
+// not found by name before. A file holding a tablespace already bound from another
+// file is refused.
+func (a *applier) scan() error {
+	if a.scanned {
+		return nil
+	}
+	a.scanned = true
+	spaces, deferred, err := openSpaces(a.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	bound := map[string]bool{}
+	for _, sp := range a.spaces {
+		bound[sp.path()] = true
+	}
+	for rel, path := range deferred {
+		if !bound[path] {
+			a.deferred[rel] = path
+		}
+	}
+	for id, sp := range spaces {
+		if old := a.spaces[id]; old != nil {
+			if old.path() != sp.path() {
+				return fmt.Errorf("%s and %s both hold tablespace %d", old.path(), sp.path(), id)
+			}
+			continue
+		}
+		if bound[sp.path()] {
+			continue // a deferred space the redo built page 0 of
+		}
+		a.spaces[id] = sp
+		if err := a.bind(sp); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // close closes the files.
@@ -347,6 +406,7 @@ func (a *applier) rollBatch(ctx context.Context, res *Result, b *batch) error {
 func (a *applier) result(res Result, ll redo.LinearLog) Result {
 	res.CheckpointLSN, res.EndLSN = ll.Checkpoint.LSN, ll.EndLSN
 	res.RedoBytes = ll.EndLSN - ll.Checkpoint.LSN
+	res.Spaces, res.Scanned = len(a.written), a.scanned
 	return res
 }
 
@@ -602,9 +662,12 @@ func (a *applier) jobs(b *batch) ([]pageJob, error) {
 	return jobs, nil
 }
 
-// spaceOf returns the open tablespace with id, binding a deferred file (page 0 not
-// valid yet) by the name the redo gives it. It returns nil for a tablespace the copy
-// lacks when the copy is partial.
+// spaceOf returns the tablespace with id: found before, or in the file the redo names
+// it by (FILE_CREATE, FILE_MODIFY, FILE_RENAME: the server writes one for every
+// tablespace it changes after a checkpoint), or else by a scan of every tablespace
+// file. A file whose page 0 is not valid yet is bound by that name (a table created
+// during the copy). It returns nil for a tablespace the copy lacks when the copy is
+// partial.
 func (a *applier) spaceOf(id uint32) (*space, error) {
 	if sp := a.spaces[id]; sp != nil {
 		return sp, nil
@@ -613,16 +676,22 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 	if f := a.final[id]; f != nil {
 		sl = f
 	}
+	if !a.scanned && sl != nil && sl.name != "" {
+		sp, err := a.byName(id, sl)
+		if sp != nil || err != nil {
+			return sp, err
+		}
+	}
+	if err := a.scan(); err != nil {
+		return nil, err
+	}
+	if sp := a.spaces[id]; sp != nil {
+		return sp, nil
+	}
 	if sl != nil && sl.name != "" {
 		if path := a.deferred[localName(sl.name)]; path != "" {
-			if !sl.hasFlags || innodb.SpaceFlags(sl.flags).PageSize() == 0 {
-				return nil, &RecordError{Space: id, Record: "WRITE", Reason: "the redo creates the tablespace without valid FSP_SPACE_FLAGS"}
-			}
 			delete(a.deferred, localName(sl.name))
-			sp := &space{id: id, segs: []segment{{path: path}},
-				flags: innodb.SpaceFlags(sl.flags), hasFlags: true, deferred: true}
-			a.spaces[id] = sp
-			return sp, nil
+			return a.bindDeferred(id, sl, path)
 		}
 	}
 	if a.cfg.Partial || (sl != nil && sl.created && isTemporary(sl.name)) {
@@ -633,6 +702,46 @@ func (a *applier) spaceOf(id uint32) (*space, error) {
 		name = sl.name
 	}
 	return nil, fmt.Errorf("%w: the redo changes tablespace %d (%s), which has no file in %s", errUnsupported, id, name, a.cfg.Dir)
+}
+
+// byName binds tablespace id to the file the redo names it by, if that file holds it
+// (its page 0 says so, or is not valid yet); nil if not: the caller scans.
+func (a *applier) byName(id uint32, sl *spaceLog) (*space, error) {
+	rel := localName(sl.name)
+	if !filepath.IsLocal(rel) || !isTablespaceFile(rel) {
+		return nil, nil
+	}
+	path, err := safepath.Join(a.cfg.Dir, rel)
+	if err != nil {
+		return nil, nil // a link on the way: the scan, which skips links, decides
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil
+	}
+	h, ok, err := readHeader(f)
+	f.Close()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case !ok:
+		return a.bindDeferred(id, sl, path)
+	case h.SpaceID != id:
+		return nil, nil
+	}
+	sp := &space{id: id, segs: []segment{{path: path}}, flags: h.Flags, hasFlags: true, crypt: h.CryptData}
+	a.spaces[id] = sp
+	return sp, a.bind(sp)
+}
+
+// bindDeferred binds tablespace id to the file at path, whose page 0 the redo writes.
+func (a *applier) bindDeferred(id uint32, sl *spaceLog, path string) (*space, error) {
+	if !sl.hasFlags || innodb.SpaceFlags(sl.flags).PageSize() == 0 {
+		return nil, &RecordError{Space: id, Record: "WRITE", Reason: "the redo creates the tablespace without valid FSP_SPACE_FLAGS"}
+	}
+	sp := &space{id: id, segs: []segment{{path: path}}, flags: innodb.SpaceFlags(sl.flags), hasFlags: true, deferred: true}
+	a.spaces[id] = sp
+	return sp, nil
 }
 
 // isTemporary tells whether a tablespace name is one of the server's intermediate
@@ -650,9 +759,9 @@ func localName(name string) string {
 // shorter than the size the redo gives its tablespace (§7.1), before pages are written.
 func (a *applier) trimAndExtend(b *batch) error {
 	for _, t := range b.trims {
-		sp := a.spaces[t.space]
-		if sp == nil {
-			continue
+		sp, err := a.spaceOf(t.space)
+		if err != nil || sp == nil {
+			continue // an undo tablespace the copy lacks: nothing to trim
 		}
 		g, err := sp.last()
 		if err != nil {

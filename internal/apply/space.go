@@ -164,19 +164,15 @@ func (s *space) close() {
 	}
 }
 
-// openSpaces finds every tablespace file under dir: the system tablespace's files
-// (left open), the undo tablespaces and every .ibd, keyed by space id from their page 0
-// (read by scanWorkers at once, each file closed again). Files whose page 0 is not
+// openSpaces finds every tablespace file under dir but the system tablespace's: the
+// undo tablespaces and every .ibd, keyed by space id from their page 0 (read by
+// scanWorkers at once, each file closed again). Files whose page 0 is not
 // valid (a table created during the backup, whose page 0 the redo writes) are returned
 // by name (relative path to full path), for the redo's FILE_CREATE and FILE_MODIFY
 // records to claim.
-func openSpaces(dir string, data []DataFile) (map[uint32]*space, map[string]string, error) {
-	sys, err := openSystem(dir, data)
-	if err != nil {
-		return nil, nil, err
-	}
+func openSpaces(dir string) (map[uint32]*space, map[string]string, error) {
 	var rels []string
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -187,23 +183,23 @@ func openSpaces(dir string, data []DataFile) (map[uint32]*space, map[string]stri
 		return nil
 	})
 	if err != nil {
-		sys.close()
 		return nil, nil, err
 	}
 	heads, err := readHeaders(dir, rels)
 	if err != nil {
-		sys.close()
 		return nil, nil, err
 	}
-	spaces, deferred := map[uint32]*space{0: sys}, map[string]string{}
+	spaces, deferred := map[uint32]*space{}, map[string]string{}
 	for i, rel := range rels {
 		path, h := filepath.Join(dir, rel), heads[i]
 		if !h.ok {
 			deferred[rel] = path
 			continue
 		}
-		if old, dup := spaces[h.SpaceID]; dup {
-			sys.close()
+		if old, dup := spaces[h.SpaceID]; dup || h.SpaceID == 0 {
+			if !dup {
+				return nil, nil, fmt.Errorf("%s holds tablespace 0, the system tablespace's", path)
+			}
 			return nil, nil, fmt.Errorf("%s and %s both hold tablespace %d", old.path(), path, h.SpaceID)
 		}
 		spaces[h.SpaceID] = &space{id: h.SpaceID, segs: []segment{{path: path}}, flags: h.Flags, hasFlags: true, crypt: h.CryptData}

@@ -55,7 +55,8 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 		if err == nil {
 			log.Info("prepare: redo applied natively; the copy needs no recovery", "redo_bytes", res.RedoBytes,
 				"pages", res.Pages, "batches", res.Batches, "end_lsn", res.EndLSN, "took", res.Took.Round(1e6),
-				"check", res.Check.Round(1e6), "roll", res.Roll.Round(1e6), "parsed_ahead", res.ParsedAhead)
+				"check", res.Check.Round(1e6), "roll", res.Roll.Round(1e6), "parsed_ahead", res.ParsedAhead,
+				"spaces", res.Spaces, "scanned_all", res.Scanned)
 			return true, nil
 		}
 	}
