@@ -145,6 +145,10 @@ func (j *job) needsCopy(current []srcFile, e ddlEffects) ([]srcFile, error) {
 		if f.System {
 			continue
 		}
+		c, ok := j.files[f.Rel]
+		if ok && c.Known && !e.created[c.SpaceID] && sameFile(f.Abs, c.Space) {
+			continue // the file copied (a file keeps its space id): no page 0 to read
+		}
 		id, known, err := spaceID(f.Abs, j.info.PageSize)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
@@ -152,7 +156,6 @@ func (j *job) needsCopy(current []srcFile, e ddlEffects) ([]srcFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, ok := j.files[f.Rel]
 		if ok && known && c.Known && c.SpaceID == id && !e.created[id] {
 			continue
 		}

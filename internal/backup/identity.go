@@ -24,6 +24,20 @@ func fileIdentity(fd int) (inode uint64, birthNS int64, err error) {
 	return st.Ino, birthNS, nil
 }
 
+// sameFile tells whether path is still the file whose identity sp recorded when it
+// was copied: same inode and same birth time. Without a birth time (a filesystem that
+// keeps none) an inode number proves nothing, as a new file may reuse it: false.
+func sameFile(path string, sp *manifest.Space) bool {
+	if sp == nil || sp.Identity == nil || sp.Identity.BirthNS == 0 {
+		return false
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil || st.Mask&unix.STATX_BTIME == 0 {
+		return false
+	}
+	return st.Ino == sp.Identity.Inode && st.Btime.Sec*1e9+int64(st.Btime.Nsec) == sp.Identity.BirthNS
+}
+
 // baseSpaces indexes the tablespaces of a base's manifest by space id: its
 // tablespace copies, the deltas of an incremental base and the tablespaces it sent
 // whole. The system tablespace is left out: it is never replaced.

@@ -192,3 +192,58 @@ func TestDeltaReplacedSystem(t *testing.T) {
 		}
 	}
 }
+
+// TestSameFileFollowsTheInodeAndBirth: the file copied is the same file while it is not
+// replaced; a file deleted and created again, or another renamed over it, is not.
+func TestSameFileFollowsTheInodeAndBirth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.ibd")
+	identity := func() *manifest.Space {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		ino, birth, err := fileIdentity(int(f.Fd()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &manifest.Space{Identity: &manifest.Identity{Inode: ino, BirthNS: birth}}
+	}
+	if err := os.WriteFile(path, []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp := identity()
+	if sp.Identity.BirthNS == 0 {
+		t.Skip("the filesystem of the test's temp dir keeps no birth time")
+	}
+	if err := os.WriteFile(path, []byte("written again in place"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !sameFile(path, sp) {
+		t.Fatal("a file written in place is not the same file")
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if sameFile(path, sp) {
+		t.Fatal("a file renamed over the copied one is the same file")
+	}
+	sp = identity()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("c"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if sameFile(path, sp) {
+		t.Fatal("a file deleted and created again is the same file")
+	}
+	if sameFile(path, &manifest.Space{}) || sameFile(path, nil) {
+		t.Fatal("a space without a recorded identity matched")
+	}
+}
