@@ -46,7 +46,7 @@ load_dataset
 
 # The deletes go to a copy: the dataset stays as sysbench left it for the next invocation.
 stop_pid "$SRC_PID"; SRC_PID=""
-rm -rf "$WORK"; cp -a --sparse=always "$DATA" "$WORK"
+rm -rf "$WORK"; cp -a --sparse=never "$DATA" "$WORK"
 DATA=$WORK
 start_source
 log "deleting $DELETE_PCT % of the rows of $TABLES tables (drop k_N: $DROP_INDEX)"
