@@ -14,7 +14,8 @@ import (
 
 // freeMap is what one segment's copy knows of its tablespace's extent descriptors:
 // the pages they mark free are stored as zeros (holes in a sparse directory copy)
-// instead of their stale bytes, and are neither validated nor re-read.
+// instead of their stale bytes, and are neither validated nor re-read; a chunk whose
+// pages are all free is not read at all.
 //
 // Why a page free in a descriptor read during the copy holds nothing the restore
 // needs (docs/backup-format.md, "Free pages"). The copy starts after the checkpoint
@@ -84,6 +85,14 @@ func (j *job) readChunkFree(ctx context.Context, in *directio.File, ij *innoJob,
 	if err := m.load(in, ij, off, int64(len(buf))); err != nil {
 		return 0, err
 	}
+	if off+int64(len(buf)) <= ij.src.Size && m.allFree(off, len(buf)) {
+		// Not read at all: the file held these bytes when the backup planned it, and an
+		// .ibd file never shrinks in place (a rebuild makes a new file, which the DDL
+		// reconciliation copies again).
+		clear(buf)
+		j.stats.freePages.Add(int64(len(buf)) / m.phys)
+		return len(buf), nil
+	}
 	n, err := j.readRaw(ctx, in, ij, buf, off)
 	if err != nil || n == 0 {
 		return 0, err
@@ -144,30 +153,46 @@ func readDescriptor(in *directio.File, ij *innoJob, no uint32, phys int64) ([]by
 	return bytes.Clone(p), nil
 }
 
-// clear zeroes the pages of b (read at off) that the map marks free and returns how
-// many it zeroed. Descriptor pages, and pages of a range whose descriptor was not
-// read or did not validate, keep their bytes.
-func (m *freeMap) clear(b []byte, off int64) int64 {
-	p0 := m.descs[0]
-	if p0 == nil {
-		return 0 // page 0 unread or torn: no free limit to trust
+// allFree tells whether the map marks every page of the n bytes at off free.
+func (m *freeMap) allFree(off int64, n int) bool {
+	if n <= 0 || off%m.phys != 0 || int64(n)%m.phys != 0 {
+		return false
 	}
+	for i := int64(0); i < int64(n); i += m.phys {
+		if !m.free(uint32((off + i) / m.phys)) {
+			return false
+		}
+	}
+	return true
+}
+
+// free tells whether the map marks page no free. Descriptor and change-buffer bitmap
+// pages, and pages of a range whose descriptor was not read or did not validate, are
+// never free; without a valid page 0 (no free limit to trust) none is.
+func (m *freeMap) free(no uint32) bool {
+	if m.descs[0] == nil {
+		return false
+	}
+	d := innodb.DescriptorPage(m.flags, no)
+	if d == no || no == d+1 {
+		return false
+	}
+	desc, held := m.descs[d]
+	if no < m.limit && (!held || desc == nil) {
+		return false
+	}
+	return innodb.PageFree(desc, m.flags, m.limit, no)
+}
+
+// clear zeroes the pages of b (read at off) that the map marks free and returns how
+// many it zeroed.
+func (m *freeMap) clear(b []byte, off int64) int64 {
 	var z int64
 	for i := int64(0); i+m.phys <= int64(len(b)); i += m.phys {
-		no := uint32((off + i) / m.phys)
-		d := innodb.DescriptorPage(m.flags, no)
-		if d == no || no == d+1 {
-			continue // a descriptor or change-buffer bitmap page: never free
+		if m.free(uint32((off + i) / m.phys)) {
+			clear(b[i : i+m.phys])
+			z++
 		}
-		desc, held := m.descs[d]
-		if no < m.limit && (!held || desc == nil) {
-			continue
-		}
-		if !innodb.PageFree(desc, m.flags, m.limit, no) {
-			continue
-		}
-		clear(b[i : i+m.phys])
-		z++
 	}
 	return z
 }

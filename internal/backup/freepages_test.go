@@ -103,6 +103,31 @@ func TestReadChunkFreeZeroesFreePages(t *testing.T) {
 	}
 }
 
+// TestReadChunkFreeSkipsRead: a chunk whose pages are all free, within the size the
+// file had when the backup planned it, is not read at all: it comes out whole and
+// zeroed even where the file is shorter now than planned (which a read would show as
+// a short read). Past the planned size, the chunk is read.
+func TestReadChunkFreeSkipsRead(t *testing.T) {
+	ij, in := fixtureSpace(t, pageRange(4, 70)...)
+	ij.src.Size = 80 * fxPage
+	j := &job{log: slog.New(slog.DiscardHandler)}
+	buf := directio.AlignedBuffer(16 * fxPage)
+	n, err := j.readChunkFree(context.Background(), in, ij, j.newFreeMap(ij), buf, 64*fxPage)
+	if err != nil || n != 16*fxPage || !innodb.IsZero(buf) || j.stats.freePages.Load() != 16 {
+		t.Fatalf("free chunk: %d bytes, %v, zero %v, %d free pages: want 16 pages skipped", n, err, innodb.IsZero(buf), j.stats.freePages.Load())
+	}
+	ij.src.Size = 70 * fxPage
+	n, err = j.readChunkFree(context.Background(), in, ij, j.newFreeMap(ij), buf, 64*fxPage)
+	if err != nil || n != 6*fxPage || !innodb.IsZero(buf[:n]) {
+		t.Errorf("chunk past the planned size: %d bytes, %v: want the 6 pages read, zeroed", n, err)
+	}
+	ij.src.Size = 80 * fxPage
+	n, err = j.readChunkFree(context.Background(), in, ij, j.newFreeMap(ij), buf, 0)
+	if err != nil || n != 16*fxPage || innodb.IsZero(buf[fxPage:2*fxPage]) {
+		t.Errorf("chunk with pages in use: %d bytes, %v: want it read, page 1 kept", n, err)
+	}
+}
+
 // TestReadChunkFreeFarRange: a segment far into the file reads page 0 (the free
 // limit) before its chunk; a range wholly past the limit needs no descriptor read
 // (its descriptor and change-buffer bitmap pages, never written, are zeros anyway),
@@ -151,15 +176,12 @@ func TestFreeMapScope(t *testing.T) {
 		t.Error("KeepFreePages: free pages still zeroed")
 	}
 	for _, src := range []srcFile{{Rel: "ibdata1", System: true}, {Rel: "undo001"}} {
-		k := *ij
-		k.src = src
-		if (&job{}).newFreeMap(&k) != nil {
+		k := &innoJob{src: src, checker: ij.checker, header: ij.header, page: ij.page}
+		if (&job{}).newFreeMap(k) != nil {
 			t.Errorf("%s: free pages zeroed", src.Rel)
 		}
 	}
-	k := *ij
-	k.checker = nil
-	if (&job{}).newFreeMap(&k) != nil {
+	if (&job{}).newFreeMap(&innoJob{src: ij.src, header: ij.header, page: ij.page}) != nil {
 		t.Error("page 0 not written: free pages zeroed")
 	}
 }
