@@ -21,14 +21,15 @@ import (
 // bank workload runs, the table keeps churning during the backups (low ids deleted,
 // new high ids inserted: pages freed and allocated while the copy reads them). A
 // backup with the whole redo (--full-redo: the copy's own checkpoint is where the
-// restore starts) and a default three-stage one each store that table's free pages
+// restore starts) and one at the defaults (whose three-stage copy runs a round only
+// when the server's checkpoint moved enough meanwhile: logged) each store that table's free pages
 // as holes (its copy is sparse, and the log counts them); each restores with ferry's
 // native apply alone (which refuses an all-zero page the redo does not build), holds
 // the workload's invariants at the backup's GTID and replicates to the source's
 // checksums. With --keep-free-pages the copy is not sparse.
 func TestFreePagesAsHoles(t *testing.T) {
 	tmp := testdb.ShortDir(t)
-	src, load := loadedSource(t, testdb.Options{ServerID: 1}, 3, 5000)
+	src, load := loadedSource(t, testdb.Options{ServerID: 1, LogFileSize: "4M"}, 3, 5000)
 	src.Exec(t, "CREATE DATABASE holes")
 	src.Exec(t, "CREATE TABLE holes.t (id INT PRIMARY KEY, pad CHAR(240)) ENGINE=InnoDB")
 	src.Exec(t, "INSERT INTO holes.t SELECT seq, REPEAT(MD5(seq), 7) FROM holes.seq_1_to_40000")
@@ -44,11 +45,12 @@ func TestFreePagesAsHoles(t *testing.T) {
 	db := src.DB(t)
 	churn.Go(func() { churnTable(ctx, t, db) })
 	full := filepath.Join(tmp, "full")
-	r := mustFerry(t, backupArgs(src, full, "--full-redo", "--max-rate", "16M")...)
+	r := mustFerry(t, backupArgs(src, full, "--full-redo", "--max-rate", "32M")...)
 	checkHoles(t, full, r.stderr, true)
 	three := filepath.Join(tmp, "three")
 	r = mustFerry(t, backupArgs(src, three, "--max-rate", "16M")...)
 	checkHoles(t, three, r.stderr, true)
+	t.Logf("three-stage copy: %s", lineWith(r.stderr, "recopy_rounds="))
 	keep := filepath.Join(tmp, "keep")
 	r = mustFerry(t, backupArgs(src, keep, "--keep-free-pages")...)
 	checkHoles(t, keep, r.stderr, false)
@@ -84,10 +86,10 @@ func flushTable(t *testing.T, db *sql.DB, table string) {
 // churnTable deletes the lowest ids of holes.t and inserts new ones above the highest,
 // in small transactions, until ctx ends.
 func churnTable(ctx context.Context, t *testing.T, db *sql.DB) {
-	for next, low := 40001, 32001; ctx.Err() == nil; next, low = next+200, low+100 {
+	for next, low := 40001, 32001; ctx.Err() == nil; next, low = next+500, low+250 {
 		stmts := []string{
-			fmt.Sprintf("INSERT INTO holes.t SELECT seq, REPEAT(MD5(seq), 7) FROM holes.seq_%d_to_%d", next, next+199),
-			fmt.Sprintf("DELETE FROM holes.t WHERE id < %d", low+100),
+			fmt.Sprintf("INSERT INTO holes.t SELECT seq, REPEAT(MD5(seq), 7) FROM holes.seq_%d_to_%d", next, next+499),
+			fmt.Sprintf("DELETE FROM holes.t WHERE id < %d", low+250),
 		}
 		for _, q := range stmts {
 			if _, err := db.ExecContext(ctx, q); err != nil && ctx.Err() == nil {
