@@ -24,8 +24,11 @@ import (
 // allocation state of its pages at some moment Y >= C (its own FIL_PAGE_LSN, or C if
 // it has not changed since). A page free at Y is, in the redo from C:
 //   - untouched: nothing reads it, and its bytes stay what the copy stored;
-//   - allocated after Y: the allocating mini-transaction logs INIT_PAGE, which
-//     recovery applies to a fresh frame without reading the page (redo-apply.md 5.2);
+//   - allocated after Y: the page's INIT_PAGE is logged by the allocating
+//     mini-transaction or by one committed after it (fseg_alloc_free_page_general's
+//     init_mtr; the bulk BLOB path commits its allocating one first), so after Y,
+//     and recovery applies it to a fresh frame without reading the page
+//     (redo-apply.md 5.2);
 //   - written between C and Y: then it was freed before Y, the freeing logs
 //     FREE_PAGE, and FREE_PAGE drops every earlier record of the page (5.3): the
 //     page is left as the copy stored it, free.
