@@ -22,11 +22,12 @@ import (
 // new high ids inserted: pages freed and allocated while the copy reads them). A
 // backup with the whole redo (--full-redo: the copy's own checkpoint is where the
 // restore starts) and one at the defaults (whose three-stage copy runs a round only
-// when the server's checkpoint moved enough meanwhile: logged) each store that table's free pages
-// as holes (its copy is sparse, and the log counts them); each restores with ferry's
-// native apply alone (which refuses an all-zero page the redo does not build), holds
-// the workload's invariants at the backup's GTID and replicates to the source's
-// checksums. With --keep-free-pages the copy is not sparse.
+// when the server's checkpoint moved enough meanwhile: logged) each store that
+// table's free pages as holes (its copy is sparse, and the log counts them). The
+// first restores with ferry's native apply alone (which refuses an all-zero page the
+// redo does not build), the second with the stock server's recovery (which reports
+// such a page corrupt); each holds the workload's invariants at the backup's GTID and
+// replicates to the source's checksums. With --keep-free-pages the copy is not sparse.
 func TestFreePagesAsHoles(t *testing.T) {
 	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1, LogFileSize: "4M"}, 3, 5000)
@@ -59,10 +60,10 @@ func TestFreePagesAsHoles(t *testing.T) {
 	load.Stop(t)
 	want := testdb.Checksums(t, src.DB(t))
 
-	for _, dir := range []string{full, three} {
+	for dir, recovery := range map[string]string{full: "native", three: "server"} {
 		gtid := readManifest(t, dir).Coordinates.ReplicaGTID()
 		datadir := filepath.Join(tmp, filepath.Base(dir)+"-data")
-		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir, "--recovery", "native")
+		mustFerry(t, "restore", "--target-dir", dir, "--datadir", datadir, "--recovery", recovery)
 		checkReplica(t, src, load, datadir, gtid, want)
 	}
 }
