@@ -50,6 +50,7 @@ type freeMap struct {
 	phys  int64             // physical page size
 	limit uint32            // FSP_FREE_LIMIT of page 0 (valid once page 0 is held)
 	descs map[uint32][]byte // descriptor pages read by this segment; nil: unusable
+	reads int               // descriptor pages read on their own (not with a chunk)
 }
 
 // maxDescs bounds the descriptor pages a segment holds (it reads in page order, so
@@ -79,8 +80,8 @@ func (j *job) holes(ij *innoJob) bool {
 }
 
 // readChunkFree is readChunk for a segment with a free map: the descriptors of the
-// chunk's pages are read first, then the chunk; its free pages are zeroed before
-// the others are validated.
+// chunk's pages that it does not hold are read first, then the chunk; its free pages
+// are zeroed before the others are validated.
 func (j *job) readChunkFree(ctx context.Context, in *directio.File, ij *innoJob, m *freeMap, buf []byte, off int64) (int, error) {
 	if m == nil {
 		return j.readChunk(ctx, in, ij, buf, off)
@@ -100,6 +101,7 @@ func (j *job) readChunkFree(ctx context.Context, in *directio.File, ij *innoJob,
 	if err != nil || n == 0 {
 		return 0, err
 	}
+	m.take(ij, buf[:n], off)
 	if z := m.clear(buf[:n], off); z > 0 {
 		j.stats.freePages.Add(z)
 	}
@@ -109,20 +111,23 @@ func (j *job) readChunkFree(ctx context.Context, in *directio.File, ij *innoJob,
 	return n, nil
 }
 
-// load reads page 0 and the descriptor pages of the pages in [off, off+n) that the
-// map does not hold yet.
+// load reads, each on its own, page 0 and the descriptor pages of the pages in
+// [off, off+n) that the map does not hold yet and that the chunk itself does not
+// hold (those take takes from the chunk once read).
 func (m *freeMap) load(in *directio.File, ij *innoJob, off, n int64) error {
-	if _, ok := m.descs[0]; !ok {
+	inChunk := func(d uint32) bool { return int64(d)*m.phys >= off && int64(d)*m.phys < off+n }
+	if _, ok := m.descs[0]; !ok && !inChunk(0) {
 		p, err := readDescriptor(in, ij, 0, m.phys)
 		if err != nil {
 			return err
 		}
 		m.descs[0], m.limit = p, innodb.FreeLimit(p)
+		m.reads++
 	}
 	first, last := uint32(off/m.phys), uint32((off+n-1)/m.phys)
 	for d := innodb.DescriptorPage(m.flags, first); d <= last; d += uint32(m.flags.PhysicalSize()) {
-		if _, ok := m.descs[d]; ok || d >= m.limit {
-			continue // held, or past the free limit: every page it describes is free
+		if _, ok := m.descs[d]; ok || inChunk(d) || m.descs[0] != nil && d >= m.limit {
+			continue // held, read with the chunk, or past the free limit: all its pages are free
 		}
 		if len(m.descs) >= maxDescs {
 			m.descs = map[uint32][]byte{0: m.descs[0]}
@@ -132,8 +137,26 @@ func (m *freeMap) load(in *directio.File, ij *innoJob, off, n int64) error {
 			return err
 		}
 		m.descs[d] = p
+		m.reads++
 	}
 	return nil
+}
+
+// take keeps the descriptor pages (page 0 among them) of b, read at off, that the
+// map does not hold yet, each if it validates (else nil: nothing in its range is
+// free). A descriptor need not be read before the pages it describes: whenever it is
+// read, it tells their state at a moment after the backup's checkpoint.
+func (m *freeMap) take(ij *innoJob, b []byte, off int64) {
+	for i := int64(0); i+m.phys <= int64(len(b)); i += m.phys {
+		no := uint32((off + i) / m.phys)
+		if _, ok := m.descs[no]; ok || innodb.DescriptorPage(m.flags, no) != no {
+			continue
+		}
+		m.descs[no] = validDescriptor(ij, b[i:i+m.phys], no)
+		if no == 0 {
+			m.limit = innodb.FreeLimit(m.descs[0])
+		}
+	}
 }
 
 // readDescriptor reads page no alone and returns it if it validates as that page and
@@ -149,11 +172,16 @@ func readDescriptor(in *directio.File, ij *innoJob, no uint32, phys int64) ([]by
 	if int64(k) < off-aoff+phys {
 		return nil, nil
 	}
-	p := buf[off-aoff : off-aoff+phys]
+	return validDescriptor(ij, buf[off-aoff:off-aoff+phys], no), nil
+}
+
+// validDescriptor returns a copy of page p (page no), or nil if it is all zeros or
+// does not validate as that page.
+func validDescriptor(ij *innoJob, p []byte, no uint32) []byte {
 	if innodb.IsZero(p) || ij.checker.Check(p, no) != nil {
-		return nil, nil
+		return nil
 	}
-	return bytes.Clone(p), nil
+	return bytes.Clone(p)
 }
 
 // allFree tells whether the map marks every page of the n bytes at off free.

@@ -72,7 +72,8 @@ func pageRange(from, to uint32) []uint32 {
 
 // TestReadChunkFreeZeroesFreePages: the pages the descriptors mark free (by their bits
 // and past the free limit) come out as zeros, unchecked, so their stale bytes neither
-// travel nor fail the copy; the pages in use keep their bytes; the count is kept.
+// travel nor fail the copy; the pages in use keep their bytes; the count is kept. The
+// chunk holds page 0, so nothing is read on its own (a small file costs one read).
 func TestReadChunkFreeZeroesFreePages(t *testing.T) {
 	ij, in := fixtureSpace(t, pageRange(4, 70)...)
 	j := &job{log: slog.New(slog.DiscardHandler)}
@@ -100,6 +101,9 @@ func TestReadChunkFreeZeroesFreePages(t *testing.T) {
 	}
 	if got := j.stats.freePages.Load(); got != 66 {
 		t.Errorf("free pages counted %d, want 66", got)
+	}
+	if m.reads != 0 {
+		t.Errorf("%d descriptor pages read on their own: the chunk holds page 0", m.reads)
 	}
 }
 
@@ -129,9 +133,9 @@ func TestReadChunkFreeSkipsRead(t *testing.T) {
 }
 
 // TestReadChunkFreeFarRange: a segment far into the file reads page 0 (the free
-// limit) before its chunk; a range wholly past the limit needs no descriptor read
-// (its descriptor and change-buffer bitmap pages, never written, are zeros anyway),
-// and its other pages are free.
+// limit) on its own before its chunk; a range wholly past the limit needs no
+// descriptor (its descriptor and change-buffer bitmap pages, never written, are zeros
+// anyway), and its other pages are free.
 func TestReadChunkFreeFarRange(t *testing.T) {
 	per := uint32(fxPage) // pages per descriptor page
 	ij, in := fixtureSpace(t, per+2, per+3)
@@ -145,8 +149,9 @@ func TestReadChunkFreeFarRange(t *testing.T) {
 	if !innodb.IsZero(buf) || j.stats.freePages.Load() != 2 {
 		t.Errorf("free pages %d+2, %d+3 not zeroed (%d counted)", per, per, j.stats.freePages.Load())
 	}
-	if _, ok := m.descs[per]; ok || m.descs[0] == nil || m.limit != 64 {
-		t.Errorf("descriptors held %v, limit %d: want page 0 only, limit 64", len(m.descs), m.limit)
+	if m.descs[per] != nil || m.descs[0] == nil || m.limit != 64 || m.reads != 1 {
+		t.Errorf("descriptor %d %v, page 0 %v, limit %d, %d pages read alone: want page 0 alone, limit 64",
+			per, m.descs[per] != nil, m.descs[0] != nil, m.limit, m.reads)
 	}
 }
 
