@@ -82,7 +82,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 			m := res.Manifest
 			g.log.Info("backup completed OK", "to", cfg.Sink.Name(), "id", m.ID, "bytes", m.TotalSize(), "stored_bytes", m.StoredSize(),
 				"took", time.Since(start).Round(time.Millisecond), "block_ddl", res.BlockDDL.Round(time.Microsecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
-				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads,
+				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads, "free_pages", res.FreePages,
 				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", m.LastLSN-m.StartLSN)
 			jm.set("read_bytes", float64(m.TotalSize()))
 			jm.set("stored_bytes", float64(m.StoredSize()))
@@ -119,6 +119,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
 	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
 	addSpoolFlags(f, &cfg.Spool)
+	f.BoolVar(&cfg.KeepFreePages, "keep-free-pages", false, "copy the pages InnoDB marks free as they are, instead of storing them as zeros (holes in a directory)")
 	f.BoolVar(&cfg.FullRedo, "full-redo", false, "keep the whole redo of the copy instead of copying changed pages again after a checkpoint (the three-stage copy, which a directory backup uses by default)")
 	f.StringVar(&fl.incBasedir, "incremental-basedir", "", "take an incremental on this backup directory (ferry's or mariadb-backup's, full or incremental): only the pages changed since")
 	f.Uint64Var(&fl.incLSN, "incremental-lsn", 0, "take an incremental holding the pages changed since this LSN (a base's to_lsn)")

@@ -62,6 +62,9 @@ type Config struct {
 	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
 	// the copy, even on an end that could take re-copied pages.
 	FullRedo bool
+	// KeepFreePages copies the pages of .ibd files that their extent descriptors mark
+	// free as they are, instead of storing zeros (freepages.go).
+	KeepFreePages bool
 	// Incremental, if set, makes the backup an incremental on this base: a .delta and
 	// .meta per tablespace holding the pages changed since (docs/incremental.md).
 	Incremental *Base

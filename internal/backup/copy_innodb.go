@@ -168,7 +168,7 @@ func (j *job) openOut(ij *innoJob) error {
 		if ij.stored = j.ddl.storedName(j, ij.src.Rel); ij.stored == ij.src.Rel {
 			ij.stored = ""
 		}
-		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse, Size: ij.src.Size, Space: ij.space()})
+		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse || j.holes(ij), Size: ij.src.Size, Space: ij.space()})
 	})
 	return ij.outErr
 }

@@ -68,7 +68,7 @@ type job struct {
 	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
 	// dropped meanwhile): the DDL reconciliation copies them whole.
 	lostSpaces map[uint32]bool
-	stats      struct{ rereads atomic.Int64 }
+	stats      struct{ rereads, freePages atomic.Int64 }
 	recopy     recopyStats
 	rolled     *rolled // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
@@ -86,6 +86,9 @@ type Result struct {
 	BlockCommit time.Duration
 	BlockDDL    time.Duration
 	PageRereads int64
+	// FreePages is how many pages the extent descriptors marked free and the
+	// copy stored as zeros (holes in a directory).
+	FreePages int64
 	// Rounds and PagesRecopied tell what the three-stage copy did (0: it was off).
 	Rounds        int
 	PagesRecopied int64

@@ -71,13 +71,14 @@ func (j *job) startWriter(out sink.File) chunkWriter {
 // readSegment reads and validates the segment chunk by chunk, passing each to out.
 func (j *job) readSegment(ctx context.Context, in *directio.File, ij *innoJob, s *segment, out chan<- chunk) error {
 	off, end := s.off, s.off+s.len
+	free := j.newFreeMap(ij) // free pages stored as zeros: freepages.go
 	for s.len < 0 || off < end {
 		buf := <-j.bufs
 		want := len(buf)
 		if s.len >= 0 {
 			want = int(min(int64(want), end-off))
 		}
-		n, err := j.readChunk(ctx, in, ij, buf[:want], off)
+		n, err := j.readChunkFree(ctx, in, ij, free, buf[:want], off)
 		if n > 0 {
 			s.crc = checksum.Update(s.crc, buf[:n])
 			s.size += int64(n)

@@ -78,7 +78,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if j.rolled != nil {
 		j.m.StartLSN = j.rolled.lsn // every page holds every change below it
 	}
-	res.PageRereads = j.stats.rereads.Load()
+	res.PageRereads, res.FreePages = j.stats.rereads.Load(), j.stats.freePages.Load()
 	res.Rounds, res.PagesRecopied = j.recopy.rounds, j.recopy.pages
 	res.Manifest = &j.m
 	return res, nil
