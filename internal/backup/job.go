@@ -68,7 +68,7 @@ type job struct {
 	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
 	// dropped meanwhile): the DDL reconciliation copies them whole.
 	lostSpaces map[uint32]bool
-	stats      struct{ rereads atomic.Int64 }
+	stats      struct{ rereads, read atomic.Int64 } // read: data file bytes, for the pace
 	recopy     recopyStats
 	rolled     *rolled // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
@@ -177,6 +177,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		j.limiter = startThrottle(ctx, j.cfg, j.cfg.MaxImpact, j.cfg.Monitor, j.log)
 	case j.cfg.MaxRate > 0:
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
+	case !j.cfg.Unpaced:
+		j.limiter = startPace(ctx, j.cfg, &j.stats.read, j.log)
 	}
 	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
 	for range 2 * j.cfg.Parallel {

@@ -1,0 +1,178 @@
+package backup
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/clock"
+	"golang.org/x/time/rate"
+)
+
+// The default pace of the data copy (Config.Unpaced turns it off). The copy runs at
+// full speed while the server writes as it did just before the copy started; it backs
+// off multiplicatively while the server's writes fall below paceKeep of that, and
+// climbs back while they hold. An idle server (no writes before the copy) has nothing
+// to lose: its copy is never slowed and never paused.
+const (
+	paceIdleProbe = 300 * time.Millisecond  // how long the server is watched before the copy...
+	paceBaseline  = 1500 * time.Millisecond // ...and how long once it turns out to be writing
+	paceIdle      = 50                      // rows written per second below which a server is idle
+	paceTick      = 500 * time.Millisecond
+	paceKeep      = 0.75    // share of the baseline writes the copy must leave the server
+	paceDown      = 0.6     // the copy's rate is cut to this share while the writes are below paceKeep
+	paceUp        = 1.2     // ...and raised by this factor each tick while they hold
+	paceFloor     = 4 << 20 // bytes/s the paced copy never goes below
+	paceSmooth    = 0.5     // weight of the newest sample in the moving average
+	// paceSettle: ticks at paceFloor after which the writes are taken as the new
+	// baseline: the copy at its floor barely touches the server, so if the writes are
+	// still low, the load itself fell.
+	paceSettle = 4
+)
+
+// pacer adapts the data copy's rate to the server's write rate (the default pace).
+type pacer struct {
+	srv    WriteCounter
+	clk    clock.Clock
+	lim    *rate.Limiter
+	copied *atomic.Int64 // bytes the data copy has read
+	log    *slog.Logger
+	ref    float64 // writes/s the server is held to: the baseline, raised by any better smoothed rate
+	avg    float64 // writes/s with the copy running, smoothed
+	limit  float64 // the copy's limit in bytes/s, +Inf at full speed
+	top    float64 // the fastest copy rate seen, bytes/s
+	floor  int     // ticks the copy has spent at paceFloor in a row
+	last   int64   // the last count read
+}
+
+// startPace returns the limiter of the data copy: unlimited, and paced to the server's
+// writes if the server is writing. It watches the server for up to paceBaseline first;
+// without a counter connection the copy runs at full speed.
+func startPace(ctx context.Context, cfg Config, copied *atomic.Int64, log *slog.Logger) *rate.Limiter {
+	lim := rate.NewLimiter(rate.Inf, throttleBurst)
+	srv, err := cfg.Server.Counters(ctx)
+	if err != nil {
+		log.Warn("cannot watch the server's writes; the copy runs at full speed", "err", err)
+		return lim
+	}
+	p := &pacer{srv: srv, clk: clock.Or(cfg.Clock), lim: lim, copied: copied, log: log, limit: math.Inf(1)}
+	if !p.baseline(ctx) {
+		_ = srv.Close()
+		return lim
+	}
+	go p.run(ctx)
+	return lim
+}
+
+// baseline measures the server's writes before the copy; it reports whether the server
+// is writing at all (an idle server is not watched further).
+func (p *pacer) baseline(ctx context.Context) bool {
+	w0, t0 := p.writes(ctx), p.clk.Now()
+	if p.clk.Sleep(ctx, paceIdleProbe) != nil {
+		return false
+	}
+	if p.rate(ctx, w0, t0) < paceIdle {
+		p.log.Debug("pace: the server is idle; the copy runs at full speed")
+		return false
+	}
+	if p.clk.Sleep(ctx, paceBaseline-paceIdleProbe) != nil {
+		return false
+	}
+	p.ref = p.rate(ctx, w0, t0)
+	p.log.Debug("pace: baseline", "writes_per_s", int64(p.ref))
+	return true
+}
+
+// run samples the server's writes and the copy's rate every paceTick until ctx ends.
+func (p *pacer) run(ctx context.Context) {
+	defer p.srv.Close()
+	w, b, at := p.writes(ctx), p.copied.Load(), p.clk.Now()
+	for p.clk.Sleep(ctx, paceTick) == nil {
+		secs := p.clk.Since(at).Seconds()
+		if secs <= 0 {
+			continue
+		}
+		w1, b1 := p.writes(ctx), p.copied.Load()
+		p.step(float64(w1-w)/secs, float64(b1-b)/secs)
+		w, b, at = w1, b1, p.clk.Now()
+	}
+}
+
+// step moves the copy's limit by one sample: the server's writes/s and the copy's
+// bytes/s over the last tick.
+func (p *pacer) step(writes, copyRate float64) {
+	if p.avg == 0 {
+		p.avg = writes
+	} else {
+		p.avg += paceSmooth * (writes - p.avg)
+	}
+	p.top = math.Max(p.top, copyRate)
+	p.rebase()
+	if p.avg < paceKeep*p.ref {
+		p.backOff(copyRate)
+	} else {
+		p.recover()
+	}
+	p.apply()
+}
+
+// rebase moves the reference: up to any better smoothed rate, and to the rate at the
+// copy's floor once it has stayed there paceSettle ticks.
+func (p *pacer) rebase() {
+	if p.limit > paceFloor {
+		p.floor = 0
+	} else if p.floor++; p.floor >= paceSettle {
+		p.ref, p.floor = p.avg, 0
+	}
+	p.ref = math.Max(p.avg, p.ref)
+}
+
+// backOff cuts the limit below what the copy was doing.
+func (p *pacer) backOff(copyRate float64) {
+	from := p.limit
+	if math.IsInf(from, 1) || copyRate > 0 && copyRate < from {
+		from = copyRate
+	}
+	if from <= 0 {
+		from = paceFloor / paceDown
+	}
+	p.limit = math.Max(from*paceDown, paceFloor)
+}
+
+// recover raises a limit, back to full speed once it is above the fastest rate seen.
+func (p *pacer) recover() {
+	if math.IsInf(p.limit, 1) {
+		return
+	}
+	p.limit *= paceUp
+	if p.limit > p.top {
+		p.limit = math.Inf(1)
+	}
+}
+
+func (p *pacer) apply() {
+	if math.IsInf(p.limit, 1) {
+		p.lim.SetLimit(rate.Inf)
+		return
+	}
+	p.lim.SetLimit(rate.Limit(p.limit))
+}
+
+// rate is the server's writes per second since w0 was read at t0.
+func (p *pacer) rate(ctx context.Context, w0 int64, t0 time.Time) float64 {
+	secs := p.clk.Since(t0).Seconds()
+	if secs <= 0 {
+		return 0
+	}
+	return float64(p.writes(ctx)-w0) / secs
+}
+
+// writes is the server's count of rows written; a failed read repeats the last count.
+func (p *pacer) writes(ctx context.Context) int64 {
+	if n, err := p.srv.Writes(ctx); err == nil {
+		p.last = n
+	}
+	return p.last
+}

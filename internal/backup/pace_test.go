@@ -1,0 +1,157 @@
+package backup
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/clock"
+	"golang.org/x/time/rate"
+)
+
+// simServer is a server and a disk shared with the copy, on a fake clock: the server
+// writes base rows/s while the copy is paused, and loses hurt of them at the copy's
+// full speed (disk bytes/s), in proportion to the copy's rate. Each Writes call moves
+// the world on to the fake clock's time, counting the copy's bytes too.
+type simServer struct {
+	clk    *clock.Fake
+	lim    *rate.Limiter
+	copied *atomic.Int64
+	disk   float64
+	base   float64
+	hurt   float64
+	at     time.Time
+	rows   float64
+	reads  int
+	stop   int // cancel after this many reads
+	cancel context.CancelFunc
+	// kept sums the server's writes and what it would have written without the copy,
+	// from the read keepFrom on.
+	keepFrom        int
+	wrote, couldHad float64
+}
+
+func (s *simServer) copyRate() float64 {
+	if s.lim == nil { // before the copy
+		return 0
+	}
+	return math.Min(float64(s.lim.Limit()), s.disk)
+}
+
+func (s *simServer) Writes(context.Context) (int64, error) {
+	now := s.clk.Now()
+	secs := now.Sub(s.at).Seconds()
+	s.at = now
+	c := s.copyRate()
+	w := s.base * (1 - s.hurt*c/s.disk) * secs
+	s.rows += w
+	if s.copied != nil {
+		s.copied.Add(int64(c * secs))
+	}
+	if s.reads >= s.keepFrom {
+		s.wrote += w
+		s.couldHad += s.base * secs
+	}
+	s.reads++
+	if s.stop > 0 && s.reads >= s.stop {
+		s.cancel()
+	}
+	return int64(s.rows), nil
+}
+
+func (s *simServer) Close() error { return nil }
+
+const simDisk = 200 << 20
+
+// newSim is a pacer over a simulated server writing base rows/s, a hurt share of
+// which the full-speed copy costs; the run stops after ticks samples. The copy starts
+// once the test sets s.lim, after the baseline.
+func newSim(base, hurt float64, ticks int) (context.Context, *pacer, *simServer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clock.NewFake(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	lim := rate.NewLimiter(rate.Inf, throttleBurst)
+	var copied atomic.Int64
+	s := &simServer{clk: clk, copied: &copied, disk: simDisk, base: base, hurt: hurt, at: clk.Now(), cancel: cancel, stop: ticks + 3}
+	p := &pacer{srv: s, clk: clk, lim: lim, copied: &copied, log: slog.New(slog.DiscardHandler), limit: math.Inf(1)}
+	return ctx, p, s
+}
+
+// TestPaceIdleServerFullSpeed: a server that writes nothing has nothing to lose: the
+// pace watches it for paceIdleProbe only, never pauses or slows the copy.
+func TestPaceIdleServerFullSpeed(t *testing.T) {
+	ctx, p, s := newSim(0, 0.7, 20)
+	if p.baseline(ctx) {
+		t.Fatal("an idle server was taken for a writing one")
+	}
+	if w := s.clk.Waits(); len(w) != 1 || w[0] != paceIdleProbe {
+		t.Fatalf("waits before the copy %v, want one of %v", w, paceIdleProbe)
+	}
+	if p.lim.Limit() != rate.Inf {
+		t.Fatalf("idle server: copy limited to %v", p.lim.Limit())
+	}
+}
+
+// TestPaceUnhurtServerFullSpeed: a writing server whose writes the copy does not dent
+// keeps the copy at full speed all along.
+func TestPaceUnhurtServerFullSpeed(t *testing.T) {
+	ctx, p, s := newSim(5000, 0.05, 40)
+	if !p.baseline(ctx) {
+		t.Fatal("a server writing 5000 rows/s was taken for idle")
+	}
+	if math.Abs(p.ref-5000) > 1 {
+		t.Fatalf("baseline %v rows/s, want 5000", p.ref)
+	}
+	s.lim = p.lim
+	p.run(ctx)
+	if p.lim.Limit() != rate.Inf || !math.IsInf(p.limit, 1) {
+		t.Fatalf("writes held at 95%%, yet the copy was limited to %v", p.lim.Limit())
+	}
+}
+
+// TestPaceBacksOffAndRecovers: a copy that costs the server 70 % of its writes at full
+// speed backs off until the server keeps most of them, and goes back to full speed once
+// the copy no longer hurts (the load moved off the disk).
+func TestPaceBacksOffAndRecovers(t *testing.T) {
+	ctx, p, s := newSim(5000, 0.7, 60)
+	s.keepFrom = 20 // after the first 10 s, once it has settled
+	if !p.baseline(ctx) {
+		t.Fatal("taken for idle")
+	}
+	s.lim = p.lim
+	p.run(ctx)
+	if math.IsInf(p.limit, 1) {
+		t.Fatal("writes at 30 % of the baseline and the copy was not slowed")
+	}
+	if kept := s.wrote / s.couldHad; kept < 0.7 {
+		t.Fatalf("the server kept %.0f%% of its writes once paced; want at least 70%%", kept*100)
+	}
+	if float64(p.lim.Limit()) < paceFloor*2 {
+		t.Fatalf("paced the copy down to %v, far below what the server allows", p.lim.Limit())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.hurt, s.reads, s.stop, s.cancel = 0, 0, 30, cancel
+	p.run(ctx)
+	if p.lim.Limit() != rate.Inf {
+		t.Fatalf("the copy no longer hurts, yet it stays limited to %v", p.lim.Limit())
+	}
+}
+
+// TestPaceLoadDrops: when the load itself falls for good, the reference comes down with
+// it and the copy returns to full speed instead of crawling for the rest of the backup.
+func TestPaceLoadDrops(t *testing.T) {
+	ctx, p, s := newSim(5000, 0.05, 10)
+	if !p.baseline(ctx) {
+		t.Fatal("taken for idle")
+	}
+	s.lim = p.lim
+	p.run(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.base, s.reads, s.stop, s.cancel = 2000, 0, 300, cancel
+	p.run(ctx)
+	if p.lim.Limit() != rate.Inf {
+		t.Fatalf("150 s after the load fell to 40%%, the copy is still limited to %v", p.lim.Limit())
+	}
+}
