@@ -145,6 +145,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.srv.Close()
+	pace := watchPace(ctx, j.cfg, j.log) // its baseline runs while the copy is prepared
+	defer pace.release()
 	rl := j.srv.Redo()
 	j.openRedo = rl.Open
 	j.checkpoint = func() (uint64, error) { return rl.Checkpoint(j.redoPath()) }
@@ -177,8 +179,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		j.limiter = startThrottle(ctx, j.cfg, j.cfg.MaxImpact, j.cfg.Monitor, j.log)
 	case j.cfg.MaxRate > 0:
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
-	case !j.cfg.Unpaced:
-		j.limiter = startPace(ctx, j.cfg, &j.stats.read, j.log)
+	case pace != nil:
+		j.limiter = pace.start(ctx, &j.stats.read)
 	}
 	j.bufs = make(chan []byte, 2*j.cfg.Parallel)
 	for range 2 * j.cfg.Parallel {

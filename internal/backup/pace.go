@@ -11,15 +11,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The default pace of the data copy (Config.Unpaced turns it off). The copy runs at
-// full speed while the server writes as it did just before the copy started; it backs
-// off multiplicatively while the server's writes fall below paceKeep of that, and
-// climbs back while they hold. An idle server (no writes before the copy) has nothing
-// to lose: its copy is never slowed and never paused.
+// The default pace of the data copy (Config.Unpaced turns it off). Its signal is the
+// server's redo bytes per second (Innodb_lsn_current), which every write adds to and
+// which stands still on an idle server. The copy runs at full speed while the server
+// writes as it did just before the copy started; it backs off multiplicatively while the
+// writes fall below paceKeep of that, and climbs back while they hold. An idle server
+// (no redo before the copy) has nothing to lose: its copy is never slowed or paused.
 const (
-	paceIdleProbe = 300 * time.Millisecond  // how long the server is watched before the copy...
-	paceBaseline  = 1500 * time.Millisecond // ...and how long once it turns out to be writing
-	paceIdle      = 50                      // rows written per second below which a server is idle
+	paceIdleProbe = 300 * time.Millisecond // how long the server is watched before the copy...
+	paceBaseline  = time.Second            // ...and how long once it turns out to be writing
+	paceIdle      = 16 << 10               // redo bytes/s below which a server is idle
 	paceTick      = 500 * time.Millisecond
 	paceKeep      = 0.75    // share of the baseline writes the copy must leave the server
 	paceDown      = 0.6     // the copy's rate is cut to this share while the writes are below paceKeep
@@ -39,68 +40,97 @@ type pacer struct {
 	lim    *rate.Limiter
 	copied *atomic.Int64 // bytes the data copy has read
 	log    *slog.Logger
-	ref    float64 // writes/s the server is held to: the baseline, raised by any better smoothed rate
-	avg    float64 // writes/s with the copy running, smoothed
+	ref    float64 // redo bytes/s the server is held to: the baseline, raised by any better smoothed rate
+	avg    float64 // redo bytes/s with the copy running, smoothed
 	limit  float64 // the copy's limit in bytes/s, +Inf at full speed
 	top    float64 // the fastest copy rate seen, bytes/s
 	floor  int     // ticks the copy has spent at paceFloor in a row
-	last   int64   // the last count read
+	last   uint64  // the last LSN read
+	w0     uint64  // the LSN when the baseline began, at t0
+	t0     time.Time
+	// running: start took over the counter connection (run or start closes it)
+	running bool
 }
 
-// startPace returns the limiter of the data copy: unlimited, and paced to the server's
-// writes if the server is writing. It watches the server for up to paceBaseline first;
-// without a counter connection the copy runs at full speed.
-func startPace(ctx context.Context, cfg Config, copied *atomic.Int64, log *slog.Logger) *rate.Limiter {
-	lim := rate.NewLimiter(rate.Inf, throttleBurst)
+// watchPace starts watching the server for the default pace, when cfg asks for it (no
+// other pace, not Unpaced): the baseline runs while the job prepares, and start ends
+// it. Without a counter connection the copy runs at full speed; nil means unpaced.
+func watchPace(ctx context.Context, cfg Config, log *slog.Logger) *pacer {
+	if cfg.Unpaced || cfg.MaxRate > 0 || cfg.MaxImpact > 0 || cfg.WatchRedo {
+		return nil
+	}
 	srv, err := cfg.Server.Counters(ctx)
 	if err != nil {
 		log.Warn("cannot watch the server's writes; the copy runs at full speed", "err", err)
-		return lim
+		return nil
 	}
-	p := &pacer{srv: srv, clk: clock.Or(cfg.Clock), lim: lim, copied: copied, log: log, limit: math.Inf(1)}
-	if !p.baseline(ctx) {
-		_ = srv.Close()
-		return lim
-	}
-	go p.run(ctx)
-	return lim
+	p := &pacer{srv: srv, clk: clock.Or(cfg.Clock), lim: rate.NewLimiter(rate.Inf, throttleBurst), log: log, limit: math.Inf(1)}
+	p.w0, p.t0 = p.redo(ctx), p.clk.Now()
+	return p
 }
 
-// baseline measures the server's writes before the copy; it reports whether the server
-// is writing at all (an idle server is not watched further).
+// start ends the baseline (waiting for what is left of it) and returns the data copy's
+// limiter, paced until ctx ends if the server is writing; copied counts the bytes the
+// copy reads.
+func (p *pacer) start(ctx context.Context, copied *atomic.Int64) *rate.Limiter {
+	p.copied, p.running = copied, true
+	if !p.baseline(ctx) {
+		_ = p.srv.Close()
+		return p.lim
+	}
+	go p.run(ctx)
+	return p.lim
+}
+
+// release closes the counter connection of a pace that never started (nil: none).
+func (p *pacer) release() {
+	if p != nil && !p.running {
+		_ = p.srv.Close()
+	}
+}
+
+// baseline measures the server's writes before the copy, since watchPace; it reports
+// whether the server is writing at all (an idle server is not watched further).
 func (p *pacer) baseline(ctx context.Context) bool {
-	w0, t0 := p.writes(ctx), p.clk.Now()
-	if p.clk.Sleep(ctx, paceIdleProbe) != nil {
+	if p.sleepUntil(ctx, paceIdleProbe) != nil {
 		return false
 	}
-	if p.rate(ctx, w0, t0) < paceIdle {
+	if p.rate(ctx, p.w0, p.t0) < paceIdle {
 		p.log.Debug("pace: the server is idle; the copy runs at full speed")
 		return false
 	}
-	if p.clk.Sleep(ctx, paceBaseline-paceIdleProbe) != nil {
+	if p.sleepUntil(ctx, paceBaseline) != nil {
 		return false
 	}
-	p.ref = p.rate(ctx, w0, t0)
-	p.log.Debug("pace: baseline", "writes_per_s", int64(p.ref))
+	p.ref = p.rate(ctx, p.w0, p.t0)
+	p.log.Debug("pace: baseline", "redo_per_s", formatRate(int64(p.ref)))
 	return true
+}
+
+// sleepUntil waits until d after the baseline began.
+func (p *pacer) sleepUntil(ctx context.Context, d time.Duration) error {
+	if left := d - p.clk.Since(p.t0); left > 0 {
+		return p.clk.Sleep(ctx, left)
+	}
+	return ctx.Err()
 }
 
 // run samples the server's writes and the copy's rate every paceTick until ctx ends.
 func (p *pacer) run(ctx context.Context) {
 	defer p.srv.Close()
-	w, b, at := p.writes(ctx), p.copied.Load(), p.clk.Now()
+	w, b, at := p.redo(ctx), p.copied.Load(), p.clk.Now()
 	for p.clk.Sleep(ctx, paceTick) == nil {
 		secs := p.clk.Since(at).Seconds()
 		if secs <= 0 {
 			continue
 		}
-		w1, b1 := p.writes(ctx), p.copied.Load()
+		w1, b1 := p.redo(ctx), p.copied.Load()
 		p.step(float64(w1-w)/secs, float64(b1-b)/secs)
 		w, b, at = w1, b1, p.clk.Now()
 	}
 }
 
-// step moves the copy's limit by one sample: the server's writes/s and the copy's
+// step moves the copy's limit by one sample: the server's redo bytes/s and the copy's
 // bytes/s over the last tick.
 func (p *pacer) step(writes, copyRate float64) {
 	if p.avg == 0 {
@@ -110,10 +140,14 @@ func (p *pacer) step(writes, copyRate float64) {
 	}
 	p.top = math.Max(p.top, copyRate)
 	p.rebase()
+	was := p.limit
 	if p.avg < paceKeep*p.ref {
 		p.backOff(copyRate)
 	} else {
 		p.recover()
+	}
+	if p.limit != was {
+		p.log.Debug("pace", "redo_per_s", formatRate(int64(p.avg)), "reference", formatRate(int64(p.ref)), "copy_per_s", formatRate(int64(copyRate)), "limit", p.limitText())
 	}
 	p.apply()
 }
@@ -160,18 +194,25 @@ func (p *pacer) apply() {
 	p.lim.SetLimit(rate.Limit(p.limit))
 }
 
-// rate is the server's writes per second since w0 was read at t0.
-func (p *pacer) rate(ctx context.Context, w0 int64, t0 time.Time) float64 {
+func (p *pacer) limitText() string {
+	if math.IsInf(p.limit, 1) {
+		return "none"
+	}
+	return formatRate(int64(p.limit))
+}
+
+// rate is the server's redo bytes per second since w0 was read at t0.
+func (p *pacer) rate(ctx context.Context, w0 uint64, t0 time.Time) float64 {
 	secs := p.clk.Since(t0).Seconds()
 	if secs <= 0 {
 		return 0
 	}
-	return float64(p.writes(ctx)-w0) / secs
+	return float64(p.redo(ctx)-w0) / secs
 }
 
-// writes is the server's count of rows written; a failed read repeats the last count.
-func (p *pacer) writes(ctx context.Context) int64 {
-	if n, err := p.srv.Writes(ctx); err == nil {
+// redo is the server's redo bytes (its LSN); a failed read repeats the last one.
+func (p *pacer) redo(ctx context.Context) uint64 {
+	if n, err := p.srv.RedoBytes(ctx); err == nil && n >= p.last {
 		p.last = n
 	}
 	return p.last

@@ -13,7 +13,7 @@ import (
 )
 
 // simServer is a server and a disk shared with the copy, on a fake clock: the server
-// writes base rows/s while the copy is paused, and loses hurt of them at the copy's
+// writes base redo bytes/s while the copy is paused, and loses hurt of them at the copy's
 // full speed (disk bytes/s), in proportion to the copy's rate. Each Writes call moves
 // the world on to the fake clock's time, counting the copy's bytes too.
 type simServer struct {
@@ -41,7 +41,9 @@ func (s *simServer) copyRate() float64 {
 	return math.Min(float64(s.lim.Limit()), s.disk)
 }
 
-func (s *simServer) Writes(context.Context) (int64, error) {
+func (s *simServer) Writes(context.Context) (int64, error) { return 0, nil }
+
+func (s *simServer) RedoBytes(context.Context) (uint64, error) {
 	now := s.clk.Now()
 	secs := now.Sub(s.at).Seconds()
 	s.at = now
@@ -59,14 +61,14 @@ func (s *simServer) Writes(context.Context) (int64, error) {
 	if s.stop > 0 && s.reads >= s.stop {
 		s.cancel()
 	}
-	return int64(s.rows), nil
+	return uint64(s.rows), nil
 }
 
 func (s *simServer) Close() error { return nil }
 
 const simDisk = 200 << 20
 
-// newSim is a pacer over a simulated server writing base rows/s, a hurt share of
+// newSim is a pacer over a simulated server writing base redo bytes/s, a hurt share of
 // which the full-speed copy costs; the run stops after ticks samples. The copy starts
 // once the test sets s.lim, after the baseline.
 func newSim(base, hurt float64, ticks int) (context.Context, *pacer, *simServer) {
@@ -75,7 +77,7 @@ func newSim(base, hurt float64, ticks int) (context.Context, *pacer, *simServer)
 	lim := rate.NewLimiter(rate.Inf, throttleBurst)
 	var copied atomic.Int64
 	s := &simServer{clk: clk, copied: &copied, disk: simDisk, base: base, hurt: hurt, at: clk.Now(), cancel: cancel, stop: ticks + 3}
-	p := &pacer{srv: s, clk: clk, lim: lim, copied: &copied, log: slog.New(slog.DiscardHandler), limit: math.Inf(1)}
+	p := &pacer{srv: s, clk: clk, lim: lim, copied: &copied, log: slog.New(slog.DiscardHandler), limit: math.Inf(1), t0: clk.Now()}
 	return ctx, p, s
 }
 
@@ -94,15 +96,29 @@ func TestPaceIdleServerFullSpeed(t *testing.T) {
 	}
 }
 
+// TestPaceBaselineOverlapsPreparation: the time the job spends preparing the copy
+// after watchPace counts toward the baseline: a copy prepared for longer than the idle
+// probe starts without any wait.
+func TestPaceBaselineOverlapsPreparation(t *testing.T) {
+	ctx, p, s := newSim(0, 0.7, 20)
+	s.clk.Advance(time.Second)
+	if p.baseline(ctx) {
+		t.Fatal("an idle server was taken for a writing one")
+	}
+	if w := s.clk.Waits(); len(w) != 0 {
+		t.Fatalf("waited %v before the copy, after 1 s of preparation", w)
+	}
+}
+
 // TestPaceUnhurtServerFullSpeed: a writing server whose writes the copy does not dent
 // keeps the copy at full speed all along.
 func TestPaceUnhurtServerFullSpeed(t *testing.T) {
-	ctx, p, s := newSim(5000, 0.05, 40)
+	ctx, p, s := newSim(5e6, 0.05, 40)
 	if !p.baseline(ctx) {
-		t.Fatal("a server writing 5000 rows/s was taken for idle")
+		t.Fatal("a server writing 5 MB/s of redo was taken for idle")
 	}
-	if math.Abs(p.ref-5000) > 1 {
-		t.Fatalf("baseline %v rows/s, want 5000", p.ref)
+	if math.Abs(p.ref-5e6) > 1 {
+		t.Fatalf("baseline %v bytes/s, want 5e6", p.ref)
 	}
 	s.lim = p.lim
 	p.run(ctx)
@@ -115,7 +131,7 @@ func TestPaceUnhurtServerFullSpeed(t *testing.T) {
 // speed backs off until the server keeps most of them, and goes back to full speed once
 // the copy no longer hurts (the load moved off the disk).
 func TestPaceBacksOffAndRecovers(t *testing.T) {
-	ctx, p, s := newSim(5000, 0.7, 60)
+	ctx, p, s := newSim(5e6, 0.7, 60)
 	s.keepFrom = 20 // after the first 10 s, once it has settled
 	if !p.baseline(ctx) {
 		t.Fatal("taken for idle")
@@ -142,14 +158,14 @@ func TestPaceBacksOffAndRecovers(t *testing.T) {
 // TestPaceLoadDrops: when the load itself falls for good, the reference comes down with
 // it and the copy returns to full speed instead of crawling for the rest of the backup.
 func TestPaceLoadDrops(t *testing.T) {
-	ctx, p, s := newSim(5000, 0.05, 10)
+	ctx, p, s := newSim(5e6, 0.05, 10)
 	if !p.baseline(ctx) {
 		t.Fatal("taken for idle")
 	}
 	s.lim = p.lim
 	p.run(ctx)
 	ctx, cancel := context.WithCancel(context.Background())
-	s.base, s.reads, s.stop, s.cancel = 2000, 0, 300, cancel
+	s.base, s.reads, s.stop, s.cancel = 2e6, 0, 300, cancel
 	p.run(ctx)
 	if p.lim.Limit() != rate.Inf {
 		t.Fatalf("150 s after the load fell to 40%%, the copy is still limited to %v", p.lim.Limit())
