@@ -83,7 +83,7 @@ run_tool() {
 }
 
 TOOLS=(ferry mariabackup)
-LOAD_TOOLS=(ferry ferry-unpaced ferry-gentle mariabackup)
+LOAD_TOOLS=(ferry mariabackup ferry-unpaced ferry-gentle)   # the two defaults first, side by side
 [[ ${SKIP_UNPACED:-0} == 1 ]] && LOAD_TOOLS=("${LOAD_TOOLS[@]/ferry-unpaced/}")
 [[ ${SKIP_GENTLE:-0} == 1 ]] && LOAD_TOOLS=("${LOAD_TOOLS[@]/ferry-gentle/}")
 LOAD_TOOLS=($(printf '%s\n' "${LOAD_TOOLS[@]}" | grep .))
@@ -174,7 +174,7 @@ describe_env
 report() {
   report_gawk -v check="$CHECK" -v loadlines="$LOAD_LINES" \
       -v basetps="${BASE_TPS:-}" -v lthreads="$LOAD_THREADS" -v skipferry="$SKIP_FERRY" \
-      -v ferryargs="$FERRY_ARGS" -v gentle="$GENTLE_IMPACT" "$AWK_LIB"'
+      -v ferryargs="$FERRY_ARGS" -v gentle="$GENTLE_IMPACT" -v gap="$LOAD_GAP_SECS" "$AWK_LIB"'
     function row(name, label,   gb, cpu, wmed, b, sy) {
       gb = databytes / 1e9
       if (!cnt[label]) { printf "| %s | 0 | – | – | – | – | – | – | – | – | – |\n", name; return }
@@ -211,16 +211,17 @@ report() {
         printf "| mariadb-backup / raw dd, wall | %s | %s | – | – |\n", ratio(mw, dw), ratio(mm, dm)
       }
       if (loadlines != "") {
-        printf "\nUnder `sysbench oltp_write_only --threads=%d` (baseline: mean of per-second TPS before the first backup): **%s TPS**\n\n", lthreads, basetps
-        print "| backup under load | wall s | x ferry idle | CPU s | max RSS MiB | TPS before (gap) | TPS during | TPS after (gap) | TPS kept (during / baseline) | transactions lost |"
+        printf "\nUnder `sysbench oltp_write_only --threads=%d` (baseline: mean of per-second TPS before the first backup: **%s TPS**; TPS before is that of the %d s before each backup)\n\n", lthreads, basetps, gap
+        print "| backup under load | wall s | x ferry idle | CPU s | max RSS MiB | TPS before (gap) | TPS during | TPS after (gap) | TPS kept (during / before) | transactions lost ((before - during) x wall) |"
         print "|---|---|---|---|---|---|---|---|---|---|"
         fi_ = agg(W, "ferry", "med")
         nl = split(loadlines, L, ";")
         for (i = 1; i <= nl; i++) {
           if (split(L[i], x, " ") < 6) continue
           lab = x[1] "-load"; w = W[lab, 1]
-          kept = (x[5] == "-" || basetps == "-" || basetps == 0) ? "–" : sprintf("%.0f %%", 100 * x[5] / basetps)
-          lost = (x[5] == "-" || basetps == "-") ? "" : (basetps - x[5]) * w
+          # against the TPS just before this backup: the TPS of the load itself drifts over the phase
+          kept = (x[5] == "-" || x[4] == "-" || x[4] == 0) ? "–" : sprintf("%.0f %%", 100 * x[5] / x[4])
+          lost = (x[5] == "-" || x[4] == "-") ? "" : (x[4] - x[5]) * w
           name = x[1] == "ferry" ? "`ferry backup` (defaults)" : (x[1] == "ferry-gentle" ? "`ferry backup --max-impact " gentle "`" : (x[1] == "ferry-unpaced" ? "`ferry backup --pace off`" : "`mariadb-backup --backup`"))
           printf "| %s | %.2f | %s | %.2f | %.0f | %s | %s | %s | **%s** | **%s** |\n", name,
             w, ratio(w, fi_), C[lab, 1], R[lab, 1] / 1024, x[4], x[5], x[6], kept, f(lost, "%.0f")

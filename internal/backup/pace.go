@@ -25,12 +25,14 @@ const (
 	paceKeep      = 0.75    // share of the baseline writes the copy must leave the server
 	paceDown      = 0.6     // the copy's rate is cut to this share while the writes are below paceKeep
 	paceUp        = 1.2     // ...and raised by this factor each tick while they hold
-	paceFloor     = 4 << 20 // bytes/s the paced copy never goes below
-	paceSmooth    = 0.5     // weight of the newest sample in the moving average
-	// paceSettle: ticks at paceFloor after which the writes are taken as the new
-	// baseline: the copy at its floor barely touches the server, so if the writes are
-	// still low, the load itself fell.
-	paceSettle = 4
+	paceFloor     = 4 << 20 // bytes/s the paced copy never goes below...
+	// paceMinShare: ...nor below this share of its full speed, which bounds how much
+	// longer the copy takes: on a disk shared with the server, the writes a slow copy
+	// costs per byte copied grow as it slows (bench/README.md), so a crawl loses more
+	// transactions in all than a short full-speed copy.
+	paceMinShare = 0.5
+	paceSmooth   = 0.5  // weight of the newest sample in the moving average
+	paceDecay    = 0.01 // share the reference yields per tick with the copy at its floor
 )
 
 // pacer adapts the data copy's rate to the server's write rate (the default pace).
@@ -44,7 +46,6 @@ type pacer struct {
 	avg    float64 // redo bytes/s with the copy running, smoothed
 	limit  float64 // the copy's limit in bytes/s, +Inf at full speed
 	top    float64 // the fastest copy rate seen, bytes/s
-	floor  int     // ticks the copy has spent at paceFloor in a row
 	last   uint64  // the last LSN read
 	w0     uint64  // the LSN when the baseline began, at t0
 	t0     time.Time
@@ -103,7 +104,7 @@ func (p *pacer) baseline(ctx context.Context) bool {
 		return false
 	}
 	p.ref = p.rate(ctx, p.w0, p.t0)
-	p.log.Debug("pace: baseline", "redo_per_s", formatRate(int64(p.ref)))
+	p.log.Debug("pace: baseline", "redo_kib_per_s", int64(p.ref)>>10)
 	return true
 }
 
@@ -147,18 +148,17 @@ func (p *pacer) step(writes, copyRate float64) {
 		p.recover()
 	}
 	if p.limit != was {
-		p.log.Debug("pace", "redo_per_s", formatRate(int64(p.avg)), "reference", formatRate(int64(p.ref)), "copy_per_s", formatRate(int64(copyRate)), "limit", p.limitText())
+		p.log.Debug("pace", "redo_kib_per_s", int64(p.avg)>>10, "reference_kib_per_s", int64(p.ref)>>10, "copy_per_s", formatRate(int64(copyRate)), "limit", p.limitText())
 	}
 	p.apply()
 }
 
-// rebase moves the reference: up to any better smoothed rate, and to the rate at the
-// copy's floor once it has stayed there paceSettle ticks.
+// rebase moves the reference: up to any better smoothed rate, and down by paceDecay a
+// tick while the writes fall short of it (the load itself may have fallen; no pause
+// tells, so the reference yields slowly).
 func (p *pacer) rebase() {
-	if p.limit > paceFloor {
-		p.floor = 0
-	} else if p.floor++; p.floor >= paceSettle {
-		p.ref, p.floor = p.avg, 0
+	if p.avg < paceKeep*p.ref {
+		p.ref *= 1 - paceDecay
 	}
 	p.ref = math.Max(p.avg, p.ref)
 }
@@ -172,7 +172,12 @@ func (p *pacer) backOff(copyRate float64) {
 	if from <= 0 {
 		from = paceFloor / paceDown
 	}
-	p.limit = math.Max(from*paceDown, paceFloor)
+	p.limit = math.Max(from*paceDown, p.floorRate())
+}
+
+// floorRate is the lowest limit: paceMinShare of the fastest rate seen, at least paceFloor.
+func (p *pacer) floorRate() float64 {
+	return math.Max(paceMinShare*p.top, paceFloor)
 }
 
 // recover raises a limit, back to full speed once it is above the fastest rate seen.

@@ -32,6 +32,7 @@ type simServer struct {
 	// from the read keepFrom on.
 	keepFrom        int
 	wrote, couldHad float64
+	slowest         float64 // the copy's lowest rate while it ran
 }
 
 func (s *simServer) copyRate() float64 {
@@ -48,6 +49,9 @@ func (s *simServer) RedoBytes(context.Context) (uint64, error) {
 	secs := now.Sub(s.at).Seconds()
 	s.at = now
 	c := s.copyRate()
+	if s.lim != nil && (s.slowest == 0 || c < s.slowest) {
+		s.slowest = c
+	}
 	w := s.base * (1 - s.hurt*c/s.disk) * secs
 	s.rows += w
 	if s.copied != nil {
@@ -128,8 +132,9 @@ func TestPaceUnhurtServerFullSpeed(t *testing.T) {
 }
 
 // TestPaceBacksOffAndRecovers: a copy that costs the server 70 % of its writes at full
-// speed backs off until the server keeps most of them, and goes back to full speed once
-// the copy no longer hurts (the load moved off the disk).
+// speed backs off, never below half its full speed, so the server keeps well over the
+// 30 % it would; it goes back to full speed once the copy no longer hurts (the load
+// moved off the disk).
 func TestPaceBacksOffAndRecovers(t *testing.T) {
 	ctx, p, s := newSim(5e6, 0.7, 60)
 	s.keepFrom = 20 // after the first 10 s, once it has settled
@@ -141,11 +146,11 @@ func TestPaceBacksOffAndRecovers(t *testing.T) {
 	if math.IsInf(p.limit, 1) {
 		t.Fatal("writes at 30 % of the baseline and the copy was not slowed")
 	}
-	if kept := s.wrote / s.couldHad; kept < 0.7 {
-		t.Fatalf("the server kept %.0f%% of its writes once paced; want at least 70%%", kept*100)
+	if kept := s.wrote / s.couldHad; kept < 0.55 {
+		t.Fatalf("the server kept %.0f%% of its writes once paced; want at least 55%% (30%% unpaced)", kept*100)
 	}
-	if float64(p.lim.Limit()) < paceFloor*2 {
-		t.Fatalf("paced the copy down to %v, far below what the server allows", p.lim.Limit())
+	if s.slowest < paceMinShare*simDisk*0.99 {
+		t.Fatalf("paced the copy down to %.0f bytes/s, below half its full speed", s.slowest)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.hurt, s.reads, s.stop, s.cancel = 0, 0, 30, cancel
