@@ -30,9 +30,12 @@ const (
 	// longer the copy takes: on a disk shared with the server, the writes a slow copy
 	// costs per byte copied grow as it slows (bench/README.md), so a crawl loses more
 	// transactions in all than a short full-speed copy.
-	paceMinShare = 0.5
-	paceSmooth   = 0.5  // weight of the newest sample in the moving average
-	paceDecay    = 0.01 // share the reference yields per tick with the copy at its floor
+	paceMinShare = 2.0 / 3
+	// paceWarm: ticks at the start of the copy at full speed whatever the writes do,
+	// to learn the copy's full speed (its first half second is still starting up).
+	paceWarm   = 2
+	paceSmooth = 0.5  // weight of the newest sample in the moving average
+	paceDecay  = 0.01 // share the reference yields per tick with the copy at its floor
 )
 
 // pacer adapts the data copy's rate to the server's write rate (the default pace).
@@ -47,6 +50,7 @@ type pacer struct {
 	limit  float64 // the copy's limit in bytes/s, +Inf at full speed
 	top    float64 // the fastest copy rate seen, bytes/s
 	last   uint64  // the last LSN read
+	ticks  int     // samples taken
 	w0     uint64  // the LSN when the baseline began, at t0
 	t0     time.Time
 	// running: start took over the counter connection (run or start closes it)
@@ -142,6 +146,10 @@ func (p *pacer) step(writes, copyRate float64) {
 	p.top = math.Max(p.top, copyRate)
 	p.rebase()
 	was := p.limit
+	p.ticks++
+	if p.ticks <= paceWarm {
+		return
+	}
 	if p.avg < paceKeep*p.ref {
 		p.backOff(copyRate)
 	} else {

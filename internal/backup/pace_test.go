@@ -132,8 +132,8 @@ func TestPaceUnhurtServerFullSpeed(t *testing.T) {
 }
 
 // TestPaceBacksOffAndRecovers: a copy that costs the server 70 % of its writes at full
-// speed backs off, never below half its full speed, so the server keeps well over the
-// 30 % it would; it goes back to full speed once the copy no longer hurts (the load
+// speed backs off, never below two thirds of its full speed (the copy takes at most
+// 1.5x as long), so the server keeps more than the 30 % it would; it goes back to full speed once the copy no longer hurts (the load
 // moved off the disk).
 func TestPaceBacksOffAndRecovers(t *testing.T) {
 	ctx, p, s := newSim(5e6, 0.7, 60)
@@ -146,11 +146,11 @@ func TestPaceBacksOffAndRecovers(t *testing.T) {
 	if math.IsInf(p.limit, 1) {
 		t.Fatal("writes at 30 % of the baseline and the copy was not slowed")
 	}
-	if kept := s.wrote / s.couldHad; kept < 0.55 {
-		t.Fatalf("the server kept %.0f%% of its writes once paced; want at least 55%% (30%% unpaced)", kept*100)
+	if kept := s.wrote / s.couldHad; kept < 0.45 {
+		t.Fatalf("the server kept %.0f%% of its writes once paced; want at least 45%% (30%% unpaced)", kept*100)
 	}
 	if s.slowest < paceMinShare*simDisk*0.99 {
-		t.Fatalf("paced the copy down to %.0f bytes/s, below half its full speed", s.slowest)
+		t.Fatalf("paced the copy down to %.0f bytes/s, below two thirds of its full speed", s.slowest)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.hurt, s.reads, s.stop, s.cancel = 0, 0, 30, cancel
