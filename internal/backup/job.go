@@ -158,6 +158,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	} else if _, err := j.lockSpoolRoom(p); err != nil { // refused before the first byte, checked again before the locks
 		return nil, err
+	} else {
+		pace = pace.worth(p)
 	}
 	if err := j.mode.begin(ctx, j); err != nil {
 		return nil, err

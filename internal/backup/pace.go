@@ -22,10 +22,11 @@ const (
 	paceBaseline  = time.Second            // ...and how long once it turns out to be writing
 	paceIdle      = 16 << 10               // redo bytes/s below which a server is idle
 	paceTick      = 500 * time.Millisecond
-	paceKeep      = 0.75    // share of the baseline writes the copy must leave the server
-	paceDown      = 0.6     // the copy's rate is cut to this share while the writes are below paceKeep
-	paceUp        = 1.2     // ...and raised by this factor each tick while they hold
-	paceFloor     = 4 << 20 // bytes/s the paced copy never goes below...
+	paceMinCopy   = 256 << 20 // bytes below which a copy is over before a pace could act
+	paceKeep      = 0.75      // share of the baseline writes the copy must leave the server
+	paceDown      = 0.6       // the copy's rate is cut to this share while the writes are below paceKeep
+	paceUp        = 1.2       // ...and raised by this factor each tick while they hold
+	paceFloor     = 4 << 20   // bytes/s the paced copy never goes below...
 	// paceMinShare: ...nor below this share of its full speed, which bounds how much
 	// longer the copy takes: on a disk shared with the server, the writes a slow copy
 	// costs per byte copied grow as it slows (bench/README.md), so a crawl loses more
@@ -85,6 +86,26 @@ func (p *pacer) start(ctx context.Context, copied *atomic.Int64) *rate.Limiter {
 	}
 	go p.run(ctx)
 	return p.lim
+}
+
+// worth keeps the pace for a copy of pl, or releases it and returns nil when the copy
+// is too small for a pace to act on (it ends within its first second).
+func (p *pacer) worth(pl plan) *pacer {
+	if p == nil {
+		return nil
+	}
+	var n int64
+	for _, fs := range [][]srcFile{pl.InnoDB, pl.DDLStable, pl.Commit, pl.AriaControl, pl.AriaLogs} {
+		for _, f := range fs {
+			n += f.Size
+		}
+	}
+	if n >= paceMinCopy {
+		return p
+	}
+	p.release()
+	p.running = true // released
+	return nil
 }
 
 // release closes the counter connection of a pace that never started (nil: none).

@@ -176,3 +176,21 @@ func TestPaceLoadDrops(t *testing.T) {
 		t.Fatalf("150 s after the load fell to 40%%, the copy is still limited to %v", p.lim.Limit())
 	}
 }
+
+// TestPaceSmallCopyUnpaced: a copy too small for the pace to act on is not paced, and
+// its counter connection is closed at once.
+func TestPaceSmallCopyUnpaced(t *testing.T) {
+	_, p, _ := newSim(5e6, 0.7, 10)
+	small := plan{InnoDB: []srcFile{{Size: 10 << 20}}}
+	if p.worth(small) != nil {
+		t.Fatal("a 10 MiB copy is paced")
+	}
+	_, p, _ = newSim(5e6, 0.7, 10)
+	if p.worth(plan{InnoDB: []srcFile{{Size: paceMinCopy}}}) != p {
+		t.Fatal("a copy of paceMinCopy bytes is not paced")
+	}
+	var none *pacer
+	if none.worth(small) != nil {
+		t.Fatal("no pace became one")
+	}
+}

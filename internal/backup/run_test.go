@@ -33,8 +33,7 @@ func runConfig(t *testing.T, srv *backuptest.Server) (backup.Config, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Unpaced: the pace's idle probe would move the fake clock (pace_test.go covers it).
-	return backup.Config{Server: srv, Sink: d, Clock: clock.NewFake(t0), Parallel: 2, Version: "test", Unpaced: true,
+	return backup.Config{Server: srv, Sink: d, Clock: clock.NewFake(t0), Parallel: 2, Version: "test",
 		Log: slog.New(slog.DiscardHandler), Progress: io.Discard, Spool: backup.SpoolOptions{Dir: t.TempDir(), Max: 64 << 20}}, dir
 }
 
