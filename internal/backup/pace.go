@@ -36,7 +36,7 @@ const (
 	// to learn the copy's full speed (its first half second is still starting up).
 	paceWarm   = 2
 	paceSmooth = 0.5  // weight of the newest sample in the moving average
-	paceDecay  = 0.01 // share the reference yields per tick with the copy at its floor
+	paceDecay  = 0.01 // share the reference yields per tick while the writes fall short
 )
 
 // pacer adapts the data copy's rate to the server's write rate (the default pace).
