@@ -4,13 +4,16 @@
 # The method of bench/README.md (backup.sh): a private mariadbd (1 GiB buffer pool,
 # 512 MiB redo, binlog on), cold page cache and no dirty pages before every timed run, each
 # command under /usr/bin/time -f '%e %U %S %M'. Measures, in one invocation:
-#   1. the raw read limit: O_DIRECT dd of every datadir file but ib_logfile0, RUNS times;
+#   1. the raw read limit: O_DIRECT dd of every datadir file but ib_logfile0, RUNS times; and the
+#      same-disk copy limit: a parallel cp of the same files into $BENCH_DIR, then sync;
 #   2. ferry backup and mariadb-backup --backup (same --parallel), RUNS times each, alternating,
 #      each followed by a separately timed `sync`;
 #   3. correctness: prepare + restore the last ferry backup, start a server on it and compare
 #      CHECKSUM TABLE of every sbtest table with the (idle) source;
-#   4. each tool once under a sysbench oltp_write_only load, and the write TPS kept meanwhile;
-#      ferry twice: at full speed and with --max-impact $GENTLE_IMPACT (gentle mode).
+#   4. each tool once under a sysbench oltp_write_only load: the write TPS kept meanwhile, the
+#      transactions the server lost to the backup ((baseline TPS - TPS during) x duration) and the
+#      duration against ferry's idle one; ferry at defaults (its pace), with --pace off (full
+#      speed) and with --max-impact $GENTLE_IMPACT (gentle mode).
 # Prints a markdown report and writes it to $BENCH_DIR/results.md. Needs root (drop_caches).
 # Settings, servers, dataset, quiesce and timing helpers shared with stream.sh: bench/lib.sh.
 #
@@ -35,6 +38,7 @@
 #   FERRY_ARGS                        extra arguments for `ferry backup` (e.g. "--chunk-size 256K")
 #   GENTLE_IMPACT [10]                --max-impact of the gentle ferry run under load
 #   SKIP_GENTLE=1                     leave out the gentle run (it takes minutes on the full set)
+#   SKIP_UNPACED=1                    leave out the --pace off run under load
 #   SKIP_FERRY=1 SKIP_LOAD=1 SKIP_CHECK=1   leave out ferry / the load phase / the restore check
 #   KEEP_SERVER=1                     leave the private server running at the end
 set -euo pipefail
@@ -49,6 +53,7 @@ GENTLE_IMPACT=${GENTLE_IMPACT:-10}
 
 BK_FERRY="$BENCH_DIR/bk-ferry"                    # backup dirs (removed before each run)
 BK_MB="$BENCH_DIR/bk-mariabackup"
+CP_DIR="$BENCH_DIR/cp-limit"                      # the same-disk copy (removed after each run)
 RESTORED="$BENCH_DIR/restored"                    # datadir of the restore check
 RESULTS="$BENCH_DIR/results.md"
 CLEAN_PATHS=("$RESTORED")
@@ -60,6 +65,10 @@ load_dataset
 
 FERRY_CMD="$(q "${FERRY:-ferry}") backup --socket $(q "$SOCK") --user root --target-dir $(q "$BK_FERRY") --parallel $PARALLEL $FERRY_ARGS"
 FERRY_GENTLE_CMD="$FERRY_CMD --max-impact $GENTLE_IMPACT"
+FERRY_UNPACED_CMD="$FERRY_CMD --pace off"
+# The same-disk copy limit: every file dd reads, copied by PARALLEL cp's onto the disk the
+# backups go to, and made durable (the sync is part of it: the backup tools' is timed apart).
+CP_CMD="mkdir -p $(q "$CP_DIR") && cd $(q "$DATA") && find . -type f ! -name ib_logfile0 -print0 | xargs -0 -r -n 16 -P $PARALLEL cp --parents -t $(q "$CP_DIR") && sync"
 MB_CMD="mariadb-backup --no-defaults --backup --socket=$(q "$SOCK") --user=root --datadir=$(q "$DATA") --target-dir=$(q "$BK_MB") --parallel=$PARALLEL"
 
 # run_tool TOOL LABEL RUN: removes TOOL's previous backup dir, then times a backup into it. The
@@ -68,13 +77,16 @@ run_tool() {
   case $1 in
     ferry) rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_CMD" ;;
     ferry-gentle) rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_GENTLE_CMD" ;;
+    ferry-unpaced) rm -rf "$BK_FERRY"; timed "$2" "$3" "$BK_FERRY" "$FERRY_UNPACED_CMD" ;;
     *) rm -rf "$BK_MB"; timed "$2" "$3" "$BK_MB" "$MB_CMD" ;;
   esac
 }
 
 TOOLS=(ferry mariabackup)
-LOAD_TOOLS=(ferry ferry-gentle mariabackup)
-[[ ${SKIP_GENTLE:-0} == 1 ]] && LOAD_TOOLS=(ferry mariabackup)
+LOAD_TOOLS=(ferry mariabackup ferry-unpaced ferry-gentle)   # the two defaults first, side by side
+[[ ${SKIP_UNPACED:-0} == 1 ]] && LOAD_TOOLS=("${LOAD_TOOLS[@]/ferry-unpaced/}")
+[[ ${SKIP_GENTLE:-0} == 1 ]] && LOAD_TOOLS=("${LOAD_TOOLS[@]/ferry-gentle/}")
+LOAD_TOOLS=($(printf '%s\n' "${LOAD_TOOLS[@]}" | grep .))
 [[ $SKIP_FERRY == 1 ]] && TOOLS=(mariabackup) && LOAD_TOOLS=(mariabackup)
 
 # --- 1+2: idle runs, cold cache ---------------------------------------------------------------
@@ -87,6 +99,9 @@ log "datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); $RUNS run
 for ((r = 1; r <= RUNS; r++)); do
   quiesce
   timed dd "$r" "$DD_BYTES" "$DD_CMD"
+  rm -rf "$CP_DIR"; quiesce
+  timed cp "$r" "$DD_BYTES" "$CP_CMD"
+  rm -rf "$CP_DIR"
   order=("${TOOLS[@]}")                                   # odd runs ferry first, even runs
   ((r % 2 == 0)) && order=($(printf '%s\n' "${TOOLS[@]}" | tac))   # mariadb-backup first
   for tool in "${order[@]}"; do
@@ -159,7 +174,7 @@ describe_env
 report() {
   report_gawk -v check="$CHECK" -v loadlines="$LOAD_LINES" \
       -v basetps="${BASE_TPS:-}" -v lthreads="$LOAD_THREADS" -v skipferry="$SKIP_FERRY" \
-      -v ferryargs="$FERRY_ARGS" -v gentle="$GENTLE_IMPACT" "$AWK_LIB"'
+      -v ferryargs="$FERRY_ARGS" -v gentle="$GENTLE_IMPACT" -v gap="$LOAD_GAP_SECS" "$AWK_LIB"'
     function row(name, label,   gb, cpu, wmed, b, sy) {
       gb = databytes / 1e9
       if (!cnt[label]) { printf "| %s | 0 | – | – | – | – | – | – | – | – | – |\n", name; return }
@@ -177,40 +192,54 @@ report() {
       print "| what | n | wall s median | wall s min | user s | sys s | CPU s/GB datadir | max RSS MiB | MB read/copied | MB/s (median) | sync after s |"
       print "|---|---|---|---|---|---|---|---|---|---|---|"
       row("raw `dd iflag=direct` (all but ib_logfile0)", "dd")
+      row("same-disk copy: `cp` x " par " + `sync`", "cp")
       if (skipferry != 1) row("`ferry backup`", "ferry")
       row("`mariadb-backup --backup`", "mariabackup")
       if (skipferry != 1) {
         fw = agg(W, "ferry", "med"); mw = agg(W, "mariabackup", "med"); dw = agg(W, "dd", "med")
         fm = agg(W, "ferry", "min"); mm = agg(W, "mariabackup", "min"); dm = agg(W, "dd", "min")
         fc = agg(C, "ferry", "med"); mc = agg(C, "mariabackup", "med")
+        cw = agg(W, "cp", "med"); fs = fw + agg(W, "sync-ferry", "med"); ms = mw + agg(W, "sync-mariabackup", "med")
         fr = agg(R, "ferry", "max"); mr = agg(R, "mariabackup", "max")
         print "\n| ratio | median | min | target | met (median) |\n|---|---|---|---|---|"
         r = ratio(fw, dw); printf "| ferry / raw dd, wall | %s | %s | ≤ 1.15 | %s |\n", r, ratio(fm, dm), met(r, 1.15)
+        r = ratio(fs, cw); printf "| ferry + its sync / same-disk copy limit, wall | %s | – | ≤ 1.20 | %s |\n", r, met(r, 1.20)
         r = ratio(fw, mw); printf "| ferry / mariadb-backup, wall | %s | %s | ≤ 0.80 | %s |\n", r, ratio(fm, mm), met(r, 0.80)
+        r = ratio(fs, ms); printf "| ferry / mariadb-backup, wall + sync after | %s | – | ≤ 0.60 | %s |\n", r, met(r, 0.60)
         r = ratio(fc, mc); printf "| ferry / mariadb-backup, CPU s per GB | %s | – | ≤ 0.60 | %s |\n", r, met(r, 0.60)
         r = ratio(fr, mr); printf "| ferry / mariadb-backup, max RSS | %s | – | ferry < 256 MiB | %s |\n", r, fr == "" ? "–" : (fr / 1024 < 256 ? "yes" : "**no**")
         printf "| mariadb-backup / raw dd, wall | %s | %s | – | – |\n", ratio(mw, dw), ratio(mm, dm)
       }
       if (loadlines != "") {
-        printf "\nUnder `sysbench oltp_write_only --threads=%d` (baseline: mean of per-second TPS before the first backup): **%s TPS**\n\n", lthreads, basetps
-        print "| backup under load | wall s | CPU s | max RSS MiB | TPS before (gap) | TPS during | TPS after (gap) | TPS kept (during / baseline) |"
-        print "|---|---|---|---|---|---|---|---|"
+        printf "\nUnder `sysbench oltp_write_only --threads=%d` (baseline: mean of per-second TPS before the first backup: **%s TPS**; TPS before is that of the %d s before each backup)\n\n", lthreads, basetps, gap
+        print "| backup under load | wall s | x ferry idle | CPU s | max RSS MiB | TPS before (gap) | TPS during | TPS after (gap) | TPS kept (during / before) | transactions lost ((before - during) x wall) |"
+        print "|---|---|---|---|---|---|---|---|---|---|"
+        fi_ = agg(W, "ferry", "med")
         nl = split(loadlines, L, ";")
         for (i = 1; i <= nl; i++) {
           if (split(L[i], x, " ") < 6) continue
-          lab = x[1] "-load"
-          kept = (x[5] == "-" || basetps == "-" || basetps == 0) ? "–" : sprintf("%.0f %%", 100 * x[5] / basetps)
-          name = x[1] == "ferry" ? "`ferry backup`" : (x[1] == "ferry-gentle" ? "`ferry backup --max-impact " gentle "`" : "`mariadb-backup --backup`")
-          printf "| %s | %.2f | %.2f | %.0f | %s | %s | %s | **%s** |\n", name,
-            W[lab, 1], C[lab, 1], R[lab, 1] / 1024, x[4], x[5], x[6], kept
-          kp[x[1]] = kept
+          lab = x[1] "-load"; w = W[lab, 1]
+          # against the TPS just before this backup: the TPS of the load itself drifts over the phase
+          kept = (x[5] == "-" || x[4] == "-" || x[4] == 0) ? "–" : sprintf("%.0f %%", 100 * x[5] / x[4])
+          lost = (x[5] == "-" || x[4] == "-") ? "" : (x[4] - x[5]) * w
+          name = x[1] == "ferry" ? "`ferry backup` (defaults)" : (x[1] == "ferry-gentle" ? "`ferry backup --max-impact " gentle "`" : (x[1] == "ferry-unpaced" ? "`ferry backup --pace off`" : "`mariadb-backup --backup`"))
+          printf "| %s | %.2f | %s | %.2f | %.0f | %s | %s | %s | **%s** | **%s** |\n", name,
+            w, ratio(w, fi_), C[lab, 1], R[lab, 1] / 1024, x[4], x[5], x[6], kept, f(lost, "%.0f")
+          kp[x[1]] = kept; lo[x[1]] = lost; du[x[1]] = w
         }
-        if (("ferry" in kp) && ("mariabackup" in kp) && kp["ferry"] != "–" && kp["mariabackup"] != "–")
-          printf "\nTPS kept, ferry vs mariadb-backup: %s vs %s (target: ferry keeps more): %s\n", kp["ferry"], kp["mariabackup"], (kp["ferry"] + 0 > kp["mariabackup"] + 0) ? "yes" : "**no**"
-        if (("ferry" in kp) && kp["ferry"] != "–")
-          printf "\nTPS kept by ferry at full speed: %s (target ≥ 50 %%): %s\n", kp["ferry"], (kp["ferry"] + 0 >= 50) ? "yes" : "**no**"
+        print "\n| under load | ferry | mariadb-backup | ratio | target | met |\n|---|---|---|---|---|---|"
+        if (("ferry" in kp) && ("mariabackup" in kp))
+          printf "| TPS kept | %s | %s | – | ferry keeps more | %s |\n", kp["ferry"], kp["mariabackup"], (kp["ferry"] != "–" && kp["mariabackup"] != "–") ? ((kp["ferry"] + 0 > kp["mariabackup"] + 0) ? "yes" : "**no**") : "–"
+        if (("ferry" in lo) && ("mariabackup" in lo)) {
+          r = ratio(lo["ferry"], lo["mariabackup"])
+          printf "| transactions lost | %s | %s | %s | ≤ 0.50 | %s |\n", f(lo["ferry"], "%.0f"), f(lo["mariabackup"], "%.0f"), r, met(r, 0.50)
+        }
+        if ("ferry" in du) {
+          r = ratio(du["ferry"], fi_)
+          printf "| duration / ferry idle (%s s) | %.2f s | %s | %s | ≤ 1.50 | %s |\n", f(fi_, "%.2f"), du["ferry"], ("mariabackup" in du) ? sprintf("%.2f s", du["mariabackup"]) : "–", r, met(r, 1.50)
+        }
         if (("ferry-gentle" in kp) && kp["ferry-gentle"] != "–")
-          printf "TPS kept by ferry --max-impact %s: %s (asked: ≥ %d %%): %s\n", gentle, kp["ferry-gentle"], 100 - gentle, (kp["ferry-gentle"] + 0 >= 100 - gentle) ? "yes" : "**no**"
+          printf "\nTPS kept by ferry --max-impact %s: %s (asked: ≥ %d %%): %s\n", gentle, kp["ferry-gentle"], 100 - gentle, (kp["ferry-gentle"] + 0 >= 100 - gentle) ? "yes" : "**no**"
       }
       printf "\nRestore check (ferry prepare + restore of the last idle ferry backup, CHECKSUM TABLE vs the source): **%s**\n", check
       if (cnt["ferry-prepare"]) printf "(ferry prepare %.2f s, ferry restore %.2f s wall / %.2f CPU s / %.0f MiB RSS)\n", W["ferry-prepare", 1], W["ferry-restore", 1], C["ferry-restore", 1], R["ferry-restore", 1] / 1024

@@ -41,6 +41,7 @@ type backupFlags struct {
 	incRepo    bool
 	incBase    string
 	maxImpact  float64 // percent
+	pace       string  // auto or off
 	// a partial backup
 	databases, tables, exclude string
 }
@@ -114,9 +115,10 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(byteSize{&fl.maxMemory}, "max-memory", "memory for the stream or repository pipeline (blocks, parts, uploads)")
 	f.Var(byteSize{&fl.partSize}, "part-size", fmt.Sprintf("repository: bytes of a file per stored part (default %s; small files are packed together)", sizeText(defaults.PartSize)))
 	f.IntVar(&fl.uploads, "uploads", 0, fmt.Sprintf("repository: most objects uploading at once (default %d: ferry starts with 2 and adds one whenever parts wait for the link)", defaults.Uploads))
-	f.IntVar(&cfg.Parallel, "parallel", defaults.BackupParallel, fmt.Sprintf("parallel copy workers: one reader of %s direct reads keeps a disk busy and leaves a busy server half its write throughput, against a third with 2 (bench/README.md); raise it for an idle server or a fast array", sizeText(defaults.ChunkSize)))
+	f.IntVar(&cfg.Parallel, "parallel", defaults.BackupParallel, fmt.Sprintf("parallel copy workers: one reader of %s direct reads keeps a disk busy; raise it for an idle server or a fast array (--pace spares a busy server)", sizeText(defaults.ChunkSize)))
 	f.Var(byteSize{&fl.chunk}, "chunk-size", fmt.Sprintf("bytes per data-file read and write (multiple of 64K; default %s for a directory, %s for a stream, a repository or an incremental, which write little or nothing to the server's disks): smaller keeps more of a busy server's write throughput, larger copies an idle one faster", sizeText(defaults.ChunkSize), sizeText(defaults.RemoteChunkSize)))
 	f.Var(byteSize{&cfg.MaxRate}, "max-rate", "cap on data file reads, e.g. 100M (bytes/s; default unlimited)")
+	f.StringVar(&fl.pace, "pace", "auto", "auto: copy at full speed while the server's writes hold, back off while they fall a quarter below their rate before the copy (an idle server's copy is never slowed); off: always full speed. --max-rate and --max-impact replace it")
 	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
 	addSpoolFlags(f, &cfg.Spool)
 	f.BoolVar(&cfg.KeepFreePages, "keep-free-pages", false, "copy the pages InnoDB marks free as they are, instead of storing them as zeros (holes in a directory)")
@@ -160,8 +162,10 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return fmt.Errorf("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
 	case fl.maxImpact > 0 && cfg.MaxRate > 0:
 		return errors.New("--max-impact and --max-rate both pace the copy: choose one")
+	case fl.pace != "auto" && fl.pace != "off":
+		return fmt.Errorf("--pace %q: give auto or off", fl.pace)
 	}
-	cfg.MaxImpact = fl.maxImpact / 100
+	cfg.MaxImpact, cfg.Unpaced = fl.maxImpact/100, fl.pace == "off"
 	filter, err := backup.NewFilter(fl.databases, fl.tables, fl.exclude)
 	if err != nil {
 		return err

@@ -46,7 +46,12 @@ type Config struct {
 	// the network). Either one paces the reads instead of MaxRate.
 	MaxImpact float64
 	WatchRedo bool
-	Log       *slog.Logger
+	// Unpaced copies at full speed whatever the server's load. By default (neither
+	// MaxRate nor MaxImpact nor WatchRedo) the data copy is paced: at full speed on an
+	// idle server, and backing off while a writing server's writes fall a quarter below
+	// their rate just before the copy.
+	Unpaced bool
+	Log     *slog.Logger
 	// Clock is the job's time: when it starts and ends, how long the locks are held,
 	// what the three-stage copy measures rates against. Default the wall clock; unit
 	// tests pass a *clock.Fake. The throttle's pauses and re-read waits stay real.

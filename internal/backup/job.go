@@ -68,7 +68,7 @@ type job struct {
 	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
 	// dropped meanwhile): the DDL reconciliation copies them whole.
 	lostSpaces map[uint32]bool
-	stats      struct{ rereads, freePages atomic.Int64 }
+	stats      struct{ rereads, freePages, read atomic.Int64 } // read: data file bytes, for the pace
 	recopy     recopyStats
 	rolled     *rolled // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
@@ -148,6 +148,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer j.srv.Close()
+	pace := watchPace(ctx, j.cfg, j.log) // its baseline runs while the copy is prepared
+	defer pace.release()
 	rl := j.srv.Redo()
 	j.openRedo = rl.Open
 	j.checkpoint = func() (uint64, error) { return rl.Checkpoint(j.redoPath()) }
@@ -159,6 +161,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	} else if _, err := j.lockSpoolRoom(p); err != nil { // refused before the first byte, checked again before the locks
 		return nil, err
+	} else {
+		pace = pace.worth(p)
 	}
 	if err := j.mode.begin(ctx, j); err != nil {
 		return nil, err
@@ -180,6 +184,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		j.limiter = startThrottle(ctx, j.cfg, j.cfg.MaxImpact, j.cfg.Monitor, j.log)
 	case j.cfg.MaxRate > 0:
 		j.limiter = rate.NewLimiter(rate.Limit(j.cfg.MaxRate), int(min(j.cfg.MaxRate, int64(j.cfg.ChunkSize))))
+	case pace != nil:
+		j.limiter = pace.start(ctx, &j.stats.read)
 	}
 	j.bufs = make(chan []byte, j.copyBuffers())
 	for range j.copyBuffers() {

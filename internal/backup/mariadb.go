@@ -78,6 +78,11 @@ type rowWrites struct{ db *sql.DB }
 func (w rowWrites) Writes(ctx context.Context) (int64, error) { return mariadb.RowWrites(ctx, w.db) }
 func (w rowWrites) Close() error                              { return w.db.Close() }
 
+func (w rowWrites) RedoBytes(ctx context.Context) (uint64, error) {
+	_, current, err := mariadb.LSNSource{DB: w.db}.LSNs(ctx)
+	return current, err
+}
+
 // innodbRedo is MariaDB 10.8+'s InnoDB redo log (internal/redo).
 type innodbRedo struct{}
 

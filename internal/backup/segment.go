@@ -173,6 +173,7 @@ func (j *job) reread(ctx context.Context, in *directio.File, ij *innoJob, page [
 
 // throttle waits until n more bytes may be read under --max-rate.
 func (j *job) throttle(ctx context.Context, n int) error {
+	j.stats.read.Add(int64(n))
 	if j.limiter == nil {
 		return nil
 	}

@@ -20,7 +20,8 @@ type Connector interface {
 	// holds the backup privileges: the one server probe.
 	Connect(ctx context.Context) (Server, error)
 	// Counters opens a connection of its own that reads the server's write counters
-	// for the throttle (Config.MaxImpact), which polls it while the copy runs.
+	// for the throttle (Config.MaxImpact) or the default pace, which poll it while the
+	// copy runs.
 	Counters(ctx context.Context) (WriteCounter, error)
 }
 
@@ -70,9 +71,13 @@ type ReplicaPause interface {
 	Resume(ctx context.Context) error
 }
 
-// WriteCounter reads how many rows the server has written since it started.
+// WriteCounter reads how much the server has written since it started.
 type WriteCounter interface {
+	// Writes is the count of rows written (the throttle's signal).
 	Writes(ctx context.Context) (int64, error)
+	// RedoBytes is the server's current LSN: the redo bytes it has generated, which
+	// every change adds to (the pace's signal; it stands still on an idle server).
+	RedoBytes(ctx context.Context) (uint64, error)
 	Close() error
 }
 

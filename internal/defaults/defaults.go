@@ -14,8 +14,8 @@ import (
 // Backup copy.
 const (
 	// BackupParallel is a backup's copy workers. One reader of ChunkSize direct reads
-	// keeps a disk busy and leaves a busy server half its write throughput, against a
-	// third with 2; raise it for an idle server or a fast array.
+	// keeps a disk busy; raise it for an idle server or a fast array. What a busy server
+	// keeps is the pace's part (internal/backup/pace.go).
 	BackupParallel = 1
 	// ChunkSize is the size of a data-file read and write when the backup is written to
 	// the server's disks (a directory): 8 MiB chunks copied an idle server in 4.6 s but

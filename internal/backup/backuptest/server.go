@@ -135,8 +135,9 @@ func (s *Server) Counters(context.Context) (backup.WriteCounter, error) { return
 
 type counter struct{}
 
-func (counter) Writes(context.Context) (int64, error) { return 0, nil }
-func (counter) Close() error                          { return nil }
+func (counter) Writes(context.Context) (int64, error)     { return 0, nil }
+func (counter) RedoBytes(context.Context) (uint64, error) { return 0, nil }
+func (counter) Close() error                              { return nil }
 
 // session is one session on the fake server.
 type session struct{ s *Server }
