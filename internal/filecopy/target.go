@@ -74,11 +74,11 @@ func (t *Target) openDirect() {
 	}
 }
 
-// bufferFor is the size of the copy buffer for a file of size bytes: the whole file, one
+// BufferFor is the size of the copy buffer for a file of size bytes: the whole file, one
 // 4 KiB block more so that the read that meets its end is the one after it, and never
 // above most. A buffer per small file costs its size, not most: a restore of 20,000 small
 // tablespaces spent most of its CPU clearing and scanning 1 MiB buffers.
-func bufferFor(size int64, most int) int {
+func BufferFor(size int64, most int) int {
 	if size < 0 || size >= int64(most) {
 		return most
 	}
@@ -224,7 +224,7 @@ func CopyLeaving(ctx context.Context, src, dst string, onBytes func(int64), leav
 	}
 	out.openDirect()
 	defer out.Close()
-	buf := directio.AlignedBuffer(bufferFor(fi.Size(), 1<<20))
+	buf := directio.AlignedBuffer(BufferFor(fi.Size(), 1<<20))
 	var off int64
 	var crc uint32
 	var pages leftPages
@@ -308,7 +308,7 @@ func FileCRC(path string) (int64, uint32, error) {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	buf := make([]byte, bufferFor(size, 4<<20))
+	buf := make([]byte, BufferFor(size, 4<<20))
 	var crc uint32
 	var n int64
 	for {

@@ -168,8 +168,8 @@ func TestBufferForIsTheFileUpToTheCap(t *testing.T) {
 		most int
 		want int
 	}{{0, 1 << 20, 4096}, {98304, 1 << 20, 98304 + 4096}, {1 << 20, 1 << 20, 1 << 20}, {5 << 30, 1 << 20, 1 << 20}, {-1, 1 << 20, 1 << 20}} {
-		if got := bufferFor(c.size, c.most); got != c.want {
-			t.Errorf("bufferFor(%d, %d) = %d, want %d", c.size, c.most, got, c.want)
+		if got := BufferFor(c.size, c.most); got != c.want {
+			t.Errorf("BufferFor(%d, %d) = %d, want %d", c.size, c.most, got, c.want)
 		}
 	}
 }

@@ -195,7 +195,7 @@ func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, prog
 			return err
 		}
 	}
-	buf := directio.AlignedBuffer(1 << 20)
+	buf := directio.AlignedBuffer(filecopy.BufferFor(b.RawSize, 1<<20)) // a small file's blob: its size, not 1 MiB
 	off := b.RawOffset
 	for {
 		n, err := io.ReadFull(r, buf)
