@@ -10,6 +10,8 @@
 #   1. backup to a directory: ferry backup --target-dir vs mariadb-backup --backup;
 #   2. restore: ferry restore --target-dir of its backup vs mariadb-backup --prepare + --copy-back
 #      (of a fresh backup taken untimed before each run: --prepare changes it), each step timed;
+#      and the moving restores: ferry restore --move (of an untimed copy of its backup) vs
+#      mariadb-backup --prepare + --move-back (of a fresh backup);
 #   3. the limits on the same bytes: a parallel read (xargs -P cat) and a parallel cp of ferry's
 #      backup files to the same disk (restores are compared with the cp: issue 25, point 4), and
 #      a read and a cp of one file that holds them all (the "same bytes in a few large files" of
@@ -37,8 +39,8 @@
 #   SAMPLE [200]                      tables whose CHECKSUM TABLE the check compares
 #   MB_ARGS                           extra arguments for mariadb-backup --backup
 #   QUIET_MAX [120] TOOL_TIMEOUT [1800] FERRY FERRY_ARGS KEEP_SERVER   as in lib.sh
-#   SKIP_DIR=1 SKIP_LIMITS=1 SKIP_REPO=1 SKIP_STREAM=1 SKIP_CHECK=1     leave out steps 1+2 / 3 /
-#                                     4 / 5 / 6 (the limits and the check need step 1)
+#   SKIP_DIR=1 SKIP_MOVE=1 SKIP_LIMITS=1 SKIP_REPO=1 SKIP_STREAM=1 SKIP_CHECK=1   leave out steps
+#                                     1+2 / the moving restores / 3 / 4 / 5 / 6 (3, 6 need step 1)
 set -euo pipefail
 
 # --- settings (common ones and the shared functions: lib.sh) ----------------------------------
@@ -50,6 +52,7 @@ SAMPLE=${SAMPLE:-200}
 MB_ARGS=${MB_ARGS:-}
 SKIP_DIR=${SKIP_DIR:-0}
 SKIP_LIMITS=${SKIP_LIMITS:-0}
+SKIP_MOVE=${SKIP_MOVE:-0}
 SKIP_REPO=${SKIP_REPO:-0}
 SKIP_STREAM=${SKIP_STREAM:-0}
 
@@ -62,6 +65,7 @@ BK_M="$BENCH_DIR/tables-bk-mb"                    # mariadb-backup --backup --ta
 F_REST="$BENCH_DIR/tables-restored-ferry"         # every ferry restore's datadir
 M_UNPACK="$BENCH_DIR/tables-mb-prepared"          # copy of BK_M (or unpacked stream), prepared
 M_REST="$BENCH_DIR/tables-restored-mb"            # mariadb-backup --copy-back --datadir
+F_MOVE="$BENCH_DIR/tables-bk-ferry-to-move"       # copy of BK_F that ferry restore --move consumes
 CP_DEST="$BENCH_DIR/tables-cp"                    # the parallel cp's copy
 BIG="$BENCH_DIR/tables-onefile"                   # ferry's backup files in one file, and its copy
 BIG2="$BENCH_DIR/tables-onefile-copy"
@@ -69,7 +73,7 @@ REPO_F="$BENCH_DIR/tables-repo"                   # ferry's directory repository
 XBS_F="$BENCH_DIR/tables-ferry.xbs"               # stream files
 XBS_M="$BENCH_DIR/tables-mb.xbs"
 SIZEF="$BENCH_DIR/tables-stream-size.out"
-CLEAN_PATHS=("$BK_F" "$BK_M" "$M_UNPACK" "$M_REST" "$CP_DEST" "$BIG" "$BIG2" "$REPO_F" "$XBS_F" "$XBS_M" "$SIZEF")
+CLEAN_PATHS=("$BK_F" "$BK_M" "$F_MOVE" "$M_UNPACK" "$M_REST" "$CP_DEST" "$BIG" "$BIG2" "$REPO_F" "$XBS_F" "$XBS_M" "$SIZEF")
 CLEAN_RESTORED=("$F_REST")
 
 for n in $TABLE_COUNTS; do
@@ -212,9 +216,15 @@ measure() {
   # Only one restored datadir at a time (disk space); mariadb-backup prepares a fresh backup of its
   # own, taken untimed (--prepare changes the backup it works on).
   local rests
-  rests="$(q "$F_REST") $(q "$M_UNPACK") $(q "$M_REST")"
+  rests="$(q "$F_REST") $(q "$M_UNPACK") $(q "$M_REST") $(q "$F_MOVE")"
   PREP[ferry-restore]="rm -rf $rests"
   PREP[mb-restore]="rm -rf $rests && ${CMD[mb-backup]//$(q "$BK_M")/$(q "$M_UNPACK")}"
+  CMD[ferry-move]="$f restore --target-dir $(q "$F_MOVE") --move --datadir $(q "$F_REST") --parallel $PARALLEL"
+  CMD[mb-move]="$(step_time mb-move-prepare) $m --prepare --use-memory=$PREPARE_MEMORY --target-dir=$(q "$M_UNPACK") \
+&& $(step_time mb-move-moveback) $m --move-back --target-dir=$(q "$M_UNPACK") --datadir=$(q "$M_REST")"
+  SIZE[ferry-move]=$F_REST; SIZE[mb-move]=$M_REST
+  PREP[ferry-move]="rm -rf $rests && cp -a $(q "$BK_F") $(q "$F_MOVE")"
+  PREP[mb-move]=${PREP[mb-restore]}
 
   CMD[read]="find $(q "$BK_F") -type f -print0 | xargs -0 -P $PARALLEL -n 500 cat >/dev/null"
   CMD[cp]="cd $(q "$BK_F") && find . -mindepth 1 -type d -printf $(q "$CP_DEST/%P\0") | xargs -0 -r mkdir -p \
@@ -255,6 +265,10 @@ measure() {
       CHECK="not run (SKIP_CHECK=1)"
     fi
     clean_restored "$F_REST"
+    if [[ $SKIP_MOVE != 1 ]]; then
+      run_keys ferry-move mb-move
+      clean_restored "$F_REST"; rm -rf "$M_UNPACK" "$M_REST" "$F_MOVE"
+    fi
     if [[ $SKIP_LIMITS != 1 ]]; then
       run_keys cp read
       rm -rf "$CP_DEST"
@@ -316,6 +330,10 @@ report() {
       row("`mariadb-backup --prepare` + `--copy-back`", "mb-restore")
       srow("`--prepare`", "mb-dir-prepare")
       srow("`--copy-back`", "mb-dir-copyback")
+      row("`ferry restore --target-dir COPY --move`", "ferry-move")
+      row("`mariadb-backup --prepare` + `--move-back`", "mb-move")
+      srow("`--prepare`", "mb-move-prepare")
+      srow("`--move-back`", "mb-move-moveback")
       row("read limit: `xargs -P cat` of ferry'"'"'s backup", "read")
       row("copy limit: `xargs -P cp` of ferry'"'"'s backup, same disk", "cp")
       row("one file of the same bytes: `cat`", "read-1file")
@@ -333,6 +351,7 @@ report() {
       rat("ferry backup / mariadb-backup --backup", "ferry-backup", "mb-backup", ntab >= 100000 ? 0.5 : "", ntab >= 100000 ? "≤ 0.5" : "–")
       rat("ferry backup / read limit", "ferry-backup", "read", "", "–")
       rat("ferry restore / prepare + copy-back", "ferry-restore", "mb-restore", ntab >= 100000 ? 0.5 : "", ntab >= 100000 ? "≤ 0.5" : "–")
+      rat("ferry restore --move / prepare + move-back", "ferry-move", "mb-move", "", "–")
       rat("ferry backup / read of one file", "ferry-backup", "read-1file", 1.3, "≤ 1.3")
       rat("ferry restore / parallel cp", "ferry-restore", "cp", 1.1, "≤ 1.1")
       rat("ferry restore / cp of one file", "ferry-restore", "cp-1file", 1.3, "≤ 1.3")
