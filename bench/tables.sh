@@ -107,7 +107,8 @@ gen_tables() {
 
 # tables_dataset N: sets DATA and LOADED for N tables, builds that datadir unless DATA.loaded
 # exists (two sessions fed generated SQL; no durable commits or .frm files meanwhile: 4x faster;
-# a slow shutdown at the end), and starts its server.
+# a slow shutdown at the end), and starts its server. A datadir without DATA.loaded is never
+# removed: it may be someone else's.
 tables_dataset() {
   local n=$1 t0
   DATA="$BENCH_DIR/tables-$n"; LOADED="$DATA.loaded"
@@ -117,8 +118,8 @@ tables_dataset() {
     tables_server
     return
   fi
+  [[ ! -e $DATA ]] || die "$DATA exists without $LOADED: remove it (an interrupted build) to build it again, or touch $LOADED to use it as it is"
   log "creating the dataset: $n tables in $((n / 100)) schemas (a minute or two for 20,000 on the 2-core VM)"
-  rm -rf "$DATA"
   mariadb-install-db --no-defaults --user=root --datadir="$DATA" \
     --auth-root-authentication-method=normal >"$LOGS/install-db.log" 2>&1 ||
     { tail -n 15 "$LOGS/install-db.log" >&2; die "mariadb-install-db failed"; }
