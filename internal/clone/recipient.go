@@ -26,6 +26,7 @@ import (
 // receiver writes what the donor sends into the staging directory.
 type receiver struct {
 	dir   string
+	tree  *safepath.Tree // paths below dir (set by file, under mu)
 	dec   *decoder
 	log   *slog.Logger
 	prog  func(int64)
@@ -232,7 +233,10 @@ func (r *receiver) file(f *frame) (*rfile, error) {
 	defer r.mu.Unlock()
 	rf, ok := r.files[f.handle]
 	if !ok {
-		full, err := safepath.MkdirParents(r.dir, f.path, 0o750)
+		if r.tree == nil {
+			r.tree = safepath.NewTree(r.dir) // each directory of the staging copy checked once
+		}
+		full, err := r.tree.MkdirParents(f.path, 0o750)
 		if err != nil {
 			return nil, peerPathErr(err)
 		}
