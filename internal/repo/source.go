@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/defaults"
@@ -33,6 +34,7 @@ type Source struct {
 	Parallel int
 	m        *manifest.Manifest // loaded by Inspect
 	lock     *os.File           // holds the staging directory's lock (restore.ResumeStaging)
+	bufs     sync.Pool          // of *[]byte: writeBlob's aligned buffers, reused blob after blob
 }
 
 // Name implements restore.Source.
@@ -93,7 +95,7 @@ func (s *Source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	if err := restore.LayOut(staging, m); err != nil {
+	if err := restore.LayOut(staging, m, parallel); err != nil {
 		return nil, err
 	}
 	env.Log.Info("restoring from the repository", "backup", m.ID, "from", s.Repo.Location(), "staging", staging,
@@ -103,7 +105,7 @@ func (s *Source) Fill(ctx context.Context, staging string, env restore.Env) (*re
 	err = s.Repo.ReadBackup(ctx, m, ReadOptions{Identities: s.Identities, Parallel: parallel,
 		Skip: func(obj string) bool { return skip[obj] }, Done: j.Add},
 		func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
-			return writeBlob(staging, f, b, r, prog.Add)
+			return s.writeBlob(staging, f, b, r, prog.Add)
 		})
 	if err == nil {
 		err = s.applyPatches(ctx, m, staging, parallel, prog)
@@ -168,7 +170,7 @@ func (s *Source) applyPatches(ctx context.Context, m *manifest.Manifest, staging
 	for round := 1; round <= rounds; round++ {
 		err := s.Repo.ReadBackup(ctx, m, ReadOptions{Identities: s.Identities, Parallel: parallel, Round: round},
 			func(f *manifest.File, b *manifest.Blob, r io.Reader) error {
-				return writeBlob(staging, f, b, r, prog.Add)
+				return s.writeBlob(staging, f, b, r, prog.Add)
 			})
 		if err != nil {
 			return fmt.Errorf("apply the pages copied again in round %d: %w", round, err)
@@ -180,7 +182,7 @@ func (s *Source) applyPatches(ctx context.Context, m *manifest.Manifest, staging
 // writeBlob writes a blob's decoded bytes at its offset in the staging copy of f, with
 // aligned O_DIRECT writes; a sparse file keeps its holes (the range is punched first,
 // so a rewrite after an interrupted recovery leaves no old bytes).
-func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) error {
+func (s *Source) writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, progress func(int64)) error {
 	p, err := safepath.Join(dir, f.Path)
 	if err != nil {
 		return err
@@ -195,7 +197,10 @@ func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, prog
 			return err
 		}
 	}
-	buf := directio.AlignedBuffer(filecopy.BufferFor(b.RawSize, 1<<20)) // a small file's blob: its size, not 1 MiB
+	bp := s.buffer()
+	defer s.bufs.Put(bp)
+	n := filecopy.BufferFor(b.RawSize, blobBuffer) // a small file's blob: its size, rounded to a block
+	buf := (*bp)[:min((n+filecopy.BlockSize-1)&^(filecopy.BlockSize-1), blobBuffer)]
 	off := b.RawOffset
 	for {
 		n, err := io.ReadFull(r, buf)
@@ -213,6 +218,20 @@ func writeBlob(dir string, f *manifest.File, b *manifest.Blob, r io.Reader, prog
 			return err
 		}
 	}
+}
+
+// blobBuffer is the size of writeBlob's buffers: a larger blob is written in pieces of it.
+const blobBuffer = 1 << 20
+
+// buffer returns an aligned buffer of blobBuffer bytes, reused from an earlier blob if
+// one is free: a restore of tens of thousands of small files allocated (and cleared) one
+// per file.
+func (s *Source) buffer() *[]byte {
+	if bp, ok := s.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := directio.AlignedBuffer(blobBuffer)
+	return &b
 }
 
 var (
