@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,5 +94,43 @@ func TestBlobErrorStopsTheRead(t *testing.T) {
 	}
 	if calls >= 100 {
 		t.Errorf("fn was called %d times after the error; want the read stopped", calls)
+	}
+}
+
+// TestLatestReadsOnlyTheNewestManifests: "latest" is the newest complete backup (an
+// unfinished newer one is passed over, two started in the same second are told apart
+// as List orders them), and resolving it reads the manifests of the newest backups
+// only, not every backup's (a manifest of 100,000 tables takes seconds to read).
+func TestLatestReadsOnlyTheNewestManifests(t *testing.T) {
+	st := &countGets{Storage: newFS(t), gets: map[string]int{}}
+	r, _ := Init(context.Background(), st, "test")
+	o := WriterOptions{Pipeline: pipeline.Options{Compression: codec.Zstd, Workers: 2, OpenFiles: 8}}
+	files := map[string][]byte{"a": []byte("aaa")}
+	for _, id := range []string{"20260101t000000z-a", "20260102t000000z-b", "20260103t000000z-c", "20260103t000000z-b"} {
+		writeBackup(t, r, id, files, o)
+		time.Sleep(time.Millisecond) // start times in this order
+	}
+	w, err := r.NewBackup(context.Background(), "20260104t000000z-d", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort(errors.New("killed"))
+	st.gets = map[string]int{}
+	m, err := r.Resolve(context.Background(), "latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for key, n := range st.gets {
+		if strings.HasSuffix(key, manifestName) {
+			read += n
+		}
+	}
+	list, _ := r.List(context.Background())
+	if want := list[len(list)-2].ID; m.ID != want || !strings.HasPrefix(m.ID, "20260103") {
+		t.Errorf("latest is %s; List's newest complete backup is %s", m.ID, want)
+	}
+	if read > 3 { // the unfinished backup's, then the two of the second before it
+		t.Errorf("resolving latest read %d manifests; want 3: the newest seconds' only", read)
 	}
 }

@@ -32,6 +32,9 @@ type Source struct {
 	// Parallel is how many objects are downloaded at once (default 8: downloads wait
 	// on the network, not the cores).
 	Parallel int
+	// Manifest, if set, is the backup's manifest already loaded, validated and checked
+	// against Identities (by Chain): Inspect does not read it again.
+	Manifest *manifest.Manifest
 	m        *manifest.Manifest // loaded by Inspect
 	lock     *os.File           // holds the staging directory's lock (restore.ResumeStaging)
 	bufs     sync.Pool          // of *[]byte: writeBlob's aligned buffers, reused blob after blob
@@ -51,9 +54,12 @@ func (s *Source) Caps() restore.Caps { return restore.Caps{Inspect: true, Resume
 
 // Inspect implements restore.Source: it loads and checks the backup's manifest.
 func (s *Source) Inspect(ctx context.Context) (*restore.Backup, error) {
-	m, err := s.Repo.Load(ctx, s.BackupID, s.Identities)
-	if err != nil {
-		return nil, err
+	m := s.Manifest
+	if m == nil {
+		var err error
+		if m, err = s.Repo.Load(ctx, s.BackupID, s.Identities); err != nil {
+			return nil, err
+		}
 	}
 	s.m = m
 	return &restore.Backup{Manifest: m, ServerVersion: m.Server.Version, Settings: m.Server.Settings, Source: s.Name()}, nil
