@@ -123,7 +123,12 @@ if [[ $SKIP_FERRY != 1 && $SKIP_CHECK != 1 ]]; then
   drop_caches
   timed ferry-restore 1 "$RESTORED" "$(q "$FERRY") restore --target-dir $(q "$BK_FERRY") --datadir $(q "$RESTORED")"
   check_restored "$RESTORED"
-  rm -rf "$RESTORED"
+  rm -rf "$RESTORED" "$CP_DIR"
+  # The restore's limit (issue 25, point 4): a parallel cp of the same prepared backup's
+  # files to the same disk, with its sync (ferry's restore syncs before it returns).
+  drop_caches
+  timed cp-backup 1 "$BK_FERRY" "mkdir -p $(q "$CP_DIR") && cd $(q "$BK_FERRY") && find . -type f -print0 | xargs -0 -r -n 16 -P $PARALLEL cp --parents -t $(q "$CP_DIR") && sync"
+  rm -rf "$CP_DIR"
 fi
 rm -rf "$BK_FERRY"
 
@@ -243,6 +248,7 @@ report() {
       }
       printf "\nRestore check (ferry prepare + restore of the last idle ferry backup, CHECKSUM TABLE vs the source): **%s**\n", check
       if (cnt["ferry-prepare"]) printf "(ferry prepare %.2f s, ferry restore %.2f s wall / %.2f CPU s / %.0f MiB RSS)\n", W["ferry-prepare", 1], W["ferry-restore", 1], C["ferry-restore", 1], R["ferry-restore", 1] / 1024
+      if (cnt["cp-backup"] && W["cp-backup", 1] > 0) printf "Restore of the prepared backup / parallel cp of its files (%d processes) + sync, same disk: %.2f s / %.2f s = %.2f (target ≤ 1.10: %s)\n", par, W["ferry-restore", 1], W["cp-backup", 1], W["ferry-restore", 1] / W["cp-backup", 1], (W["ferry-restore", 1] / W["cp-backup", 1] <= 1.10) ? "yes" : "**no**"
     }' "$RAW"
 }
 report | tee "$RESULTS"

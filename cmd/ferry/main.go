@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -156,7 +157,18 @@ func (g *globals) setup() error {
 	default:
 		return fmt.Errorf("--log-format %q: use text or json", g.logFormat)
 	}
+	logOpenFiles(g.log)
 	return nil
+}
+
+// logOpenFiles says, at debug level, how many files ferry may hold open: the Go runtime
+// raised the soft limit to the hard one at start. ferry holds about one file per copy
+// worker and at most 1,000 tablespaces in the native apply, whatever the table count.
+func logOpenFiles(log *slog.Logger) {
+	var l unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &l); err == nil {
+		log.Debug("open files limit (soft raised to the hard limit)", "soft", l.Cur, "hard", l.Max)
+	}
 }
 
 // stderrIsTerminal decides between a progress bar and periodic log lines.

@@ -129,9 +129,7 @@ func (t *throttle) smooth(rate float64) float64 {
 func (t *throttle) adjust(writes float64) {
 	floor := (1 - t.impact) * t.base
 	switch {
-	case t.base <= 0:
-		return
-	case writes < floor:
+	case t.base > 0 && writes < floor:
 		if math.IsInf(t.current, 1) {
 			t.current = 200 << 20
 		}

@@ -67,3 +67,15 @@ func TestThrottleIgnoresNoise(t *testing.T) {
 		t.Fatalf("writes at 70 %% for 4 s took the limit from %v only to %v", high, th.lim.Limit())
 	}
 }
+
+// TestThrottleImpactIdleServerClimbs: with no writes to protect (a baseline of 0, an idle
+// server), the copy climbs from its gentle start to full speed instead of staying there.
+func TestThrottleImpactIdleServerClimbs(t *testing.T) {
+	th := &throttle{lim: rate.NewLimiter(gentleStart, throttleBurst), impact: 0.1, log: slog.New(slog.DiscardHandler), current: gentleStart}
+	for range 30 {
+		th.adjust(0)
+	}
+	if th.lim.Limit() != rate.Inf {
+		t.Fatalf("an idle server's copy is still limited to %v after 30 s", th.lim.Limit())
+	}
+}

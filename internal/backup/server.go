@@ -73,7 +73,8 @@ type ReplicaPause interface {
 
 // WriteCounter reads how much the server has written since it started.
 type WriteCounter interface {
-	// Writes is the count of rows written (the throttle's signal).
+	// Writes counts the server's writes (the throttle's signal): any counter that every
+	// write adds to; MariaDB's is its redo bytes.
 	Writes(ctx context.Context) (int64, error)
 	// RedoBytes is the server's current LSN: the redo bytes it has generated, which
 	// every change adds to (the pace's signal; it stands still on an idle server).

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/ferry-backup/ferry/internal/filecopy"
 	"github.com/ferry-backup/ferry/internal/manifest"
 )
 
@@ -47,14 +49,28 @@ const (
 	phaseApplying = "applying"
 )
 
-// journal appends to a staging directory's journal, each line synced.
+// journal appends to a staging directory's journal, each line synced. The lines of
+// files received whole are written in groups (journalGroup files, or after
+// journalGroupAge): one syncfs of the staging filesystem and one journal fsync per
+// group instead of two fsyncs per file (a clone of 20,000 tables). A line not yet
+// written only means that file is received again by a resumed clone.
 type journal struct {
-	mu     sync.Mutex
-	path   string
-	header journalLine // the first line: the donor's server
-	headed bool        // the header line is written
-	files  map[string]bool
+	mu      sync.Mutex
+	path    string
+	header  journalLine // the first line: the donor's server
+	headed  bool        // the header line is written
+	files   map[string]bool
+	flushMu sync.Mutex    // one group written at a time, in order
+	pending []journalLine // lines of files received whole, not yet written
+	grouped int           // files among them
+	since   time.Time     // when the first pending line was added
 }
+
+// journalGroup and journalGroupAge bound a group of journaled files.
+const (
+	journalGroup    = 256
+	journalGroupAge = time.Second
+)
 
 // newJournal journals into dir what a clone from the donor that sent w receives.
 func newJournal(dir string, w welcome) *journal {
@@ -67,13 +83,24 @@ func donorOf(w welcome) string {
 	return fmt.Sprintf("%s:%d:%s", w.Host, w.Port, w.Datadir)
 }
 
-// add appends lines, synced; a nil journal records nothing.
+// add appends lines, synced, after the pending ones; a nil journal records nothing.
 func (j *journal) add(lines ...journalLine) error {
 	if j == nil {
 		return nil
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	if err := j.writePending(); err != nil {
+		return err
+	}
+	return j.write(lines)
+}
+
+// write appends lines to the journal file and syncs it.
+func (j *journal) write(lines []journalLine) error {
+	if len(lines) == 0 {
+		return nil
+	}
 	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("journal of the clone: %w", err)
@@ -100,26 +127,60 @@ func (j *journal) add(lines ...journalLine) error {
 	return nil
 }
 
-// done records a tablespace file received whole (its bytes synced first), with the
-// header before the first one.
-func (j *journal) done(full, rel string, size int64, info closeInfo) error {
+// writePending makes the staging directory's files durable (one syncfs) and then
+// writes the pending lines of the files received whole. The caller holds flushMu.
+func (j *journal) writePending() error {
+	j.mu.Lock()
+	lines := j.pending
+	j.pending, j.grouped, j.since = nil, 0, time.Time{}
+	j.mu.Unlock()
+	if len(lines) == 0 {
+		return nil
+	}
+	if err := filecopy.SyncFS(filepath.Dir(j.path)); err != nil {
+		return err
+	}
+	return j.write(lines)
+}
+
+// done records a tablespace file received whole, with the header before the first
+// one. Its line is written with its group, after the files' bytes are synced.
+func (j *journal) done(rel string, size int64, info closeInfo) error {
 	if j == nil || info.Space == nil || info.StartLSN == 0 {
 		return nil
 	}
-	if err := manifest.SyncFile(full); err != nil {
-		return err
-	}
-	var lines []journalLine
 	j.mu.Lock()
 	if !j.headed {
 		h := j.header
 		h.StartLSN = info.StartLSN
-		lines = append(lines, h)
+		j.pending = append(j.pending, h)
 		j.headed = true
 	}
+	if len(j.pending) == 0 || j.since.IsZero() {
+		j.since = time.Now()
+	}
+	j.pending = append(j.pending, journalLine{Done: rel, Size: size, Space: info.Space})
+	j.grouped++
 	j.files[rel] = true
+	full := j.grouped >= journalGroup || time.Since(j.since) >= journalGroupAge
+	if full {
+		j.since, j.grouped = time.Time{}, 0
+	}
 	j.mu.Unlock()
-	return j.add(append(lines, journalLine{Done: rel, Size: size, Space: info.Space})...)
+	if !full {
+		return nil
+	}
+	return j.flush()
+}
+
+// flush writes the pending lines now.
+func (j *journal) flush() error {
+	if j == nil {
+		return nil
+	}
+	j.flushMu.Lock()
+	defer j.flushMu.Unlock()
+	return j.writePending()
 }
 
 // renamed records that DDL moved the file from to to.

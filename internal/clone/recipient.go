@@ -425,7 +425,7 @@ func (rf *rfile) finish(j *journal) error {
 	if len(rf.end.payload) == 0 || json.Unmarshal(rf.end.payload, &info) != nil {
 		return nil // an older donor's close, or not a tablespace: nothing to resume from
 	}
-	return j.done(rf.full, rf.path, size, info)
+	return j.done(rf.path, size, info)
 }
 
 // tiledCRC combines the frames' CRCs when they cover the file exactly once, in order;
@@ -526,7 +526,7 @@ func (r *receiver) commit(payload []byte) error {
 		}
 	}
 	r.manifest = m
-	return nil
+	return r.journal.flush() // every file is whole: a clone killed from here on keeps them all
 }
 
 // unpacked is what the clone wrote, in the form restore verifies against the manifest.

@@ -2,6 +2,7 @@ package clone
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ func journalFixture(t *testing.T, extra ...journalLine) string {
 	j := newJournal(dir, welcome{ServerUID: "uid-a", Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"})
 	for i, p := range []string{"db/a.ibd", "db/b.ibd", "ibdata1"} {
 		sp := &manifest.Space{ID: uint32(i + 5), System: p == "ibdata1", Identity: &manifest.Identity{Inode: uint64(100 + i), BirthNS: 7}}
-		if err := j.done(filepath.Join(dir, p), p, 65536, closeInfo{StartLSN: 1000, Space: sp}); err != nil {
+		if err := j.done(p, 65536, closeInfo{StartLSN: 1000, Space: sp}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,5 +166,53 @@ func TestSettleKeepsResumable(t *testing.T) {
 	}
 	if _, err := os.Stat(empty); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("staging with nothing to resume kept: %v", err)
+	}
+}
+
+// TestJournalGroupsFilesReceivedWhole: the lines of files received whole are written in
+// groups (not a sync per file), every one of them by the next other line or flush, in
+// order, and a file journaled whole and then written again is removed after its line.
+func TestJournalGroupsFilesReceivedWhole(t *testing.T) {
+	dir := t.TempDir()
+	j := newJournal(dir, welcome{ServerUID: "uid-a", Host: "db1", Port: 3306, Datadir: "/var/lib/mysql"})
+	sp := func(i int) closeInfo {
+		return closeInfo{StartLSN: 1000, Space: &manifest.Space{ID: uint32(i + 5), Identity: &manifest.Identity{Inode: uint64(i), BirthNS: 7}}}
+	}
+	for i := range journalGroup - 1 {
+		if err := j.done(fmt.Sprintf("db/t%d.ibd", i), 65536, sp(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, journalName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the journal was written before a group was full (err %v)", err)
+	}
+	if err := j.done("db/last.ibd", 65536, sp(journalGroup)); err != nil { // fills the group
+		t.Fatal(err)
+	}
+	st, err := readJournal(dir)
+	if err != nil || st == nil || len(st.files) != journalGroup || st.startLSN != 1000 {
+		t.Fatalf("after a full group: %+v, %v; want %d files from LSN 1000", st, err, journalGroup)
+	}
+	if err := j.done("db/x.ibd", 65536, sp(9999)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.removed("db/x.ibd"); err != nil { // written again: its Done, then its removal
+		t.Fatal(err)
+	}
+	if err := j.done("db/y.ibd", 65536, sp(9998)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.flush(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = readJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.files["db/x.ibd"]; ok {
+		t.Fatal("a file written again after it was journaled whole is still whole")
+	}
+	if _, ok := st.files["db/y.ibd"]; !ok || len(st.files) != journalGroup+1 {
+		t.Fatalf("after the flush: %d files, db/y.ibd missing or extra", len(st.files))
 	}
 }

@@ -3,7 +3,6 @@ package mariadb
 import (
 	"context"
 	"database/sql"
-	"fmt"
 )
 
 // Session is a connection pool to one probed server: what an engine (a backup, a
@@ -69,22 +68,3 @@ func (s *Session) BackupLock(ctx context.Context) (*BackupLock, error) {
 
 // Close closes the connection pool.
 func (s *Session) Close() error { return s.db.Close() }
-
-// RowWrites is InnoDB's count of rows written (inserted, updated, deleted) since the
-// server started: a throttle compares its rate with and without the copy.
-func RowWrites(ctx context.Context, db Querier) (int64, error) {
-	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_rows_inserted','Innodb_rows_updated','Innodb_rows_deleted')")
-	if err != nil {
-		return 0, fmt.Errorf("read InnoDB row counters: %w", err)
-	}
-	defer rows.Close()
-	var n int64
-	for rows.Next() {
-		var k string
-		var v int64
-		if rows.Scan(&k, &v) == nil {
-			n += v
-		}
-	}
-	return n, rows.Err()
-}

@@ -80,12 +80,13 @@ func copyFiles(ctx context.Context, src, dst string, files []manifest.File, para
 	var done atomic.Int64
 	files = slices.Clone(files) // sorted by size
 	plan := workers.Plan{Small: workers.SmallFile, Large: parallel, SmallWorkers: max(workers.SmallFileWorkers, parallel)}
+	srcs, dsts := safepath.NewTree(src), safepath.NewTree(dst)
 	return workers.BySize(ctx, files, func(f manifest.File) int64 { return f.Size }, plan, func(ctx context.Context, f manifest.File) error {
-		from, err := safepath.Join(src, f.Path)
+		from, err := srcs.Join(f.Path)
 		if err != nil {
 			return fmt.Errorf("backup %s: %w", src, err)
 		}
-		to, err := safepath.MkdirParents(dst, f.Path, 0o750)
+		to, err := dsts.MkdirParents(f.Path, 0o750)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/ferry-backup/ferry/internal/setting"
+	"golang.org/x/sync/errgroup"
 )
 
 // ownerIDs is the uid/gid restored files get; apply is a no-op unless running as root.
@@ -122,20 +123,29 @@ func parseOwner(spec string, acc accounts) (ownerIDs, error) {
 	return o, nil
 }
 
+// apply sets the owner of dir and of everything in it, ownerWorkers files at a time
+// (a datadir of 100,000 tables holds 200,000 files).
 func (o ownerIDs) apply(dir string) error {
 	if !o.set {
 		return nil
 	}
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	var g errgroup.Group
+	g.SetLimit(ownerWorkers)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if err := os.Lchown(p, o.uid, o.gid); err != nil {
-			return fmt.Errorf("set owner of %s: %w", p, err)
-		}
+		g.Go(func() error { return o.chown(p) })
 		return nil
 	})
+	if gerr := g.Wait(); err == nil {
+		err = gerr
+	}
+	return err
 }
+
+// ownerWorkers is how many chowns apply has in flight.
+const ownerWorkers = 8
 
 // chown sets the owner of path itself (not what it holds).
 func (o ownerIDs) chown(path string) error {
