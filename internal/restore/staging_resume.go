@@ -133,10 +133,11 @@ func LayOut(dir string, m *manifest.Manifest, parallel int) error {
 		}
 		byDir[d] = append(byDir[d], f)
 	}
+	tree := safepath.NewTree(dir)
 	var g errgroup.Group
 	g.SetLimit(max(parallel, 1))
 	for _, d := range dirs {
-		g.Go(func() error { return layOutDir(dir, byDir[d]) })
+		g.Go(func() error { return layOutDir(tree, byDir[d]) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
@@ -144,16 +145,10 @@ func LayOut(dir string, m *manifest.Manifest, parallel int) error {
 	return removeStrays(dir, want)
 }
 
-// layOutDir creates files (all in one directory) under dir at their sizes.
-func layOutDir(dir string, files []manifest.File) error {
-	for i, f := range files {
-		var p string
-		var err error
-		if i == 0 {
-			p, err = safepath.MkdirParents(dir, f.Path, 0o750)
-		} else {
-			p, err = safepath.Join(dir, f.Path)
-		}
+// layOutDir creates files (all in one directory) under tree at their sizes.
+func layOutDir(tree *safepath.Tree, files []manifest.File) error {
+	for _, f := range files {
+		p, err := tree.MkdirParents(f.Path, 0o750)
 		if err != nil {
 			return filecopy.WrapWriteErr(err)
 		}
