@@ -279,7 +279,7 @@ func (sf *sourceFlags) repoSource(cmd *cobra.Command, g *globals, id string, ids
 	}
 	var links []restore.Source
 	for _, m := range ms {
-		links = append(links, &repo.Source{Repo: r, BackupID: m.ID, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
+		links = append(links, &repo.Source{Repo: r, BackupID: m.ID, Manifest: m, Resume: sf.resume, Identities: ids, Parallel: sf.parallel})
 	}
 	return chain(links), nil
 }

@@ -118,3 +118,48 @@ func NewReader(c Compression, r io.Reader) (io.ReadCloser, error) {
 type zstdReader struct{ *zstd.Decoder }
 
 func (z zstdReader) Close() error { z.Decoder.Close(); return nil }
+
+// Decoder decodes one stream of c after another, keeping its state between them: a
+// reader of many small blobs allocates a zstd decoder (its window and block buffers)
+// once, not once per blob. It is not safe for concurrent use.
+type Decoder struct {
+	c    Compression
+	zstd *zstd.Decoder
+}
+
+// NewDecoder returns a Decoder of streams of c.
+func NewDecoder(c Compression) (*Decoder, error) {
+	switch c {
+	case None, LZ4:
+		return &Decoder{c: c}, nil
+	case Zstd:
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(MaxZstdWindow))
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return &Decoder{c: c, zstd: d}, nil
+	}
+	return nil, fmt.Errorf("unknown compression %q", c)
+}
+
+// Reset starts decoding the stream r; the reader it returns is valid until the next
+// Reset or Close.
+func (d *Decoder) Reset(r io.Reader) (io.Reader, error) {
+	switch d.c {
+	case Zstd:
+		if err := d.zstd.Reset(r); err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return d.zstd, nil
+	case LZ4:
+		return lz4.NewReader(r), nil
+	}
+	return r, nil
+}
+
+// Close releases the decoder's state.
+func (d *Decoder) Close() {
+	if d.zstd != nil {
+		d.zstd.Close()
+	}
+}

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -73,6 +74,11 @@ type blobRef struct {
 // decoded bytes to fn. Every byte is checked: each object's size and CRC-32C, each
 // blob's stored and decoded CRC-32C and size, the age authentication and the frame
 // checksums. A check failing is an ErrDamaged error naming the object.
+//
+// An object is read from start to end by one reader, but its small blobs are decoded
+// and passed to fn by a pool of decoders (as many as Parallel, shared by the objects):
+// a backup of many small files packs them into few objects, and fn's writes of one
+// object then overlap instead of waiting on each other.
 func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptions, fn BlobFunc) error {
 	if m.Storage.Encryption != "" && len(o.Identities) == 0 {
 		return codec.ErrNoIdentity
@@ -81,15 +87,21 @@ func (r *Repo) ReadBackup(ctx context.Context, m *manifest.Manifest, o ReadOptio
 	if err != nil {
 		return err
 	}
+	parallel := cmp.Or(o.Parallel, defaults.Downloads)
+	decs, err := newDecoders(m, parallel)
+	if err != nil {
+		return err
+	}
+	defer decs.close()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(o.Parallel, defaults.Downloads))
+	g.SetLimit(parallel)
 	var done atomic.Int64
 	for _, rd := range reads {
 		if o.Skip != nil && o.Skip(rd.obj.Key) || len(rd.blobs) == 0 && !o.Unreferenced {
 			continue
 		}
 		g.Go(func() error {
-			if err := r.readObject(gctx, m, rd, o.Identities, fn); err != nil {
+			if err := r.readObject(gctx, m, rd, o.Identities, decs, fn); err != nil {
 				return err
 			}
 			if o.Done != nil {
@@ -147,12 +159,12 @@ func selectBlobs(f *manifest.File, round int) []*manifest.Blob {
 
 // readObject reads one object and its blobs. A damaged read is tried once more before
 // it is reported: the bytes may have been damaged on their way.
-func (r *Repo) readObject(ctx context.Context, m *manifest.Manifest, rd *objectRead, ids []age.Identity, fn BlobFunc) error {
+func (r *Repo) readObject(ctx context.Context, m *manifest.Manifest, rd *objectRead, ids []age.Identity, decs *decoders, fn BlobFunc) error {
 	key := ObjectKey(m.ID, rd.obj.Key)
 	var err error
 	for try := 0; try < 2; try++ {
 		err = r.st.Get(ctx, key, 0, -1, func(body io.Reader) error {
-			return readBlobs(body, m, rd, ids, fn)
+			return readBlobs(ctx, body, m, rd, ids, decs, fn)
 		})
 		if !errors.Is(err, ErrDamaged) {
 			break
@@ -164,22 +176,23 @@ func (r *Repo) readObject(ctx context.Context, m *manifest.Manifest, rd *objectR
 	return nil
 }
 
+// smallBlob is the largest stored blob read into memory and handed to a decoder of the
+// pool; a larger one is decoded as it is read.
+const smallBlob = 1 << 20
+
 // readBlobs walks the object's bytes: each blob in order, then the rest, checking the
-// object's CRC-32C and size at the end.
-func readBlobs(body io.Reader, m *manifest.Manifest, rd *objectRead, ids []age.Identity, fn BlobFunc) error {
+// object's CRC-32C and size at the end. Small blobs are decoded by the pool while the
+// walk goes on; it returns once all of them are done.
+func readBlobs(ctx context.Context, body io.Reader, m *manifest.Manifest, rd *objectRead, ids []age.Identity, decs *decoders, fn BlobFunc) error {
 	h := crc32.New(checksum.Table)
 	in := &countReader{r: io.TeeReader(body, h)}
-	for _, br := range rd.blobs {
-		gap := br.b.Offset - in.n
-		if gap < 0 {
-			return fmt.Errorf("%w: blobs of the manifest overlap at offset %d", ErrDamaged, br.b.Offset)
-		}
-		if _, err := io.CopyN(io.Discard, in, gap); err != nil {
-			return short(err, rd.obj)
-		}
-		if err := readBlob(in, m, br, ids, fn); err != nil {
-			return err
-		}
+	g, gctx := errgroup.WithContext(ctx)
+	err := walkBlobs(gctx, g, in, m, rd, ids, decs, fn)
+	if werr := g.Wait(); werr != nil {
+		return werr // a decoder's error: the walk stopped because of it
+	}
+	if err != nil {
+		return err
 	}
 	if _, err := io.Copy(io.Discard, in); err != nil {
 		return err
@@ -189,6 +202,48 @@ func readBlobs(body io.Reader, m *manifest.Manifest, rd *objectRead, ids []age.I
 	}
 	if in.n != rd.obj.Size || checksum.Hex(h.Sum32()) != rd.obj.CRC32C {
 		return fmt.Errorf("%w: %d bytes with CRC-32C %s, the manifest says %d bytes with %s", ErrDamaged, in.n, checksum.Hex(h.Sum32()), rd.obj.Size, rd.obj.CRC32C)
+	}
+	return nil
+}
+
+// walkBlobs reads the object's blobs in order: a small one into memory, then decoded
+// in g by a decoder of the pool; a large one decoded here.
+func walkBlobs(ctx context.Context, g *errgroup.Group, in *countReader, m *manifest.Manifest, rd *objectRead, ids []age.Identity, decs *decoders, fn BlobFunc) error {
+	for _, br := range rd.blobs {
+		if err := ctx.Err(); err != nil {
+			return err // a decoder failed, or the read was cancelled
+		}
+		gap := br.b.Offset - in.n
+		if gap < 0 {
+			return fmt.Errorf("%w: blobs of the manifest overlap at offset %d", ErrDamaged, br.b.Offset)
+		}
+		if _, err := io.CopyN(io.Discard, in, gap); err != nil {
+			return short(err, rd.obj)
+		}
+		dec, err := decs.get(ctx)
+		if err != nil {
+			return err
+		}
+		if br.b.StoredSize > smallBlob {
+			err := readBlob(in, m, br, ids, dec, fn)
+			decs.put(dec)
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		stored := make([]byte, br.b.StoredSize)
+		if _, err := io.ReadFull(in, stored); err != nil {
+			decs.put(dec)
+			if in.err != nil {
+				return in.err
+			}
+			return short(err, rd.obj)
+		}
+		g.Go(func() error {
+			defer decs.put(dec)
+			return readBlob(&countReader{r: bytes.NewReader(stored)}, m, br, ids, dec, fn)
+		})
 	}
 	return nil
 }
@@ -203,7 +258,7 @@ func short(err error, obj manifest.Object) error {
 
 // readBlob decodes one blob (decrypt, decompress) into fn, checking its stored bytes
 // and its decoded bytes against the manifest.
-func readBlob(in *countReader, m *manifest.Manifest, br blobRef, ids []age.Identity, fn BlobFunc) error {
+func readBlob(in *countReader, m *manifest.Manifest, br blobRef, ids []age.Identity, d *codec.Decoder, fn BlobFunc) error {
 	b := br.b
 	stored := &checkReader{r: io.LimitReader(in, b.StoredSize), h: crc32.New(checksum.Table)}
 	var src io.Reader = stored
@@ -214,15 +269,10 @@ func readBlob(in *countReader, m *manifest.Manifest, br blobRef, ids []age.Ident
 		}
 		src = d
 	}
-	comp := codec.Compression(m.Storage.Compression)
-	if comp == "" {
-		comp = codec.None
-	}
-	dec, err := codec.NewReader(comp, src)
+	dec, err := d.Reset(src)
 	if err != nil {
-		return err
+		return classify(err, in, stored, br)
 	}
-	defer dec.Close()
 	raw := &checkReader{r: dec, h: crc32.New(checksum.Table)}
 	if err := fn(br.f, b, raw); err != nil {
 		return classify(err, in, raw, br)
@@ -242,6 +292,50 @@ func readBlob(in *countReader, m *manifest.Manifest, br blobRef, ids []age.Ident
 			br.f.Path, b.RawOffset, raw.n, checksum.Hex(raw.h.Sum32()), b.RawSize, b.CRC32C)
 	}
 	return nil
+}
+
+// decoders is the pool of blob decoders of one ReadBackup: each is used by one blob at
+// a time, so that at most as many small blobs are held and decoded at once.
+type decoders struct {
+	free chan *codec.Decoder
+	all  []*codec.Decoder
+}
+
+// newDecoders makes n decoders of m's compression.
+func newDecoders(m *manifest.Manifest, n int) (*decoders, error) {
+	comp := codec.Compression(m.Storage.Compression)
+	if comp == "" {
+		comp = codec.None
+	}
+	p := &decoders{free: make(chan *codec.Decoder, n)}
+	for range n {
+		d, err := codec.NewDecoder(comp)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.all = append(p.all, d)
+		p.free <- d
+	}
+	return p, nil
+}
+
+// get waits for a free decoder.
+func (p *decoders) get(ctx context.Context) (*codec.Decoder, error) {
+	select {
+	case d := <-p.free:
+		return d, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *decoders) put(d *codec.Decoder) { p.free <- d }
+
+func (p *decoders) close() {
+	for _, d := range p.all {
+		d.Close()
+	}
 }
 
 // classify tells what failed while a blob was read through r: the connection (its

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
@@ -134,14 +136,39 @@ func (r *Repo) Resolve(ctx context.Context, id string) (*manifest.Manifest, erro
 	if id != "latest" {
 		return r.Manifest(ctx, id)
 	}
-	list, err := r.List(ctx)
+	return r.latest(ctx)
+}
+
+// latest is the newest complete backup, in List's order. Only the manifests of the
+// newest second that holds a complete backup are read, not every backup's: a manifest
+// of a server with tens of thousands of tables takes a large part of a second to read.
+func (r *Repo) latest(ctx context.Context) (*manifest.Manifest, error) {
+	ids, err := r.st.Prefixes(ctx, backupsDir)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(list) - 1; i >= 0; i-- {
-		if list[i].Manifest != nil {
-			return list[i].Manifest, nil
+	second := func(id string) string { s, _, _ := strings.Cut(id, "-"); return s }
+	sort.Slice(ids, func(a, b int) bool { return second(ids[a]) > second(ids[b]) })
+	for len(ids) > 0 {
+		n := 1
+		for n < len(ids) && second(ids[n]) == second(ids[0]) {
+			n++
 		}
+		var complete []Entry
+		for _, id := range ids[:n] {
+			m, err := r.Manifest(ctx, id)
+			switch {
+			case err == nil:
+				complete = append(complete, Entry{ID: id, Manifest: m})
+			case !errors.Is(err, ErrNoBackup):
+				return nil, err
+			}
+		}
+		if len(complete) > 0 {
+			order(complete)
+			return complete[len(complete)-1].Manifest, nil
+		}
+		ids = ids[n:]
 	}
 	return nil, fmt.Errorf("%w: %s holds no complete backup", ErrNoBackup, r.Location())
 }

@@ -22,7 +22,7 @@ func TestLayOutClearsUncoveredRanges(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "db/t.ibd"), written, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := LayOut(dir, &manifest.Manifest{Files: []manifest.File{f}}); err != nil {
+	if err := LayOut(dir, &manifest.Manifest{Files: []manifest.File{f}}, 2); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "db/t.ibd"))
@@ -35,5 +35,36 @@ func TestLayOutClearsUncoveredRanges(t *testing.T) {
 		if covered := i == 1; covered == zero {
 			t.Errorf("page %d: zero %v, covered by a blob %v", i, zero, covered)
 		}
+	}
+}
+
+// TestLayOutManyDirectories: the files of many directories, nested or at the top, laid
+// out by several workers at once, are all there at their sizes, a stray is removed,
+// and a file whose directory is a symbolic link is refused.
+func TestLayOutManyDirectories(t *testing.T) {
+	dir := t.TempDir()
+	var files []manifest.File
+	for i := range 60 {
+		files = append(files, manifest.File{Path: filepath.Join("db"+string(rune('a'+i%7)), "sub"[:i%2*3], "t"+string(rune('a'+i%26))+string(rune('a'+i/26))+".ibd"), Size: int64(i * 100)})
+	}
+	files = append(files, manifest.File{Path: "ibdata1", Size: 12345})
+	os.MkdirAll(filepath.Join(dir, "dba"), 0o750)
+	os.WriteFile(filepath.Join(dir, "dba", "stray.ibd"), []byte("x"), 0o640)
+	if err := LayOut(dir, &manifest.Manifest{Files: files}, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		fi, err := os.Stat(filepath.Join(dir, f.Path))
+		if err != nil || fi.Size() != f.Size {
+			t.Errorf("%s: %v, want %d bytes", f.Path, err, f.Size)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dba", "stray.ibd")); !os.IsNotExist(err) {
+		t.Errorf("the stray file is still there: %v", err)
+	}
+	os.Symlink(t.TempDir(), filepath.Join(dir, "linked"))
+	bad := &manifest.Manifest{Files: append(files, manifest.File{Path: "linked/t.ibd", Size: 1})}
+	if err := LayOut(dir, bad, 4); err == nil {
+		t.Error("a file under a symbolic link was laid out")
 	}
 }
