@@ -127,6 +127,10 @@ func (f *File) Close() error {
 	if err == nil {
 		err = f.out.flush()
 	}
+	// The caller may keep the File until the whole backup is copied (the engine holds
+	// every file's state): what it gathered must not stay with it, or a stream of many
+	// small files holds each one's bytes until the end.
+	f.out.buf = nil
 	if err == nil {
 		err = f.x.xb.WriteEOF(f.name)
 	}
