@@ -73,13 +73,31 @@ func (s *Sink) Create(rel string, o sink.FileOptions) (sink.File, error) {
 		return nil, err
 	}
 	s.sent.Add(rel)
-	return streamFile{f}, nil
+	return &streamFile{f}, nil
 }
 
+// streamFile is a file of the stream as the engine sees it. The engine keeps its files
+// until the copy ends; a closed one lets go of its writer, so that what stays per file
+// is a pointer.
 type streamFile struct{ f *File }
 
-func (f streamFile) WriteAt(p []byte, off int64) error { return f.f.WriteAt(p, off) }
-func (f streamFile) Close(int64) error                 { return f.f.Close() }
+var errClosed = errors.New("stream: file already closed (internal error)")
+
+func (f *streamFile) WriteAt(p []byte, off int64) error {
+	if f.f == nil {
+		return errClosed
+	}
+	return f.f.WriteAt(p, off)
+}
+
+func (f *streamFile) Close(int64) error {
+	if f.f == nil {
+		return errClosed
+	}
+	err := f.f.Close()
+	f.f = nil
+	return err
+}
 
 var errNotRewritable = errors.New("a stream cannot change files already sent (internal error)")
 
