@@ -54,7 +54,8 @@ func (u *unpacker) copyOut(r io.Reader, dst, path string) (sum FileSum, err erro
 			}
 		}()
 	}
-	buf := directio.AlignedBuffer(1 << 20)
+	buf := u.getBuf()
+	defer u.putBuf(buf)
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
@@ -156,5 +157,26 @@ func (c *chanReader) drain() {
 		case <-c.u.ctx.Done():
 			return
 		}
+	}
+}
+
+// copyBuf is the size of a writer's copy buffer.
+const copyBuf = 1 << 20
+
+// getBuf returns a copy buffer, one a finished writer left if there is one.
+func (u *unpacker) getBuf() []byte {
+	select {
+	case b := <-u.bufs:
+		return b
+	default:
+		return directio.AlignedBuffer(copyBuf)
+	}
+}
+
+// putBuf keeps a copy buffer for the next writer (at most one per writer).
+func (u *unpacker) putBuf(b []byte) {
+	select {
+	case u.bufs <- b:
+	default:
 	}
 }

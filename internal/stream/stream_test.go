@@ -72,7 +72,7 @@ func pack(t *testing.T, files map[string][]byte, m mode, rcpt []age.Recipient) [
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := w.Stored()["ibdata1"]; st.Name != codec.StoredName("ibdata1", m.comp, m.enc) || st.Size == 0 {
+	if st, _ := w.StoredAs("ibdata1"); st.Name != codec.StoredName("ibdata1", m.comp, m.enc) || st.Size == 0 {
 		t.Fatalf("stored info for ibdata1: %+v", st)
 	}
 	return out.Bytes()

@@ -19,7 +19,7 @@ import (
 // perFile is what a file being decoded holds besides its queued payloads: its 1 MiB
 // copy buffer and a decoder (a zstd window of at most codec.MaxZstdWindow and its
 // block, or an lz4 block).
-const perFile = 1<<20 + codec.MaxDecoderMemory/2
+const perFile = copyBuf + codec.MaxDecoderMemory/2
 
 // minOpen is the fewest files a restore decodes at once, whatever the budget: ferry's
 // backup interleaves --parallel + 8 files, mariadb-backup --parallel.
@@ -77,7 +77,9 @@ func Unpack(ctx context.Context, r io.Reader, dir string, o UnpackOptions) (*Unp
 	// files open at once (each a copy buffer and a decoder): a stream that opens more
 	// than that is refused instead of growing memory per file.
 	o.MaxMemory = max(o.MaxMemory/2, 1<<20)
-	u := &unpacker{dir: dir, o: o, ctx: gctx, g: g, mem: semaphore.NewWeighted(o.MaxMemory), maxOpen: OpenLimit(o.MaxMemory * 2),
+	maxOpen := OpenLimit(o.MaxMemory * 2)
+	u := &unpacker{dir: dir, o: o, ctx: gctx, g: g, mem: semaphore.NewWeighted(o.MaxMemory), maxOpen: maxOpen,
+		writers: semaphore.NewWeighted(int64(maxOpen)), bufs: make(chan []byte, maxOpen),
 		open: map[string]*inFile{}, seen: map[string]bool{}, res: &Unpacked{Files: map[string]FileSum{}}}
 	err := u.dispatch(xbstream.NewReader(r))
 	if err != nil {
@@ -101,8 +103,15 @@ type unpacker struct {
 	open map[string]*inFile
 	seen map[string]bool
 	n    int
-	// maxOpen bounds the files open at once (OpenLimit).
+	// maxOpen bounds the files open at once (OpenLimit), and writers the files being
+	// written, whether the stream has closed them or not: a file the stream has ended
+	// may still be decoding and writing its last payloads, and without the bound a
+	// stream of many small files would start a writer (a copy buffer and a decoder) per
+	// file faster than the disk finishes them.
 	maxOpen int
+	writers *semaphore.Weighted
+	// bufs keeps the copy buffers of writers that finished, for the next ones.
+	bufs chan []byte
 
 	mu  sync.Mutex
 	res *Unpacked
@@ -129,6 +138,9 @@ func (u *unpacker) dispatch(x *xbstream.Reader) error {
 		}
 		f, err := u.file(c.Path)
 		if err != nil {
+			if u.ctx.Err() != nil {
+				return nil // a file failed while this one waited for a writer
+			}
 			return err
 		}
 		if c.Type == xbstream.TypeEOF {
@@ -187,11 +199,17 @@ func (u *unpacker) file(name string) (*inFile, error) {
 	if done || u.pathOpen(path) {
 		return nil, fmt.Errorf("%w: %s appears twice in the stream", xbstream.ErrCorrupt, path)
 	}
+	// Fewer than maxOpen files are open in the stream, so a writer is free or held by
+	// a file the stream has ended, which finishes without the dispatcher.
+	if err := u.writers.Acquire(u.ctx, 1); err != nil {
+		return nil, err
+	}
 	u.seen[name] = true
 	u.n++
 	f := &inFile{ch: make(chan []byte, 4)}
 	u.open[name] = f
 	u.g.Go(func() error {
+		defer u.writers.Release(1)
 		sum, err := u.write(f, dst, path, comp, enc)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)

@@ -52,15 +52,12 @@ func NewWriter(w io.Writer, o Options) (*Writer, error) {
 // Err returns the first error met by any file.
 func (x *Writer) Err() error { return x.enc.Err() }
 
-// Stored returns how each closed file was stored, by path.
-func (x *Writer) Stored() map[string]Stored {
+// StoredAs returns how the closed file at path was stored.
+func (x *Writer) StoredAs(path string) (Stored, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make(map[string]Stored, len(x.stored))
-	for k, v := range x.stored {
-		out[k] = v
-	}
-	return out
+	st, ok := x.stored[path]
+	return st, ok
 }
 
 // Close waits for the workers and flushes the stream. Files must be closed first.
@@ -127,6 +124,10 @@ func (f *File) Close() error {
 	if err == nil {
 		err = f.out.flush()
 	}
+	// The caller may keep the File until the whole backup is copied (the engine holds
+	// every file's state): what it gathered must not stay with it, or a stream of many
+	// small files holds each one's bytes until the end.
+	f.out.buf = nil
 	if err == nil {
 		err = f.x.xb.WriteEOF(f.name)
 	}
