@@ -264,6 +264,7 @@ func (j *job) finishInnoJob(ij *innoJob) error {
 	if err := ij.out.Close(size); err != nil {
 		return fmt.Errorf("%s: %w", ij.src.Rel, err)
 	}
+	ij.out = nil // the job lives until the whole copy ends; what the end keeps per file need not
 	j.record(copiedFile{Rel: ij.src.Rel, Stored: ij.stored, Size: size, CRC: crc, Sparse: ij.sparse,
 		SpaceID: ij.header.SpaceID, Known: ij.checker != nil, Kind: manifest.KindInnoDB, Space: ij.space(), Remote: ij.remote()})
 	return nil
