@@ -172,19 +172,25 @@ func (t *throttle) guardRedo() bool {
 	return true
 }
 
-func (t *throttle) apply() {
-	if math.IsInf(t.current, 1) {
-		t.lim.SetLimit(rate.Inf)
+func (t *throttle) apply() { setLimit(t.lim, t.current) }
+
+func (t *throttle) limitText() string { return limitText(t.current) }
+
+// setLimit sets lim to bytes/s, +Inf for no limit (the throttle's and the pace's).
+func setLimit(lim *rate.Limiter, bytes float64) {
+	if math.IsInf(bytes, 1) {
+		lim.SetLimit(rate.Inf)
 		return
 	}
-	t.lim.SetLimit(rate.Limit(t.current))
+	lim.SetLimit(rate.Limit(bytes))
 }
 
-func (t *throttle) limitText() string {
-	if math.IsInf(t.current, 1) {
+// limitText prints a copy limit in bytes/s for people ("none" for +Inf).
+func limitText(bytes float64) string {
+	if math.IsInf(bytes, 1) {
 		return "none"
 	}
-	return formatRate(int64(t.current))
+	return formatRate(int64(bytes))
 }
 
 // writes is the server's count of rows written by InnoDB.

@@ -220,20 +220,9 @@ func (p *pacer) recover() {
 	}
 }
 
-func (p *pacer) apply() {
-	if math.IsInf(p.limit, 1) {
-		p.lim.SetLimit(rate.Inf)
-		return
-	}
-	p.lim.SetLimit(rate.Limit(p.limit))
-}
+func (p *pacer) apply() { setLimit(p.lim, p.limit) }
 
-func (p *pacer) limitText() string {
-	if math.IsInf(p.limit, 1) {
-		return "none"
-	}
-	return formatRate(int64(p.limit))
-}
+func (p *pacer) limitText() string { return limitText(p.limit) }
 
 // rate is the server's redo bytes per second since w0 was read at t0.
 func (p *pacer) rate(ctx context.Context, w0 uint64, t0 time.Time) float64 {

@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,10 +27,10 @@ func TestBySizeRunsEveryItemLargestFirstWithinItsClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int64{1 << 30, 3 << 20, 2 << 20}; !equal(large, want) {
+	if want := []int64{1 << 30, 3 << 20, 2 << 20}; !slices.Equal(large, want) {
 		t.Errorf("large items ran as %v, want %v", large, want)
 	}
-	if want := []int64{1 << 20, 7, 5, 1}; !equal(small, want) {
+	if want := []int64{1 << 20, 7, 5, 1}; !slices.Equal(small, want) {
 		t.Errorf("small items ran as %v, want %v", small, want)
 	}
 }
@@ -91,16 +92,4 @@ func TestBySizeStopsAtTheFirstError(t *testing.T) {
 	if n := ran.Load(); n > 10 {
 		t.Fatalf("%d items ran after the error", n)
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
