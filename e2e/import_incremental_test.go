@@ -252,17 +252,23 @@ var checkpointRe = regexp.MustCompile(`Last checkpoint at\s+(\d+)`)
 func waitCheckpoint(t testing.TB, s *testdb.Server, lsn uint64) {
 	t.Helper()
 	waitFor(t, 60*time.Second, fmt.Sprintf("checkpoint at LSN %d", lsn), func() bool {
-		var typ, name, status string
-		if err := s.DB(t).QueryRow("SHOW ENGINE INNODB STATUS").Scan(&typ, &name, &status); err != nil {
-			t.Fatal(err)
-		}
-		m := checkpointRe.FindStringSubmatch(status)
-		if m == nil {
-			t.Fatalf("SHOW ENGINE INNODB STATUS has no checkpoint:\n%s", status)
-		}
-		n, _ := strconv.ParseUint(m[1], 10, 64)
-		return n >= lsn
+		return checkpointLSN(t, s) >= lsn
 	})
+}
+
+// checkpointLSN is the server's last checkpoint (SHOW ENGINE INNODB STATUS).
+func checkpointLSN(t testing.TB, s *testdb.Server) uint64 {
+	t.Helper()
+	var typ, name, status string
+	if err := s.DB(t).QueryRow("SHOW ENGINE INNODB STATUS").Scan(&typ, &name, &status); err != nil {
+		t.Fatal(err)
+	}
+	m := checkpointRe.FindStringSubmatch(status)
+	if m == nil {
+		t.Fatalf("SHOW ENGINE INNODB STATUS has no checkpoint:\n%s", status)
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	return n
 }
 
 // pageLSNs summarizes the FIL_PAGE_LSNs of a tablespace file's pages (16K pages).

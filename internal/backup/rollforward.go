@@ -501,7 +501,24 @@ func (j *job) uncopied(cur *tailer, pages map[uint32][]uint32, l uint64) (string
 		}
 		return fmt.Sprintf("tablespace %d (%s) has no copy to roll forward (created during the backup, or its first page was not yet on disk when it was copied): it is copied whole under BLOCK_DDL", id, cmp.Or(name, "name unknown")), nil
 	}
-	return "", nil
+	return j.createdBelow(cur, l), nil
+}
+
+// createdBelow says why a tablespace created during the backup, below l, stops the
+// roll-forward, or "". The DDL reconciliation under BLOCK_DDL copies such a tablespace
+// whole again (reconcileDDL), from the server's files, which hold only the changes
+// below the server's checkpoint: the redo from there must stay in the backup, and a
+// log starting at l would drop it (a table created and filled after the server's last
+// checkpoint came back with its unflushed pages as zeros).
+func (j *job) createdBelow(cur *tailer, l uint64) string {
+	ops := append(append([]redo.FileOp(nil), j.retiredOps...), cur.opsBelow(l)...)
+	e := summarize(ops)
+	for _, op := range ops {
+		if op.Kind == redo.FileCreate && !e.deleted[op.SpaceID] {
+			return fmt.Sprintf("tablespace %d (%s) was created during the backup: it is copied whole under BLOCK_DDL and needs the redo from the checkpoint", op.SpaceID, op.Name)
+		}
+	}
+	return ""
 }
 
 // touch creates an empty file and its directory.
