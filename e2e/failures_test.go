@@ -3,6 +3,9 @@
 package e2e
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,8 +32,9 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(weakpw, []byte("weakpw\n"), 0o600)
 
 	t.Run("wrong credentials", func(t *testing.T) {
-		wantFail(t, nil, "access denied for user \"root\"",
+		r := wantFail(t, nil, "access denied for user \"root\"",
 			"backup", "--socket", src.Socket, "--user", "root", "--password-file", pw, "--target-dir", filepath.Join(tmp, "a"))
+		wantExit(t, r, 3) // refused by the server
 		wantFail(t, []string{"MYSQL_PWD=nope"}, "access denied for user \"weak\"",
 			"backup", "--socket", src.Socket, "--user", "weak", "--target-dir", filepath.Join(tmp, "a2"))
 		if _, err := os.Stat(filepath.Join(tmp, "a")); !os.IsNotExist(err) {
@@ -38,12 +42,14 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("server unreachable", func(t *testing.T) {
-		wantFail(t, nil, "cannot connect to the server at socket /nonexistent.sock",
+		r := wantFail(t, nil, "cannot connect to the server at socket /nonexistent.sock",
 			"backup", "--socket", "/nonexistent.sock", "--target-dir", filepath.Join(tmp, "b"))
+		wantExit(t, r, 3)
 	})
 	t.Run("missing privileges", func(t *testing.T) {
-		wantFail(t, nil, "lacks privileges RELOAD, PROCESS, BINLOG MONITOR",
+		r := wantFail(t, nil, "lacks privileges RELOAD, PROCESS, BINLOG MONITOR",
 			"backup", "--socket", src.Socket, "--user", "weak", "--password-file", weakpw, "--target-dir", filepath.Join(tmp, "c"))
+		wantExit(t, r, 3)
 	})
 	t.Run("target not empty", func(t *testing.T) {
 		dir := filepath.Join(tmp, "full")
@@ -55,7 +61,8 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("stream options", func(t *testing.T) {
-		wantFail(t, nil, "give one of --target-dir, --stream or --repo", streamArgs(src, "--target-dir", filepath.Join(tmp, "s1"))...)
+		r := wantFail(t, nil, "give one of --target-dir, --stream or --repo", streamArgs(src, "--target-dir", filepath.Join(tmp, "s1"))...)
+		wantExit(t, r, 2) // usage
 		wantFail(t, nil, "apply to --stream", backupArgs(src, filepath.Join(tmp, "s2"), "--compress", "zstd")...)
 		wantFail(t, nil, "unknown compression \"brotli\"", streamArgs(src, "--compress", "brotli")...)
 		wantFail(t, nil, "is not an age public key", streamArgs(src, "--encrypt-to", "age1notakey")...)
@@ -93,7 +100,10 @@ func TestBadInput(t *testing.T) {
 	})
 	t.Run("corrupt backup file", func(t *testing.T) {
 		bk := filepath.Join(tmp, "corrupt-bk")
-		mustFerry(t, backupArgs(src, bk)...)
+		r := mustFerry(t, append(backupArgs(src, bk), "--log-format", "json")...)
+		if recs := jsonLines(t, r.stderr); !hasSeconds(recs) {
+			t.Errorf("no duration in seconds (a _s key) in the backup's JSON log:\n%s", r.stderr)
+		}
 		f, err := os.OpenFile(filepath.Join(bk, "ibdata1"), os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -101,11 +111,57 @@ func TestBadInput(t *testing.T) {
 		f.WriteAt([]byte{0xde, 0xad}, 70000)
 		f.Close()
 		dd := filepath.Join(tmp, "from-corrupt")
-		wantFail(t, nil, "backup file ibdata1 is corrupt", "restore", "--target-dir", bk, "--datadir", dd)
+		r = wantFail(t, nil, "backup file ibdata1 is corrupt", "restore", "--target-dir", bk, "--datadir", dd)
+		wantExit(t, r, 4) // an integrity failure
 		if _, err := os.Stat(dd); !os.IsNotExist(err) {
 			t.Error("a failed restore left the datadir behind")
 		}
+		// With --log-format json every line is JSON, the error too, with its exit code.
+		r = ferry(t, nil, "restore", "--target-dir", bk, "--datadir", dd, "--log-format", "json")
+		wantExit(t, r, 4)
+		recs := jsonLines(t, r.stderr)
+		last := recs[len(recs)-1]
+		if last["level"] != "ERROR" || last["exit_code"] != 4.0 || !strings.Contains(fmt.Sprint(last["msg"]), "backup file ibdata1 is corrupt") {
+			t.Errorf("the last JSON line is %v", last)
+		}
 	})
+}
+
+// wantExit fails the test unless ferry's run r exited with code.
+func wantExit(t testing.TB, r result, code int) {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(r.err, &ee) || ee.ExitCode() != code {
+		t.Errorf("ferry exited with %v, want exit status %d", r.err, code)
+	}
+}
+
+// jsonLines parses every line of a --log-format json run's stderr, failing the test on
+// one that is not a JSON object.
+func jsonLines(t testing.TB, stderr string) []map[string]any {
+	t.Helper()
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a line of --log-format json is not JSON (%v): %q", err, line)
+		}
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+// hasSeconds tells whether a record carries a duration as seconds: a number under a
+// key ending in _s.
+func hasSeconds(recs []map[string]any) bool {
+	for _, rec := range recs {
+		for k, v := range rec {
+			if _, num := v.(float64); num && strings.HasSuffix(k, "_s") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestKilledBackupIsRefused kills ferry with SIGKILL mid-copy; the directory must be

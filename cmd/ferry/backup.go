@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -106,7 +105,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 	addConnFlags(f, &cfg.Conn)
 	jm.addFile(f)
 	f.StringVar(&fl.targetDir, "target-dir", "", "new or empty directory to write the backup to")
-	f.BoolVar(&fl.stream, "stream", false, "write an xbstream to stdout instead of a directory (mbstream -x can unpack it)")
+	f.Var(streamFlag{&fl.stream}, "stream", "write an xbstream to stdout instead of a directory (mbstream -x can unpack it); --stream=xbstream and --stream=mbstream, as mariabackup takes them, say the same")
+	f.Lookup("stream").NoOptDefVal = "true"
 	fl.repo.add(f)
 	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream and --repo, none for a directory)")
 	f.IntVar(&fl.level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
@@ -151,19 +151,19 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	encoded := fl.stream || fl.repo.url != ""
 	switch {
 	case dests > 1:
-		return errors.New("give one of --target-dir, --stream or --repo")
+		return usageErr("give one of --target-dir, --stream or --repo")
 	case dests == 0:
-		return errors.New("--target-dir DIR, --stream or --repo REPO is required")
+		return usageErr("--target-dir DIR, --stream or --repo REPO is required")
 	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
-		return errors.New("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
+		return usageErr("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
 	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0):
-		return errors.New("--part-size and --uploads apply to --repo")
+		return usageErr("--part-size and --uploads apply to --repo")
 	case fl.maxImpact < 0 || fl.maxImpact >= 100:
-		return fmt.Errorf("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
+		return usagef("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
 	case fl.maxImpact > 0 && cfg.MaxRate > 0:
-		return errors.New("--max-impact and --max-rate both pace the copy: choose one")
+		return usageErr("--max-impact and --max-rate both pace the copy: choose one")
 	case fl.pace != "auto" && fl.pace != "off":
-		return fmt.Errorf("--pace %q: give auto or off", fl.pace)
+		return usagef("--pace %q: give auto or off", fl.pace)
 	}
 	cfg.MaxImpact, cfg.Unpaced = fl.maxImpact/100, fl.pace == "off"
 	filter, err := backup.NewFilter(fl.databases, fl.tables, fl.exclude)
@@ -191,7 +191,7 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	switch {
 	case fl.stream:
 		if term.IsTerminal(int(os.Stdout.Fd())) {
-			return errors.New("--stream writes the backup to stdout, which is a terminal: redirect it to a file or pipe it to a command")
+			return usageErr("--stream writes the backup to stdout, which is a terminal: redirect it to a file or pipe it to a command")
 		}
 		cfg.Sink, err = stream.NewSink(cmd.OutOrStdout(), pipe)
 	case fl.repo.url != "":
@@ -234,11 +234,11 @@ func (fl backupFlags) applyIncremental(cfg *backup.Config) error {
 	}
 	switch {
 	case n > 1:
-		return errors.New("give one of --incremental-basedir, --incremental-lsn, --incremental or --base")
+		return usageErr("give one of --incremental-basedir, --incremental-lsn, --incremental or --base")
 	case (fl.incRepo || fl.incBase != "") && fl.repo.url == "":
-		return errors.New("--incremental and --base choose a base in the repository: they need --repo (for a directory give --incremental-basedir)")
+		return usageErr("--incremental and --base choose a base in the repository: they need --repo (for a directory give --incremental-basedir)")
 	case (fl.incBasedir != "" || fl.incLSN != 0) && fl.repo.url != "":
-		return errors.New("an incremental in a repository applies on a backup of that repository: give --incremental (the newest of this server) or --base ID, not --incremental-basedir or --incremental-lsn")
+		return usageErr("an incremental in a repository applies on a backup of that repository: give --incremental (the newest of this server) or --base ID, not --incremental-basedir or --incremental-lsn")
 	case fl.incBasedir != "":
 		b, err := backup.BaseFromDir(fl.incBasedir)
 		cfg.Incremental = b

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ferry-backup/ferry/internal/optfile"
 )
@@ -39,3 +40,25 @@ func (byteSize) Type() string { return "size" }
 // sizeText prints n as a flag takes it (256K, 1M), for help text generated from
 // internal/defaults.
 func sizeText(n int64) string { return byteSize{&n}.String() }
+
+// streamFlag is --stream: a switch that also takes mariabackup's --stream=xbstream
+// (and mbstream, its other name), the one format ferry streams.
+type streamFlag struct{ v *bool }
+
+func (s streamFlag) String() string { return strconv.FormatBool(s.v != nil && *s.v) }
+
+func (s streamFlag) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "xbstream", "mbstream":
+		*s.v = true
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want xbstream (or mbstream), true or false, not %q", v)
+	}
+	*s.v = b
+	return nil
+}
+
+func (streamFlag) Type() string { return "bool" }

@@ -14,4 +14,24 @@ func addConnFlags(fs *pflag.FlagSet, c *mariadb.ConnConfig) {
 	fs.StringVarP(&c.User, "user", "u", "", "user name (default root)")
 	fs.StringVar(&c.PasswordFile, "password-file", "", "file holding the password (else MYSQL_PWD or [client] in --defaults-file)")
 	fs.StringVar(&c.DefaultsFile, "defaults-file", "", "option file whose [client] group gives user, password, host, port, socket")
+	fs.VarP(noPassword{}, "password", "p", "refused: give the password in a file (--password-file), MYSQL_PWD or [client] of an option file")
+	fs.MarkHidden("password")
+}
+
+// noPassword is --password, which mariabackup takes and ferry refuses (refusePassword):
+// a password on the command line is visible to every user of the machine (ps, /proc).
+// Set accepts anything, so that the refusal never echoes the password.
+type noPassword struct{}
+
+func (noPassword) String() string   { return "" }
+func (noPassword) Type() string     { return "string" }
+func (noPassword) Set(string) error { return nil }
+
+// refusePassword is the usage error of a command line that gave --password (or -p),
+// or, with given, one whose --password failed to parse (bare, as mariabackup prompts).
+func refusePassword(fs *pflag.FlagSet, given bool) error {
+	if f := fs.Lookup("password"); given || f != nil && f.Changed {
+		return usageErr("--password: no password on the command line, where every user of the machine can read it; put it in a file given to --password-file, in MYSQL_PWD, or in [client] of an option file (--defaults-file)")
+	}
+	return nil
 }

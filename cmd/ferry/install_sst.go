@@ -52,7 +52,7 @@ func writeShim(path, ferry string, force bool) error {
 	old, err := os.ReadFile(path)
 	switch {
 	case err == nil && !bytes.Contains(old, []byte(shimMarker)) && !force:
-		return fmt.Errorf("%s exists and was not written by ferry: move it away or pass --force", path)
+		return usagef("%s exists and was not written by ferry: move it away or pass --force", path)
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("read %s: %w", path, err)
 	}

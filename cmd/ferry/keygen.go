@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -19,7 +18,7 @@ func newKeygenCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return errors.New("--output is required: the secret key is never printed")
+				return usageErr("--output is required: the secret key is never printed")
 			}
 			secret, public, err := codec.NewIdentity()
 			if err != nil {

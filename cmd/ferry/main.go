@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -40,19 +41,49 @@ func main() {
 	// The driver's own log lines (a broken pipe when a private server shuts down) would
 	// break the one-line error: ferry returns and explains every error it meets.
 	mysql.SetLogger(&mysql.NopLogger{})
-	if err := newRoot().ExecuteContext(ctx); err != nil {
-		var sig interrupted
-		if errors.As(context.Cause(ctx), &sig) {
-			// An interrupted run says so, whatever the error it ended with, and keeps
-			// what the verb said about what it left where.
-			fmt.Fprintln(os.Stderr, "ferry: "+interruptedLine(sig, err))
-			os.Exit(sig.exitCode())
-		}
-		if !isReported(err) {
-			fmt.Fprintln(os.Stderr, "ferry: "+oneLine(flagText(err)))
-		}
-		os.Exit(1)
+	root := newRoot()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return
 	}
+	var sig interrupted
+	code := exitCodeOf(err)
+	var line string
+	if errors.As(context.Cause(ctx), &sig) {
+		// An interrupted run says so, whatever the error it ended with, and keeps what
+		// the verb said about what it left where.
+		line, code = interruptedLine(sig, err), sig.exitCode()
+	} else if !isReported(err) {
+		line = oneLine(flagText(err))
+	}
+	if line != "" {
+		printError(os.Stderr, jsonLog(root, os.Args[1:]), line, code)
+	}
+	os.Exit(code)
+}
+
+// printError writes the run's last line: "ferry: " and the error, or with json one
+// log record (level ERROR) carrying the exit code, as the lines before it are.
+func printError(w io.Writer, json bool, line string, code int) {
+	if !json {
+		fmt.Fprintln(w, "ferry: "+line)
+		return
+	}
+	slog.New(slog.NewJSONHandler(w, nil)).Error(line, "exit_code", code)
+}
+
+// jsonLog tells whether the run asked for --log-format json: as parsed, or, when the
+// flags did not parse, as written on the command line.
+func jsonLog(root *cobra.Command, args []string) bool {
+	if f := root.PersistentFlags().Lookup("log-format"); f != nil && f.Changed {
+		return f.Value.String() == "json"
+	}
+	for i, a := range args {
+		if a == "--log-format=json" || a == "--log-format" && i+1 < len(args) && args[i+1] == "json" {
+			return true
+		}
+	}
+	return false
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -122,6 +153,9 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 		Version:       version,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refusePassword(cmd.Flags(), false); err != nil {
+				return err
+			}
 			skipped, err := applyOptionFile(cmd.Context(), cmd)
 			if err != nil {
 				return err
@@ -140,25 +174,40 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.defaultsFile, "defaults-file", "", "option file whose [ferry] and [ferry-VERB] groups give ferry's options (default: the usual my.cnf files); a verb that connects to a server also reads its [client] group")
 	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd(),
 		newSSTCmd(), newInstallSSTCmd(), newRecoverCmd(g), newBinlogArchiveCmd(g))
+	markUsage(root)
 	return root
 }
 
 func (g *globals) setup() error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel)
+		return usagef("--log-level %q: use debug, info, warn or error", g.logLevel)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch g.logFormat {
 	case "text":
 		g.log = slog.New(slog.NewTextHandler(os.Stderr, opts))
 	case "json":
+		opts.ReplaceAttr = secondsAttr
 		g.log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
 	default:
-		return fmt.Errorf("--log-format %q: use text or json", g.logFormat)
+		return usagef("--log-format %q: use text or json", g.logFormat)
 	}
 	logOpenFiles(g.log)
 	return nil
+}
+
+// secondsAttr writes a duration in a JSON log as seconds, a number, under its key
+// with "_s" added ("took": 1.5s becomes "took_s": 1.5), for scripts to read.
+func secondsAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_s") && !strings.HasSuffix(key, "_seconds") {
+		key += "_s"
+	}
+	return slog.Float64(key, a.Value.Duration().Seconds())
 }
 
 // logOpenFiles says, at debug level, how many files ferry may hold open: the Go runtime

@@ -19,7 +19,8 @@ import (
 // the verb's --defaults-file if given, else the usual ones (/etc/my.cnf,
 // /etc/mysql/my.cnf and what they include, ~/.my.cnf), read through my_print_defaults
 // as MariaDB's own programs read them. An option of [ferry] that the verb lacks is
-// ignored (the group serves every verb); one of [ferry-VERB] is an error.
+// ignored when another verb has it (the group serves every verb), and an error when
+// none has (a typo); one of [ferry-VERB] that the verb lacks is an error.
 //
 // A flag of a group of mutually exclusive ones (exclusiveGroups) is not set from a file
 // when the command line set any flag of its group, nor from [ferry] when [ferry-VERB]
@@ -58,10 +59,11 @@ func applyOptionFile(ctx context.Context, cmd *cobra.Command) (skipped []string,
 	}
 	stronger := []map[string]bool{verbSet, onCommandLine}
 	exclusive := exclusiveGroups(verb)
+	anyVerb := verbOptions(cmd.Root())
 	for i, group := range groups {
 		s, err := setFlags(cmd.Flags(), read[i], group, onCommandLine, func(flag string) string {
 			return excludedBy(exclusive, flag, stronger[i])
-		})
+		}, anyVerb)
 		skipped = append(skipped, s...)
 		if err != nil {
 			return skipped, err
@@ -135,7 +137,7 @@ func readGroup(ctx context.Context, src optfile.Sources, group string) (optfile.
 // setFlags sets from opts the flags the command line did not set, but those excluded
 // names a stronger flag of their exclusive group for (returned as said); an option that
 // names no flag is refused in a verb's own group.
-func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLine map[string]bool, excluded func(string) string) ([]string, error) {
+func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLine map[string]bool, excluded func(string) string, anyVerb map[string]bool) ([]string, error) {
 	strict := group != "ferry"
 	byName := map[string]*pflag.Flag{}
 	fs.VisitAll(func(f *pflag.Flag) { byName[optfile.Name(f.Name)] = f })
@@ -147,6 +149,10 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 		case !ok && strict:
 			errs = append(errs, fmt.Errorf("option %q in [%s] of the option files: ferry %s has no --%s; remove it or move it to [ferry]",
 				name, group, strings.TrimPrefix(group, "ferry-"), strings.ReplaceAll(name, "_", "-")))
+			continue
+		case !ok && !anyVerb[name]:
+			errs = append(errs, fmt.Errorf("unknown option %q in [%s] of the option files: no verb of ferry has --%s; correct its name or remove it",
+				name, group, strings.ReplaceAll(name, "_", "-")))
 			continue
 		case !ok || onCommandLine[f.Name] || f.Name == "defaults-file" || f.Name == "help":
 			continue
@@ -163,5 +169,24 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 		}
 	}
 	sort.Strings(skipped)
-	return skipped, errors.Join(errs...)
+	if len(errs) > 0 {
+		return skipped, usageError{errors.Join(errs...)}
+	}
+	return skipped, nil
+}
+
+// verbOptions is every option name (as option files spell it) of every verb under root,
+// for telling a typo in [ferry] from an option of another verb.
+func verbOptions(root *cobra.Command) map[string]bool {
+	names := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) { names[optfile.Name(f.Name)] = true })
+		c.PersistentFlags().VisitAll(func(f *pflag.Flag) { names[optfile.Name(f.Name)] = true })
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return names
 }

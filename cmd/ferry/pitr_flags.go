@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,7 +30,7 @@ func (p *pitrFlags) set() bool { return p.toGTID != "" || p.toTime != "" }
 func (p *pitrFlags) target() (binlog.Target, error) {
 	switch {
 	case p.toGTID != "" && p.toTime != "":
-		return binlog.Target{}, errors.New("give one of --to-gtid and --to-time")
+		return binlog.Target{}, usageErr("give one of --to-gtid and --to-time")
 	case p.toGTID != "":
 		g, err := binlog.ParseGTID(p.toGTID)
 		if err != nil {
@@ -53,9 +52,9 @@ func (p *pitrFlags) source(cmd *cobra.Command, g *globals, sf *sourceFlags, args
 	none := func() {}
 	switch {
 	case sf.repo.url == "":
-		return nil, none, errors.New("--to-gtid and --to-time restore from --repo, whose binlog archive ferry binlog-archive keeps")
+		return nil, none, usageErr("--to-gtid and --to-time restore from --repo, whose binlog archive ferry binlog-archive keeps")
 	case cfg.Datadir == "":
-		return nil, none, errors.New("--datadir is required")
+		return nil, none, usageErr("--datadir is required")
 	}
 	t, err := p.target()
 	if err != nil {

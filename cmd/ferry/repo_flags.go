@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/ferry-backup/ferry/internal/repo"
@@ -30,7 +29,7 @@ func (r *repoFlags) add(fs *pflag.FlagSet) {
 // open opens the repository; create makes it if the location holds none (backup).
 func (r *repoFlags) open(ctx context.Context, log *slog.Logger, create bool, version string) (*repo.Repo, error) {
 	if r.url == "" {
-		return nil, errors.New("--repo is required: s3://bucket/prefix or a directory")
+		return nil, usageErr("--repo is required: s3://bucket/prefix or a directory")
 	}
 	st, err := storage.Open(ctx, storage.Config{URL: r.url, S3: r.s3, Log: log})
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,7 +65,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 				}
 			}
 			if tf.set() && sf.move {
-				return errors.New("--move does not apply to --tables: the copy the tables are exported from is removed afterwards, and the backup would go with it; restore the tables without --move")
+				return usageErr("--move does not apply to --tables: the copy the tables are exported from is removed afterwards, and the backup would go with it; restore the tables without --move")
 			}
 			if tf.set() {
 				job, err := tf.start(cmd.Context(), &cfg, g)
@@ -77,7 +76,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 				return restoreTables(cmd, g, args, open, &cfg, job)
 			}
 			if cfg.Datadir == "" {
-				return errors.New("--datadir is required (or --tables with --into-server)")
+				return usageErr("--datadir is required (or --tables with --into-server)")
 			}
 			src, done, err := open(cmd, g, args)
 			if err != nil {
@@ -251,7 +250,7 @@ func (sf *sourceFlags) open(cmd *cobra.Command, g *globals, args []string) (rest
 	for _, from := range sf.from {
 		if from == "-" {
 			if term.IsTerminal(int(os.Stdin.Fd())) {
-				return nil, none, errors.New("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
+				return nil, none, usageErr("--from - reads the stream from stdin, which is a terminal: pipe the backup into ferry")
 			}
 			links = append(links, stream.NewSource(os.Stdin, "stdin", ids, sf.maxMemory))
 			continue
@@ -308,25 +307,25 @@ func (sf *sourceFlags) check(args []string) error {
 	}
 	switch {
 	case named == 0:
-		return errors.New("--target-dir DIR, --from FILE|- or --repo REPO is required")
+		return usageErr("--target-dir DIR, --from FILE|- or --repo REPO is required")
 	case named > 1:
-		return errors.New("give one of --target-dir, --from or --repo")
+		return usageErr("give one of --target-dir, --from or --repo")
 	case sf.repo.url == "" && len(args) > 0:
-		return fmt.Errorf("unexpected argument %q: a backup id goes with --repo", args[0])
+		return usagef("unexpected argument %q: a backup id goes with --repo", args[0])
 	case sf.repo.url != "" && len(args) == 0:
-		return errors.New("--repo needs the backup to restore: an id from ferry list, or latest")
+		return usageErr("--repo needs the backup to restore: an id from ferry list, or latest")
 	case sf.repo.url == "" && sf.resume && !sf.move:
-		return errors.New("--resume applies to --repo and to --target-dir with --move")
+		return usageErr("--resume applies to --repo and to --target-dir with --move")
 	case stdin > 1:
-		return errors.New("--from - reads stdin, which can carry one stream: give the others as files")
+		return usageErr("--from - reads stdin, which can carry one stream: give the others as files")
 	case len(sf.incDirs) > 0 && sf.dir == "":
-		return errors.New("--incremental-dir applies on --target-dir (for streams repeat --from; a repository resolves the chain itself)")
+		return usageErr("--incremental-dir applies on --target-dir (for streams repeat --from; a repository resolves the chain itself)")
 	case len(sf.incDirs) > 0 && sf.move:
-		return errors.New("--move does not apply to a chain of incrementals: the full backup is copied, then the deltas written into the copy")
+		return usageErr("--move does not apply to a chain of incrementals: the full backup is copied, then the deltas written into the copy")
 	case sf.dir == "" && sf.move:
-		return errors.New("--move applies to --target-dir: a stream or repository backup is always written straight into the datadir")
+		return usageErr("--move applies to --target-dir: a stream or repository backup is always written straight into the datadir")
 	case sf.dir != "" && sf.identity != "":
-		return errors.New("--identity-file applies to --from and --repo (encrypted streams and repositories)")
+		return usageErr("--identity-file applies to --from and --repo (encrypted streams and repositories)")
 	}
 	return nil
 }
@@ -360,7 +359,7 @@ func checkNewFile(path, flag string) error {
 		return nil
 	}
 	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("%s %s exists: ferry does not overwrite it; remove it or name a new file", flag, path)
+		return usagef("%s %s exists: ferry does not overwrite it; remove it or name a new file", flag, path)
 	}
 	return nil
 }
@@ -368,7 +367,7 @@ func checkNewFile(path, flag string) error {
 // parseDirMaps reads --data-directory-map values into d.
 func parseDirMaps(d *restore.DataDirs, maps []string) error {
 	if d.Inside && len(maps) > 0 {
-		return errors.New("--no-data-directory and --data-directory-map exclude each other: choose one")
+		return usageErr("--no-data-directory and --data-directory-map exclude each other: choose one")
 	}
 	for _, s := range maps {
 		m, err := restore.ParseDirMap(s)

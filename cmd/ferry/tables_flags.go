@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -42,11 +41,11 @@ func (tf *tableFlags) set() bool {
 func (tf *tableFlags) start(ctx context.Context, cfg *restore.Config, g *globals) (*tableimport.Job, error) {
 	switch {
 	case tf.tables == "" || !tf.into:
-		return nil, errors.New("--tables with --into-server restores tables into a running server; both are needed (with --rename-to or --replace-tables if you like)")
+		return nil, usageErr("--tables with --into-server restores tables into a running server; both are needed (with --rename-to or --replace-tables if you like)")
 	case cfg.Datadir != "":
-		return nil, errors.New("--into-server restores tables into the running server: --datadir does not apply")
+		return nil, usageErr("--into-server restores tables into the running server: --datadir does not apply")
 	case cfg.Galera || cfg.FromSource || cfg.Replace:
-		return nil, errors.New("--galera, --replicate-from-source and --replace apply to a whole datadir, not to --tables")
+		return nil, usageErr("--galera, --replicate-from-source and --replace apply to a whole datadir, not to --tables")
 	}
 	names, err := tableimport.ParseList(tf.tables)
 	if err != nil {

@@ -113,7 +113,13 @@ func verifyAll(cmd *cobra.Command, g *globals, cfg verify.Config) error {
 	g.log.Info("verify of the repository completed", "backups", n, "failed", len(failed), "archive_ok", aerr == nil)
 	switch {
 	case len(failed) > 0:
-		return fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), n, strings.Join(ids(failed), ", "))
+		code := exitIntegrity // every backup bad
+		if len(failed) < n || aerr == nil && as != nil {
+			code = exitPartial // some good, some bad
+		}
+		return withExitCode(fmt.Errorf("%d of %d backups failed verification: %s (listed above)", len(failed), n, strings.Join(ids(failed), ", ")), code)
+	case aerr != nil && n > 0:
+		return withExitCode(aerr, exitPartial) // the backups verified, the archive did not
 	case aerr != nil:
 		return aerr
 	case n == 0 && as == nil:

@@ -266,8 +266,10 @@ func (j *job) explain(err error, opened bool) error {
 		return fmt.Errorf("the reader of the stream went away (broken pipe): check the command ferry's output is piped to; %s", partial)
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("backup interrupted; %s", partial)
+	case !opened && errors.Is(err, mariadb.ErrConnect): // never connected: it says why
+		return err
 	case mariadb.IsConnLost(err):
-		return setting.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial)
+		return mariadb.Unreachable(setting.Errorf("lost the connection to the server during the backup (%v): was it restarted or stopped? The backup locks were released; %s, take a new one", err, partial))
 	}
 	return err
 }

@@ -3,12 +3,25 @@
 package checksum
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
 
 // Table is the hardware-accelerated Castagnoli table.
 var Table = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrMismatch is wrapped by the errors of data whose checksum is not the one recorded
+// for it: a damaged backup or stream.
+var ErrMismatch = errors.New("checksum mismatch")
+
+// Mismatch marks err, which says what failed its check, with ErrMismatch; its message
+// stays as it is.
+func Mismatch(err error) error { return mismatch{err} }
+
+type mismatch struct{ error }
+
+func (m mismatch) Unwrap() []error { return []error{m.error, ErrMismatch} }
 
 // Update extends crc with p.
 func Update(crc uint32, p []byte) uint32 { return crc32.Update(crc, Table, p) }

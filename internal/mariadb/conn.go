@@ -132,6 +132,14 @@ func Open(ctx context.Context, c ConnConfig) (*sql.DB, error) {
 // of connections.
 var ErrRefused = errors.New("the server refused the connection")
 
+// ErrConnect marks every error of a connection to the server that failed, refused or
+// not (ErrRefused), and an account without the privileges the verb needs.
+var ErrConnect = errors.New("cannot connect to the server")
+
+// Unreachable marks err, which says that the server went away or could not be
+// reached, with ErrConnect; its message stays as it is.
+func Unreachable(err error) error { return &connError{err.Error(), []error{err, ErrConnect}} }
+
 // connError is a connection error's one-line message; it wraps the driver's error
 // (a *mysql.MySQLError when the server answered) and ErrRefused when no retry mends it.
 type connError struct {
@@ -150,7 +158,7 @@ const plugins = "identify the account with mysql_native_password or ed25519 (ALT
 func connectError(c ConnConfig, err error) error {
 	refused := func(format string, args ...any) error {
 		se := setting.Errorf(format, args...)
-		return &connError{se.Error(), []error{se, ErrRefused, err}}
+		return &connError{se.Error(), []error{se, ErrRefused, ErrConnect, err}}
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -170,7 +178,7 @@ func connectError(c ConnConfig, err error) error {
 		case 1044, 1049: // ER_DBACCESS_DENIED_ERROR, ER_BAD_DB_ERROR
 			return refused("server at %s refused the connection: %s", c.Where(), me.Message)
 		}
-		return &connError{fmt.Sprintf("server at %s: %s", c.Where(), me.Message), []error{err}}
+		return &connError{fmt.Sprintf("server at %s: %s", c.Where(), me.Message), []error{ErrConnect, err}}
 	}
 	for _, pe := range []error{mysql.ErrUnknownPlugin, mysql.ErrNativePassword, mysql.ErrOldPassword, mysql.ErrCleartextPassword} {
 		if errors.Is(err, pe) {
@@ -178,7 +186,7 @@ func connectError(c ConnConfig, err error) error {
 		}
 	}
 	se := setting.Errorf("cannot connect to the server at %s (%v): is it running? check %s or %s/%s", c.Where(), rootCause(err), setting.Socket, setting.Host, setting.Port)
-	return &connError{se.Error(), []error{se, err}}
+	return &connError{se.Error(), []error{se, ErrConnect, err}}
 }
 
 // authWhat names the authentication the driver's error is about, without its advice

@@ -33,8 +33,9 @@ func CheckPrivileges(ctx context.Context, db *sql.DB, user string, want []string
 	}
 	missing := missingPrivileges(global, want)
 	if len(missing) > 0 {
-		return fmt.Errorf("user %q lacks privileges %s: run GRANT %s ON *.* TO <user>",
+		msg := fmt.Sprintf("user %q lacks privileges %s: run GRANT %s ON *.* TO <user>",
 			user, strings.Join(missing, ", "), strings.Join(want, ", "))
+		return &connError{msg, []error{ErrConnect}} // refused by the server, for the exit code
 	}
 	return nil
 }

@@ -152,10 +152,10 @@ func verify(f manifest.File, size int64, crc uint32) error {
 		return nil
 	}
 	if size != f.Size {
-		return fmt.Errorf("backup file %s is %d bytes, the manifest says %d: the backup is truncated or damaged", f.Path, size, f.Size)
+		return checksum.Mismatch(fmt.Errorf("backup file %s is %d bytes, the manifest says %d: the backup is truncated or damaged", f.Path, size, f.Size))
 	}
 	if got := checksum.Hex(crc); got != f.CRC32C {
-		return fmt.Errorf("backup file %s is corrupt: CRC-32C %s, the manifest says %s", f.Path, got, f.CRC32C)
+		return checksum.Mismatch(fmt.Errorf("backup file %s is corrupt: CRC-32C %s, the manifest says %s", f.Path, got, f.CRC32C))
 	}
 	return nil
 }

@@ -179,10 +179,10 @@ func verifyStream(dir string, got *Unpacked) error {
 		want[f.Path] = true
 		g, ok := got.Files[f.Path]
 		if !ok {
-			return fmt.Errorf("the stream lacks %s, which its manifest lists: the stream is damaged", f.Path)
+			return checksum.Mismatch(fmt.Errorf("the stream lacks %s, which its manifest lists: the stream is damaged", f.Path))
 		}
 		if g.Size != f.Size || checksum.Hex(g.CRC) != f.CRC32C {
-			return fmt.Errorf("%s (stored as %s) does not match the manifest: %d bytes with CRC-32C %s, expected %d bytes with %s: the stream was damaged before it was framed", f.Path, g.Stored, g.Size, checksum.Hex(g.CRC), f.Size, f.CRC32C)
+			return checksum.Mismatch(fmt.Errorf("%s (stored as %s) does not match the manifest: %d bytes with CRC-32C %s, expected %d bytes with %s: the stream was damaged before it was framed", f.Path, g.Stored, g.Size, checksum.Hex(g.CRC), f.Size, f.CRC32C))
 		}
 	}
 	var extra []string
