@@ -49,7 +49,7 @@ func TestArchiverGrants(t *testing.T) {
 			t.Fatal(err)
 		}
 		return []string{"binlog-archive", "--repo", filepath.Join(tmp, repo), "--socket", src.Socket, "--user", name,
-			"--password-file", pw, "--retry-max", "1s", "--log-level", "debug"}
+			"--password-file", pw, "--retry-max", "1s", "--log-level", "debug", "--status-every", "200ms"}
 	}
 	// An account for another host only: over TCP from 127.0.0.1, which no account
 	// names once root's is gone (the harness uses the socket), the server answers 1130
@@ -116,8 +116,8 @@ func archiveUntilStored(t testing.TB, log string, args []string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b, _ := os.ReadFile(log)
-		if strings.Contains(string(b), "binlog-archive: stored") {
-			break
+		if strings.Contains(string(b), "binlog-archive: stored") && strings.Contains(string(b), "binlog-archive: archiving") {
+			break // it stored a segment, and said so in a status line
 		}
 		select {
 		case err := <-exited:
@@ -134,6 +134,12 @@ func archiveUntilStored(t testing.TB, log string, args []string) {
 	if err := <-exited; err != nil {
 		b, _ := os.ReadFile(log)
 		t.Fatalf("SIGTERM: %v\n%s", err, tail(string(b), 20))
+	}
+	b, _ := os.ReadFile(log)
+	for _, want := range []string{`msg="binlog-archive: started"`, `msg="binlog-archive: archiving" stored_bytes=`, `msg="binlog-archive: stopped; what was received is stored"`, ` at=mysql-bin.`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the archiver's log lacks %q:\n%s", want, tail(string(b), 20))
+		}
 	}
 }
 

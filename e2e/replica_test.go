@@ -54,6 +54,10 @@ func TestReplicaBackup(t *testing.T) {
 	// byte is restored.
 	plain := filepath.Join(tmp, "source-backup")
 	mustFerry(t, backupArgs(src, plain, "--slave-info")...)
+	host, _ := os.Hostname()
+	if ms := readManifest(t, plain).Server; ms.Port != src.Port || ms.Host != host { // the replica hint's
+		t.Errorf("the manifest records the server at %s:%d, want %s:%d", ms.Host, ms.Port, host, src.Port)
+	}
 	wantFail(t, nil, "does not record a replication source", "restore", "--target-dir", plain, "--datadir", filepath.Join(tmp, "nope"), "--replicate-from-source")
 	if _, err := os.Stat(filepath.Join(tmp, "nope")); err == nil {
 		t.Error("a refused restore created its datadir")

@@ -37,6 +37,28 @@ func (b byteSize) Set(s string) error {
 
 func (byteSize) Type() string { return "size" }
 
+// intSize is byteSize for a setting held in an int (at most 1 GiB here).
+type intSize struct{ v *int }
+
+func (b intSize) String() string {
+	n := int64(*b.v)
+	return byteSize{&n}.String()
+}
+
+func (b intSize) Set(s string) error {
+	var n int64
+	if err := (byteSize{&n}).Set(s); err != nil {
+		return err
+	}
+	if n < 0 || n > 1<<30 {
+		return fmt.Errorf("%s is out of range: give at most 1G", s)
+	}
+	*b.v = int(n)
+	return nil
+}
+
+func (intSize) Type() string { return "size" }
+
 // sizeText prints n as a flag takes it (256K, 1M), for help text generated from
 // internal/defaults.
 func sizeText(n int64) string { return byteSize{&n}.String() }

@@ -15,8 +15,10 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/innodb"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/restore"
 )
 
 // run executes ferry with args (no server is reached: every case fails first) and
@@ -162,5 +164,23 @@ func TestJSONErrorLine(t *testing.T) {
 	}
 	if !jsonLog(newRoot(), []string{"backup", "--log-format", "json", "--bogus"}) || jsonLog(newRoot(), []string{"backup"}) {
 		t.Error("jsonLog does not read an unparsed command line")
+	}
+}
+
+// TestReplicaHintAddress: the replica hint of a restore names the backed-up server's
+// host and port from its manifest, and placeholders for a backup that does not say.
+func TestReplicaHintAddress(t *testing.T) {
+	var b bytes.Buffer
+	res := &restore.Result{Datadir: "/var/lib/mysql", Backup: &restore.Backup{Manifest: &manifest.Manifest{Server: manifest.Server{Host: "db1.example", Port: 3307}}},
+		Coordinates: mariadb.Coordinates{BinlogFile: "binlog.000002", BinlogPos: 345, GTIDBinlogPos: "0-1-9"}}
+	printReplication(&b, res)
+	if !strings.Contains(b.String(), "MASTER_HOST='db1.example', MASTER_PORT=3307") {
+		t.Errorf("the hint does not name the source:\n%s", b.String())
+	}
+	b.Reset()
+	res.Backup = &restore.Backup{}
+	printReplication(&b, res)
+	if !strings.Contains(b.String(), "MASTER_HOST='<source host>', MASTER_PORT=3306") {
+		t.Errorf("the hint of a backup without the address:\n%s", b.String())
 	}
 }

@@ -164,7 +164,24 @@ func printReplication(w io.Writer, res *restore.Result) {
 	}
 	fmt.Fprintf(w, "Binlog position: %s:%d  GTID: %s\n", res.Coordinates.BinlogFile, res.Coordinates.BinlogPos, gtid)
 	fmt.Fprintln(w, "To make it a replica of the backed-up server, run on it:")
-	printStatements(w, mariadb.ReplicaSetup(gtid, mariadb.ChangeMaster{Host: "<source host>", Port: 3306, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
+	host, port := sourceAddress(res.Backup)
+	printStatements(w, mariadb.ReplicaSetup(gtid, mariadb.ChangeMaster{Host: host, Port: port, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
+}
+
+// sourceAddress is where the backed-up server said replicas reach it (its manifest),
+// or a placeholder and the default port for a backup that does not say.
+func sourceAddress(b *restore.Backup) (string, int) {
+	host, port := "<source host>", 3306
+	if b == nil || b.Manifest == nil {
+		return host, port
+	}
+	if h := b.Manifest.Server.Host; h != "" {
+		host = h
+	}
+	if p := b.Manifest.Server.Port; p > 0 {
+		port = p
+	}
+	return host, port
 }
 
 // printSourceReplication prints the statements that make the restored server a replica

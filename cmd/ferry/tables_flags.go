@@ -23,7 +23,7 @@ type tableFlags struct {
 
 // add declares them.
 func (tf *tableFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&tf.tables, "tables", "", "with --into-server: restore these InnoDB tables, 'db.t1,db.t2', into the running server (the backup is prepared aside, the tables exported and imported)")
+	f.StringVar(&tf.tables, "tables", "", "with --into-server: restore these tables (InnoDB, Aria, MyISAM), 'db.t1,db.t2', into the running server (the backup is prepared aside, the tables exported and imported)")
 	f.BoolVar(&tf.into, "into-server", false, "restore --tables into the server named by the connection options (--socket, --user, ...; ferry runs on its host)")
 	f.StringVar(&tf.renameTo, "rename-to", "", "restore the one table of --tables under this name (NAME or db.NAME), beside the live table")
 	f.BoolVar(&tf.replace, "replace-tables", false, "a restored table replaces a live one of the same definition; the live one is kept, renamed TABLE_ferry_old_TIME")

@@ -40,6 +40,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// RetryMax is the longest wait between reconnection attempts.
 	RetryMax time.Duration
+	// StatusEvery is the interval of the log line saying how far the archive goes while
+	// it runs.
+	StatusEvery time.Duration
 	// Stats, if set, is kept up to date while the archiver runs.
 	Stats *Stats
 	Log   *slog.Logger
@@ -53,6 +56,7 @@ const (
 	DefaultMergeEvery    = 5 * time.Minute
 	DefaultHeartbeat     = time.Second
 	DefaultRetryMax      = 30 * time.Second
+	DefaultStatusEvery   = 5 * time.Minute
 )
 
 // fatalf is an error that stops the archiver: reconnecting would not help.
@@ -76,11 +80,18 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 	if err := r.loadTip(ctx); err != nil {
 		return err
 	}
+	if r.tip.pos.File != "" {
+		cfg.Stats.tip.Store(&Tip{At: r.tip.pos.String()}) // the status lines start from it
+	}
+	r.log.Info("binlog-archive: started", "server", cfg.Conn.Where(), "archive", a.Location(), "server_id", cfg.ServerID)
+	stop := r.statusLines(ctx)
+	defer stop()
 	rt := newRetrier(backoff.Policy{Initial: time.Second, Max: cfg.RetryMax})
 	for {
 		stored := r.stored
 		err := r.session(ctx)
 		if ctx.Err() != nil {
+			r.status("binlog-archive: stopped; what was received is stored")
 			return nil
 		}
 		wait, err := rt.next(err, r.stored > stored)
@@ -90,9 +101,46 @@ func Run(ctx context.Context, a *binlog.Archive, cfg Config) error {
 		r.cfg.Stats.reconnect()
 		r.log.Warn("binlog-archive: connection to the server lost; reconnecting", "attempt", rt.b.Attempt(), "in", wait.Round(time.Millisecond), "err", firstLine(rt.err))
 		if rt.b.Sleep(ctx, wait) != nil {
+			r.status("binlog-archive: stopped; what was received is stored")
 			return nil
 		}
 	}
+}
+
+// statusLines logs how far the archive goes every StatusEvery until ctx ends or the
+// returned stop is called.
+func (r *run) statusLines(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.StatusEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				r.status("binlog-archive: archiving")
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// status logs msg with how far the archive goes: where it ends and its last GTID, the
+// age of the newest event stored (the lag behind a busy server), what this run stored,
+// and whether a session follows the server now.
+func (r *run) status(msg string) {
+	s := r.cfg.Stats
+	args := []any{"stored_bytes", s.StoredBytes.Load(), "segments", s.Segments.Load(), "reconnects", s.Reconnects.Load(), "connected", s.Connected.Load()}
+	if tip := s.Tip(); tip != nil {
+		args = append(args, "at", tip.At, "last_gtid", tip.GTID)
+	}
+	if ev := s.LastEventTime.Load(); ev > 0 {
+		args = append(args, "newest_event_age", time.Since(time.Unix(ev, 0)).Round(time.Second))
+	}
+	r.log.Info(msg, args...)
 }
 
 // retrier decides, after each session, whether the archiver goes on and after what
@@ -141,6 +189,10 @@ func (c *Config) defaults() error {
 	c.MergeEvery = cmp.Or(c.MergeEvery, DefaultMergeEvery)
 	c.Heartbeat = cmp.Or(c.Heartbeat, DefaultHeartbeat)
 	c.RetryMax = cmp.Or(c.RetryMax, DefaultRetryMax)
+	c.StatusEvery = cmp.Or(c.StatusEvery, DefaultStatusEvery)
+	if c.Stats == nil {
+		c.Stats = &Stats{} // the status lines read it
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}

@@ -267,7 +267,7 @@ func (s *follower) flush(ctx context.Context) error {
 	}
 	s.stored += int64(len(s.buf))
 	s.tip = s.pending
-	s.cfg.Stats.stored(int64(len(s.buf)), s.tip.last.Timestamp, time.Now())
+	s.cfg.Stats.stored(int64(len(s.buf)), s.tip.last.Timestamp, time.Now(), Tip{At: s.tip.pos.String(), GTID: s.lastGTID})
 	s.log.Debug("binlog-archive: stored", "file", seg.File, "start", seg.Start, "end", seg.End,
 		"last_gtid", s.lastGTID, "waited_ms", time.Since(s.bufSince).Milliseconds())
 	if len(s.small) == 0 {

@@ -17,12 +17,24 @@ type Stats struct {
 	// the newest event stored (the server's clock, 1 s resolution): both Unix seconds.
 	LastStored    atomic.Int64
 	LastEventTime atomic.Int64
+	tip           atomic.Pointer[Tip]
 }
 
-func (s *Stats) stored(bytes int64, eventTime uint32, at time.Time) {
+// Tip is where the archive ends: the binlog file and offset the next stored byte
+// goes to, and the last complete transaction's GTID stored ("" before the first).
+type Tip struct {
+	At   string
+	GTID string
+}
+
+// Tip is where the archive ends, as last stored by this run (nil before).
+func (s *Stats) Tip() *Tip { return s.tip.Load() }
+
+func (s *Stats) stored(bytes int64, eventTime uint32, at time.Time, tip Tip) {
 	if s == nil {
 		return
 	}
+	s.tip.Store(&tip)
 	s.StoredBytes.Add(bytes)
 	s.Segments.Add(1)
 	s.LastStored.Store(at.Unix())

@@ -100,7 +100,7 @@ func (dirDDL) storedName(_ *job, rel string) string { return rel }
 // or renamed during the backup (of an incremental, for the log).
 func (j *job) copyChangedByDDL(ctx context.Context, files []srcFile, copy func(context.Context, []srcFile) error, incremental bool) error {
 	if len(files) > 0 {
-		j.log.Info("copying whole the tablespaces DDL created, re-created or renamed during the backup", "files", len(files), "incremental", incremental)
+		j.log.Info("copying whole again the tablespaces created, re-created or renamed since the server's checkpoint at the backup's start (DDL during the backup or just before it)", "files", len(files), "incremental", incremental)
 	}
 	return copy(ctx, files)
 }

@@ -28,6 +28,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 	}
 	m.EndTime = j.clock.Now()
 	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
+	m.Server.Host, m.Server.Port = j.info.ReplicaAddress()
 	m.Storage = j.sink.Caps().Storage
 	if j.cfg.Filter != nil {
 		m.Partial = j.cfg.Filter.Spec()

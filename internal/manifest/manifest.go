@@ -176,7 +176,12 @@ type Server struct {
 	Datadir string `json:"datadir"`
 	// UID is the server's @@server_uid: an incremental is taken only on a base of the
 	// same server.
-	UID      string            `json:"uid,omitempty"`
+	UID string `json:"uid,omitempty"`
+	// Host and Port are where replicas reach the server: @@report_host and
+	// @@report_port where set, else @@hostname and @@port (for the replica hint of a
+	// restore; optional).
+	Host     string            `json:"host,omitempty"`
+	Port     int               `json:"port,omitempty"`
 	Settings map[string]string `json:"settings"`
 }
 

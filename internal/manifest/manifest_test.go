@@ -45,3 +45,26 @@ func TestReadRefusesNewerFormatAndGarbage(t *testing.T) {
 		t.Fatalf("garbage: %v", err)
 	}
 }
+
+// TestValidateServerAddress: the server's host and port, printed into the replica hint
+// of a restore, are refused unless a host name (no spaces or control characters, 255
+// bytes at most) and a port.
+func TestValidateServerAddress(t *testing.T) {
+	for _, c := range []struct {
+		host string
+		port int
+		ok   bool
+	}{
+		{"db1.example", 3306, true},
+		{"", 0, true},
+		{"db1\n'; DROP", 3306, false},
+		{strings.Repeat("a", 256), 3306, false},
+		{"db1", 70000, false},
+		{"db1", -1, false},
+	} {
+		m := &Manifest{Server: Server{Host: c.host, Port: c.port}}
+		if err := m.Validate(); (err == nil) != c.ok {
+			t.Errorf("host %q port %d: %v", c.host, c.port, err)
+		}
+	}
+}

@@ -23,6 +23,9 @@ func (m *Manifest) Validate() error {
 	if m.ID != "" && (strings.Contains(m.ID, "/") || safepath.Check(m.ID) != nil) {
 		return fmt.Errorf("manifest: backup id %q is not a plain name: the manifest was tampered with or damaged", m.ID)
 	}
+	if h := m.Server.Host; len(h) > 255 || strings.IndexFunc(h, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 || m.Server.Port < 0 || m.Server.Port > 65535 {
+		return fmt.Errorf("manifest: server address %q port %d is not a host name and port: the manifest was tampered with or damaged", h, m.Server.Port)
+	}
 	seen := make(map[string]bool, len(m.Files))
 	for i := range m.Files {
 		f := &m.Files[i]

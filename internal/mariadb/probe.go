@@ -1,6 +1,7 @@
 package mariadb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -23,7 +24,7 @@ type Info struct {
 }
 
 // varsWanted are the server variables recorded for planning and prepare.
-var varsWanted = []string{"server_uid",
+var varsWanted = []string{"server_uid", "hostname", "port", "report_host", "report_port",
 	"datadir", "innodb_page_size", "innodb_data_file_path", "innodb_data_home_dir",
 	"innodb_undo_directory", "innodb_undo_tablespaces", "innodb_log_group_home_dir",
 	"innodb_log_file_size", "innodb_checksum_algorithm", "innodb_compression_level",
@@ -98,6 +99,18 @@ func (info *Info) parseVersion() error {
 
 // Series returns "major.minor", e.g. "10.11".
 func (info Info) Series() string { return fmt.Sprintf("%d.%d", info.Major, info.Minor) }
+
+// ReplicaAddress is where replicas reach the server, as it says: @@report_host and
+// @@report_port where set, else @@hostname and @@port; "" and 0 when unknown.
+func (info Info) ReplicaAddress() (host string, port int) {
+	host = cmp.Or(info.Vars["report_host"], info.Vars["hostname"])
+	for _, v := range []string{info.Vars["report_port"], info.Vars["port"]} {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65536 {
+			return host, n
+		}
+	}
+	return host, 0
+}
 
 func readVars(ctx context.Context, db *sql.DB) (map[string]string, error) {
 	q := "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('" + strings.Join(varsWanted, "','") + "')"

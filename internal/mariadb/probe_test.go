@@ -79,3 +79,23 @@ func TestSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaAddress: report_host and report_port win over hostname and port; an unset
+// report_port (0) or a bad one is passed over.
+func TestReplicaAddress(t *testing.T) {
+	for _, c := range []struct {
+		vars map[string]string
+		host string
+		port int
+	}{
+		{map[string]string{"hostname": "db1", "port": "3307", "report_port": "0"}, "db1", 3307},
+		{map[string]string{"hostname": "db1", "port": "3307", "report_host": "db1.example", "report_port": "3310"}, "db1.example", 3310},
+		{map[string]string{"hostname": "db1", "port": "99999"}, "db1", 0},
+		{map[string]string{}, "", 0},
+	} {
+		host, port := Info{Vars: c.vars}.ReplicaAddress()
+		if host != c.host || port != c.port {
+			t.Errorf("%v: %s:%d, want %s:%d", c.vars, host, port, c.host, c.port)
+		}
+	}
+}
