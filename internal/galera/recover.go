@@ -68,7 +68,7 @@ func Recover(ctx context.Context, cfg RecoverConfig) (Recovered, error) {
 		args = append(args, "--defaults-file="+cfg.DefaultsFile)
 	}
 	errLog := filepath.Join(run, "recover.err")
-	args = append(args, "--datadir="+datadir, "--wsrep-recover", "--log-error="+errLog, "--skip-networking",
+	args = append(args, "--datadir="+datadir, "--wsrep-recover", "--log-error="+errLog, "--skip-networking", "--skip-ssl",
 		"--socket="+filepath.Join(run, "s.sock"), "--pid-file="+filepath.Join(run, "m.pid"))
 	if os.Geteuid() == 0 {
 		args = append(args, "--user="+ownerName(datadir))

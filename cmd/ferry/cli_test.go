@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +183,21 @@ func TestReplicaHintAddress(t *testing.T) {
 	printReplication(&b, res)
 	if !strings.Contains(b.String(), "MASTER_HOST='<source host>', MASTER_PORT=3306") {
 		t.Errorf("the hint of a backup without the address:\n%s", b.String())
+	}
+}
+
+// TestVersionLine: ferry version prints the version, the commit and the Go version.
+func TestVersionLine(t *testing.T) {
+	var b bytes.Buffer
+	root := newRoot()
+	root.SetArgs([]string{"version"})
+	root.SetOut(&b)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ferry " + version + " (commit ", runtime.Version()} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("ferry version printed %q, want %q in it", b.String(), want)
+		}
 	}
 }
