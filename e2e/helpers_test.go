@@ -76,7 +76,14 @@ func loadedSource(t testing.TB, opt testdb.Options, threads, fillerRows int) (*t
 // table's checksum with want (taken on the source once its load stopped).
 func checkReplica(t testing.TB, src *testdb.Server, load *testdb.Workload, datadir, gtid string, want map[string]string) {
 	t.Helper()
-	rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2})
+	checkReplicaOn(t, "", src, load, datadir, gtid, want)
+}
+
+// checkReplicaOn is checkReplica with the restored server run from basedir (another
+// MariaDB's installation; "" for the system's).
+func checkReplicaOn(t testing.TB, basedir string, src *testdb.Server, load *testdb.Workload, datadir, gtid string, want map[string]string) {
+	t.Helper()
+	rep := testdb.Start(t, testdb.Options{Datadir: datadir, ServerID: 2, Basedir: basedir})
 	rdb := rep.DB(t)
 	load.Check(t, rdb, gtid)
 	testdb.StartReplica(t, rep, src, gtid, "repl", "replpw")

@@ -167,8 +167,14 @@ func (s *follower) take(ctx context.Context, ev *replication.BinlogEvent) error 
 		s.add(append([]byte("\xfebin"), fde...), 0)
 		s.advance(e, 4)
 		return s.decoder(fde)
+	case e.Artificial():
+		s.log.Debug("binlog-archive: an event the server made for the dump, not stored", "type", e.Type.String(), "at", s.cur.String())
+		return nil
 	}
-	if start := int64(e.LogPos) - int64(len(ev.RawData)); start != s.cur.Pos {
+	// Since 11.4 (binlog_legacy_event_pos=OFF) an event inside a transaction says it
+	// ends at 0: it follows the one before, and the group's last event, which gives its
+	// end, checks that nothing was left out between.
+	if start := int64(e.LogPos) - int64(len(ev.RawData)); e.LogPos != 0 && start != s.cur.Pos {
 		return fmt.Errorf("the server sent an event of %s at offset %d, the archive ends at %d: not storing a gap or an overlap", s.cur.File, start, s.cur.Pos)
 	}
 	if err := s.follow1(e, s.cur.Pos); err != nil {

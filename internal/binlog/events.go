@@ -61,7 +61,7 @@ func SplitEvent(b []byte, off int64) (Event, error) {
 // Artificial says whether the server made the event up for the stream (a Rotate to the
 // next file, a heartbeat): it is not part of any file.
 func (e Event) Artificial() bool {
-	return e.Flags&flagArtificial != 0 || e.LogPos == 0 || e.Type == replication.HEARTBEAT_EVENT
+	return e.Flags&flagArtificial != 0 || e.Type == replication.HEARTBEAT_EVENT
 }
 
 // Decoder checks the events of one binlog file against their checksums and decodes

@@ -24,6 +24,8 @@ type GaleraOptions struct {
 	// Dirs are the directories to put some nodes' files in, by node index (a small
 	// tmpfs, say); the others get a temp dir.
 	Dirs map[int]string
+	// Basedir runs the nodes from another MariaDB's installation (Options.Basedir).
+	Basedir string
 }
 
 // Galera is a cluster of private mariadbd nodes on loopback, each with its own client,
@@ -68,11 +70,11 @@ func NewGalera(t testing.TB, opt GaleraOptions) *Galera {
 		}
 		datadir := filepath.Join(base, "data")
 		if i == 0 {
-			installDB(t, datadir, nil)
+			installDB(t, datadir, opt.Basedir, nil)
 		} else if err := os.Mkdir(datadir, 0o750); err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{opt: Options{Datadir: datadir, ServerID: 1, LogFileSize: "16M"}, base: base, Datadir: datadir,
+		s := &Server{opt: Options{Datadir: datadir, ServerID: 1, LogFileSize: "16M", Basedir: opt.Basedir}, base: base, Datadir: datadir,
 			Socket: filepath.Join(base, "mysql.sock"), PidFile: filepath.Join(base, "mariadbd.pid"),
 			ErrorLog: filepath.Join(base, "error.log"), ConfigFile: filepath.Join(base, "my.cnf"), Port: freePort(t)}
 		t.Cleanup(func() { s.cleanup(t) })

@@ -32,6 +32,8 @@ func StartReplica(t testing.TB, replica, primary *Server, gtidPos, user, passwor
 	replica.Exec(t, "SET GLOBAL gtid_slave_pos = ?", strings.TrimSpace(gtidPos))
 	cm, args := mariadb.ChangeMaster{Host: "127.0.0.1", Port: primary.Port, User: user, Password: password, UseGTID: "slave_pos", ConnectRetry: 1}.Prepared()
 	replica.Exec(t, cm, args...)
+	// The test servers have no TLS, and since 11.3 a replica asks for it by default.
+	replica.Exec(t, "CHANGE MASTER TO MASTER_SSL=0")
 	replica.Exec(t, "START SLAVE")
 }
 

@@ -36,6 +36,10 @@ type Options struct {
 	Config []string
 	// Env is extra environment for mariadbd (e.g. a PATH with an SST method on it).
 	Env []string
+	// Basedir, if set, is another MariaDB's installation (bin/mariadbd,
+	// scripts/mariadb-install-db, share/): MariaDB 11.4 from its Maven package
+	// (Basedir114). Empty: the system's mariadbd.
+	Basedir string
 }
 
 // StartTimeout bounds how long Start and Restart wait for the server to accept connections.
@@ -81,7 +85,7 @@ func Start(t testing.TB, opt Options) *Server {
 	s.ConfigFile = filepath.Join(base, "my.cnf")
 	if s.Datadir == "" {
 		s.Datadir = filepath.Join(base, "data")
-		installDB(t, s.Datadir, opt.Args)
+		installDB(t, s.Datadir, opt.Basedir, opt.Args)
 	}
 	t.Cleanup(func() { s.cleanup(t) })
 	for attempt := 0; ; attempt++ {
@@ -118,13 +122,19 @@ func ShortDir(t testing.TB) string {
 
 // installDB creates a fresh datadir with mariadb-install-db; the InnoDB layout options
 // among args (page size, system and undo tablespaces) must be given at creation.
-func installDB(t testing.TB, datadir string, args []string) {
+func installDB(t testing.TB, datadir, basedir string, args []string) {
 	t.Helper()
 	bin, err := exec.LookPath("mariadb-install-db")
+	if basedir != "" {
+		bin, err = filepath.Join(basedir, "scripts", "mariadb-install-db"), nil
+	}
 	if err != nil {
 		t.Fatalf("mariadb-install-db not found on PATH: install mariadb-server to run end-to-end tests")
 	}
 	cmd := []string{"--no-defaults", "--datadir=" + datadir, "--user=root", "--auth-root-authentication-method=normal"}
+	if basedir != "" {
+		cmd = append(cmd, "--basedir="+basedir)
+	}
 	for _, a := range args {
 		for _, layout := range []string{"--innodb-page-size=", "--innodb-data-file-path=", "--innodb-undo-tablespaces=", "--innodb-checksum-algorithm="} {
 			if strings.HasPrefix(a, layout) {
@@ -184,6 +194,10 @@ func (s *Server) config() string {
 	if !s.opt.NoBinlog {
 		lines = append(lines, "log-bin=mysql-bin", "binlog-format=ROW", "relay-log=relay-bin")
 	}
+	if b := s.opt.Basedir; b != "" {
+		// skip-ssl: 11.4 makes a TLS certificate at every start otherwise (5-30 s here).
+		lines = append(lines, "basedir="+b, "lc-messages-dir="+filepath.Join(b, "share"), "skip-ssl")
+	}
 	lines = append(lines, s.opt.Config...)
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -191,6 +205,9 @@ func (s *Server) config() string {
 // launch writes the config, starts mariadbd and waits until it is ready.
 func (s *Server) launch() error {
 	bin, err := mariadbdPath()
+	if s.opt.Basedir != "" {
+		bin, err = filepath.Join(s.opt.Basedir, "bin", "mariadbd"), nil
+	}
 	if err != nil {
 		return err
 	}
@@ -412,3 +429,18 @@ func (s *Server) Adopt(t testing.TB) {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int { return freePort(t) }
+
+// Basedir114 is where MariaDB 11.4 is installed for the tests (.ci/run unpacks it from
+// its Maven package): $FERRY_MARIADB_114, else /opt/mariadb-11.4; "" if neither holds
+// bin/mariadbd.
+func Basedir114() string {
+	for _, d := range []string{os.Getenv("FERRY_MARIADB_114"), "/opt/mariadb-11.4"} {
+		if d == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, "bin", "mariadbd")); err == nil {
+			return d
+		}
+	}
+	return ""
+}
