@@ -71,15 +71,22 @@ func TestMariaDB114(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "wrong")); err == nil {
 		t.Error("a restore refused for the wrong mariadbd wrote its datadir")
 	}
+	// 11.4's mariadbd is named each of the ways a DBA can: found in /opt/mariadb-11.4 (where
+	// CI puts it), its installation directory, mariadbd-11.4= in an option file, the binary.
+	found := []string{"--mariadbd", base} // not installed where ferry looks
+	if base == "/opt/mariadb-11.4" {
+		found = nil
+	}
+	cnf := writeFile(t, tmp, "ferry.cnf", "[ferry]\nmariadbd-11.4="+mariadbd+"\n")
 	for name, args := range map[string][]string{
-		"dir":         {"--target-dir", dir},
-		"stream":      {"--from", stream},
-		"repo":        {"--repo", s3.url, "latest"},
-		"incremental": {"--target-dir", dir, "--incremental-dir", inc},
+		"dir":         append([]string{"--target-dir", dir}, found...),
+		"stream":      {"--from", stream, "--mariadbd", base},
+		"repo":        {"--repo", s3.url, "latest", "--defaults-file", cnf},
+		"incremental": {"--target-dir", dir, "--incremental-dir", inc, "--mariadbd", mariadbd},
 	} {
 		t.Run(name, func(t *testing.T) {
 			datadir := filepath.Join(tmp, "restored-"+name)
-			out := s3.run(t, append(append([]string{"restore"}, args...), "--datadir", datadir, "--mariadbd", mariadbd)...)
+			out := s3.run(t, append(append([]string{"restore"}, args...), "--datadir", datadir)...)
 			checkReplicaOn(t, base, src, load, datadir, restoredGTID(t, out.stdout), want)
 		})
 	}

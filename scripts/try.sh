@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Try ferry end to end on this machine, as root: install MariaDB if missing, start a
+# Try ferry end to end on this machine: install MariaDB if missing, start a
 # scratch server (private datadir, socket and port under $TRY_DIR), load some data and
 # keep writing to it, take a hot backup with ferry, restore it into a new datadir, start
 # the restored copy and compare table checksums with the source at the backup point.
+# Run it as root, or as a user with sudo (it runs itself again through sudo, keeping
+# TRY_DIR and PORT). Settings: TRY_DIR (/var/tmp/ferry-try), PORT (3391).
 set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "try.sh: run it as root (no sudo here)" >&2; exit 1; }
+  exec sudo --preserve-env=TRY_DIR,PORT,PATH,GOPATH,GOCACHE,GOMODCACHE "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 TRY_DIR=${TRY_DIR:-/var/tmp/ferry-try}
 PORT=${PORT:-3391}

@@ -201,3 +201,23 @@ func TestVersionLine(t *testing.T) {
 		}
 	}
 }
+
+// TestMariadbdBySeries: mariadbd-SERIES= in [ferry] reaches --mariadbd of the verbs that
+// run a server, after a mariadbd the files name, and is not a typo for the others.
+func TestMariadbdBySeries(t *testing.T) {
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	os.WriteFile(cnf, []byte("[ferry]\nmariadbd-11.4=/opt/mariadb-11.4\nmariadbd_10.11=/usr/sbin/mariadbd\n"), 0o600)
+	for verb, want := range map[string]string{"restore": "10.11=/usr/sbin/mariadbd,11.4=/opt/mariadb-11.4", "clone": "10.11=/usr/sbin/mariadbd,11.4=/opt/mariadb-11.4", "backup": ""} {
+		cmd, _, _ := newRoot().Find([]string{verb})
+		if err := cmd.ParseFlags([]string{"--defaults-file", cnf}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := applyOptionFile(context.Background(), cmd); err != nil {
+			t.Errorf("ferry %s: %v", verb, err)
+			continue
+		}
+		if f := cmd.Flags().Lookup("mariadbd"); f != nil && f.Value.String() != want {
+			t.Errorf("ferry %s --mariadbd = %q, want %q", verb, f.Value.String(), want)
+		}
+	}
+}

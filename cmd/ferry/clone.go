@@ -83,7 +83,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 	f.StringVar(&replPwFile, "repl-password-file", "", "file holding the replication user's password")
 	f.StringVar(&cfg.Repl.Host, "repl-host", "", "primary host for CHANGE MASTER (default: the host of --from)")
 	f.IntVar(&cfg.Repl.Port, "repl-port", 0, "primary port (default: the donor server's port)")
-	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary (default: found on PATH or /usr/sbin)")
+	f.StringVar(&cfg.Mariadbd, "mariadbd", "", mariadbdHelp)
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "memory for recovery of the copy: ferry's redo apply batch, or the stock server's buffer pool")
 	addRecoveryFlag(f, &cfg.Recovery)
 	addKeyFlags(f, &cfg.Keys)

@@ -35,3 +35,7 @@ func refusePassword(fs *pflag.FlagSet, given bool) error {
 	}
 	return nil
 }
+
+// mariadbdHelp is --mariadbd's help: the server that prepares a backup or runs a clone
+// must be of the backed-up server's series.
+const mariadbdHelp = "mariadbd of the backed-up server's series: a binary or an installation directory (default: the first of that series on PATH, in /usr/sbin, /usr/local/mysql/bin or /opt/mariadb-SERIES, or mariadbd-SERIES= in the option files)"

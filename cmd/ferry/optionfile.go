@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -142,9 +143,15 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 	byName := map[string]*pflag.Flag{}
 	fs.VisitAll(func(f *pflag.Flag) { byName[optfile.Name(f.Name)] = f })
 	var errs []error
-	var skipped []string
+	var skipped, bySeries []string
 	for name, val := range opts {
 		f, ok := byName[name]
+		if m := mariadbdSeries.FindStringSubmatch(name); m != nil {
+			if byName["mariadbd"] != nil && !onCommandLine["mariadbd"] {
+				bySeries = append(bySeries, m[1]+"="+val) // the mariadbd for backups of that series
+			}
+			continue
+		}
 		switch {
 		case !ok && strict:
 			errs = append(errs, fmt.Errorf("option %q in [%s] of the option files: ferry %s has no --%s; remove it or move it to [ferry]",
@@ -169,11 +176,24 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 		}
 	}
 	sort.Strings(skipped)
+	if len(bySeries) > 0 {
+		sort.Strings(bySeries)
+		if cur := fs.Lookup("mariadbd").Value.String(); cur != "" {
+			bySeries = append([]string{cur}, bySeries...)
+		}
+		if err := fs.Set("mariadbd", strings.Join(bySeries, ",")); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return skipped, usageError{errors.Join(errs...)}
 	}
 	return skipped, nil
 }
+
+// mariadbdSeries is an option file's mariadbd-SERIES= (mariadbd-11.4=/opt/...): the
+// mariadbd a restore, prepare or clone runs for a backup or donor of that series.
+var mariadbdSeries = regexp.MustCompile(`^mariadbd[-_](\d+\.\d+)$`)
 
 // verbOptions is every option name (as option files spell it) of every verb under root,
 // for telling a typo in [ferry] from an option of another verb.

@@ -27,7 +27,7 @@ func newPrepareCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Dir, "target-dir", "", "backup directory to prepare (required)")
-	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary of the backup's version (default: found on PATH or /usr/sbin)")
+	f.StringVar(&cfg.Mariadbd, "mariadbd", "", mariadbdHelp)
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "memory for recovery: ferry's redo apply batch, or the stock server's buffer pool")
 	addRecoveryFlag(f, &cfg.Recovery)
 	addKeyFlags(f, &cfg.Keys)

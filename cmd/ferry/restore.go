@@ -116,7 +116,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
 	f.StringVar(&cfg.Datadir, "datadir", "", "datadir to create (required, but with --into-server; must be new or empty)")
 	f.BoolVar(&cfg.Replace, "replace", false, "move a non-empty datadir aside (kept as DATADIR.ferry-old-TIME) and restore in its place")
 	f.StringVar(&cfg.Owner, "owner", "", "user[:group] owning the restored files when run as root (default: the existing datadir's owner unless root, else the mysql user, else the parent's owner)")
-	f.StringVar(&cfg.Mariadbd, "mariadbd", "", "mariadbd binary for prepare (default: found on PATH or /usr/sbin)")
+	f.StringVar(&cfg.Mariadbd, "mariadbd", "", mariadbdHelp)
 	f.StringVar(&cfg.UseMemory, "use-memory", "256M", "memory for recovery: ferry's redo apply batch, or the stock server's buffer pool")
 	addRecoveryFlag(f, &cfg.Recovery)
 	addKeyFlags(f, &cfg.Keys)

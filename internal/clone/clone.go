@@ -320,17 +320,17 @@ func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w we
 // checkRecipient refuses a clone this host cannot take: another MariaDB series than
 // the donor's, or too little free disk.
 func checkRecipient(ctx context.Context, cfg Config, w welcome, resume *resumeOffer, dir string) error {
-	bin, err := mariadb.FindMysqld(cfg.Mariadbd)
+	ds, dr, ok := mariadb.Series(w.ServerVersion)
+	if !ok {
+		return fmt.Errorf("%w: the donor reports server version %q, which is not a MariaDB version", errProtocol, w.ServerVersion)
+	}
+	bin, err := mariadb.FindMysqldFor(ctx, cfg.Mariadbd, ds)
 	if err != nil {
 		return err
 	}
 	local, err := mariadb.MysqldVersion(ctx, bin)
 	if err != nil {
 		return err
-	}
-	ds, dr, ok := mariadb.Series(w.ServerVersion)
-	if !ok {
-		return fmt.Errorf("%w: the donor reports server version %q, which is not a MariaDB version", errProtocol, w.ServerVersion)
 	}
 	ls, lr, ok := mariadb.Series(local)
 	if !ok || ls != ds {

@@ -16,7 +16,8 @@ import (
 // makes it a replica of the donor. If the server does not start, the clone is moved
 // aside and the previous datadir put back.
 func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) error {
-	bin, err := mariadb.FindMysqld(cfg.Mariadbd)
+	series, _, _ := mariadb.Series(w.ServerVersion)
+	bin, err := mariadb.FindMysqldFor(ctx, cfg.Mariadbd, series)
 	if err != nil {
 		return err
 	}

@@ -20,27 +20,96 @@ import (
 	"github.com/ferry-backup/ferry/internal/setting"
 )
 
-// FindMysqld returns the mariadbd binary: explicit if given, else the first of
-// mariadbd/mysqld on PATH or in /usr/sbin and /usr/libexec.
-func FindMysqld(explicit string) (string, error) {
-	if explicit != "" {
-		if _, err := os.Stat(explicit); err != nil {
-			return "", setting.Errorf("%s %s: %w", setting.Mariadbd, explicit, err)
+// FindMysqld returns the mariadbd binary: the one spec names, else the first of
+// mariadbd/mysqld on PATH or in the usual directories (FindMysqldFor without a series).
+func FindMysqld(spec string) (string, error) {
+	return FindMysqldFor(context.Background(), spec, "")
+}
+
+// seriesKey is the SERIES of a SERIES=PATH entry of a mariadbd spec.
+var seriesKey = regexp.MustCompile(`^\d+\.\d+$`)
+
+// FindMysqldFor returns the mariadbd to run a datadir of series ("11.4"; "" for any).
+// spec is what the user gave: "" (search), a binary, an installation directory (its
+// bin/ or sbin/mariadbd), and SERIES=PATH entries separated by commas (from an option
+// file's mariadbd-SERIES=). A binary or directory given is used as it is; otherwise
+// the entry for series, then mariadbd and mysqld on PATH, in /usr/sbin, /usr/libexec,
+// /usr/local/mysql/bin, /opt/mariadb-SERIES/bin and /usr/local/mariadb-SERIES/bin are
+// tried (every directory of PATH), and the first of series is returned, or else the
+// first found (whose version the caller then refuses, naming it).
+func FindMysqldFor(ctx context.Context, spec, series string) (string, error) {
+	var cands []string
+	explicit := ""
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if k, path, ok := strings.Cut(part, "="); ok && seriesKey.MatchString(k) {
+			if k == series {
+				cands = append(cands, path)
+			}
+			continue
 		}
-		return explicit, nil
+		if part != "" {
+			explicit = part
+		}
 	}
+	if explicit != "" {
+		return explicitMysqld(explicit)
+	}
+	dirs := append(filepath.SplitList(os.Getenv("PATH")), "/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin")
 	for _, name := range []string{"mariadbd", "mysqld"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-		for _, dir := range []string{"/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin"} {
-			p := filepath.Join(dir, name)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
+		for _, dir := range dirs {
+			if dir != "" {
+				cands = append(cands, filepath.Join(dir, name))
 			}
 		}
 	}
-	return "", setting.Errorf("mariadbd not found on PATH or in /usr/sbin: install mariadb-server of the backup's version or pass %s", setting.Mariadbd)
+	if series != "" {
+		cands = append(cands, filepath.Join("/opt/mariadb-"+series, "bin", "mariadbd"), filepath.Join("/usr/local/mariadb-"+series, "bin", "mariadbd"))
+	}
+	first := ""
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err != nil || fi.IsDir() {
+			continue
+		}
+		if series == "" {
+			return c, nil
+		}
+		if first == "" {
+			first = c
+		}
+		if v, err := MysqldVersion(ctx, c); err == nil {
+			if got, _, ok := Series(v); ok && got == series {
+				return c, nil
+			}
+		}
+	}
+	if first == "" {
+		return "", setting.Errorf("mariadbd not found on PATH or in /usr/sbin: install mariadb-server of the backup's version or pass %s", setting.Mariadbd)
+	}
+	return first, nil
+}
+
+// explicitMysqld is the binary a given path names: itself, or an installation
+// directory's bin/mariadbd, sbin/mariadbd or bin/mysqld.
+func explicitMysqld(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", setting.Errorf("%s %s: %w", setting.Mariadbd, path, err)
+	}
+	if !fi.IsDir() {
+		return path, nil
+	}
+	for _, rel := range []string{"bin/mariadbd", "sbin/mariadbd", "bin/mysqld"} {
+		if p := filepath.Join(path, rel); fileExists(p) {
+			return p, nil
+		}
+	}
+	return "", setting.Errorf("%s %s: a directory without bin/mariadbd or sbin/mariadbd", setting.Mariadbd, path)
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
 
 var mysqldVerRe = regexp.MustCompile(`Ver (\d+\.\d+\.\d+)-MariaDB`)

@@ -130,7 +130,7 @@ func (b *Backup) CheckMariadbd(bin, version string) error {
 		return fmt.Errorf("backup %s does not record its server version; cannot choose a mariadbd", b.Origin())
 	}
 	if got, _, ok := mariadb.Series(version); !ok || got != want {
-		return setting.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s or pass %s", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want, setting.Mariadbd)
+		return setting.Errorf("backup was taken from MariaDB %s but %s is %s: install mariadb-server %s, pass %s (a binary or an installation directory) or name it in the option files (mariadbd-%s=)", strings.SplitN(b.ServerVersion, "-", 2)[0], bin, version, want, setting.Mariadbd, want)
 	}
 	return nil
 }
@@ -147,8 +147,9 @@ func (b *Backup) Options(k keyfile.Files) (ServerOptions, error) {
 }
 
 // prepareMariadbd finds the mariadbd for this backup and checks its version.
-func (b *Backup) prepareMariadbd(ctx context.Context, explicit string) (string, string, error) {
-	bin, err := mariadb.FindMysqld(explicit)
+func (b *Backup) prepareMariadbd(ctx context.Context, spec string) (string, string, error) {
+	series, _, _ := mariadb.Series(b.ServerVersion)
+	bin, err := mariadb.FindMysqldFor(ctx, spec, series)
 	if err != nil {
 		return "", "", err
 	}
