@@ -34,7 +34,7 @@ func TestFindMysqldFor(t *testing.T) {
 		{"10.11=" + m1011 + ",11.4=" + m114, "11.4", m114},
 		{"10.11=" + m1011 + ",11.4=" + m114, "10.11", m1011},
 		{filepath.Join(dir, "114"), "10.11", m114}, // given: used as it is, the caller checks it
-		{m1011 + ",11.4=" + m114, "11.4", m1011},    // a binary given wins over the entries
+		{m1011 + ",11.4=" + m114, "11.4", m1011},   // a binary given wins over the entries
 	} {
 		got, err := FindMysqldFor(ctx, c.spec, c.series)
 		if err != nil || got != c.want {
