@@ -35,11 +35,18 @@ type ConnConfig struct {
 	DefaultsFile string
 }
 
-// Resolve fills unset fields from DefaultsFile's [client] group, the password file and
+// ClientGroups are the option-file groups the connection is read from: the MariaDB
+// clients' ([client], [client-server], [client-mariadb], [mariadb-client]) and
+// mariabackup's ([xtrabackup], [mariabackup], [mariadb-backup]), where host, port,
+// socket, user and password mean what they mean to ferry. As for MariaDB's programs,
+// a later line of the file wins.
+var ClientGroups = []string{"client", "client-server", "client-mariadb", "mariadb-client", "xtrabackup", "mariabackup", "mariadb-backup"}
+
+// Resolve fills unset fields from DefaultsFile's ClientGroups, the password file and
 // MYSQL_PWD, then applies the same defaults as the mariadb client.
 func (c ConnConfig) Resolve() (ConnConfig, error) {
 	if c.DefaultsFile != "" {
-		opts, err := optfile.Read(c.DefaultsFile, "client", "client-mariadb", "mariadb-client")
+		opts, err := optfile.Read(c.DefaultsFile, ClientGroups...)
 		if err != nil {
 			return c, setting.Errorf("%s: %w", setting.DefaultsFile, err)
 		}

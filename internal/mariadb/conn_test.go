@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,5 +70,19 @@ func TestConnectError(t *testing.T) {
 	}
 	if down := connectError(c, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}); !IsConnLost(down) {
 		t.Fatalf("%v: not a lost connection", down)
+	}
+}
+
+// TestResolveGroups: the connection comes from the clients' groups and mariabackup's,
+// a later line winning; ferry's own groups and the server's are not read for it.
+func TestResolveGroups(t *testing.T) {
+	cnf := filepath.Join(t.TempDir(), "my.cnf")
+	os.WriteFile(cnf, []byte("[client]\nuser=app\nsocket=/run/a.sock\n[client-server]\nsocket=/run/b.sock\n[mariadb-backup]\nuser=backup\npassword=pw\n[mysqld]\nport=3307\n[ferry]\nuser=nobody\n"), 0o600)
+	c, err := ConnConfig{DefaultsFile: cnf}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.User != "backup" || c.Password != "pw" || c.Socket != "/run/b.sock" || c.Port != 3306 {
+		t.Errorf("resolved %+v: want user backup with its password from [mariadb-backup], the socket of [client-server], the default port", c)
 	}
 }
