@@ -282,7 +282,7 @@ for ((r = 1; r <= RUNS; r++)); do
       "$FERRY" list --repo "s3://$BUCKET/ferry-$r" --json >"$LOGS/ferry-list-$r.json" 2>"$LOGS/ferry-list-$r.err" ||
         { cat "$LOGS/ferry-list-$r.err" >&2; die "ferry list --repo s3://$BUCKET/ferry-$r failed"; }
       read -r status stored objects size < <(jq -r --arg id "$FERRY_ID" \
-        '(if type == "array" then .[] else . end) | select(.id == $id) | "\(.status) \(.stored_size) \(.objects) \(.size // 0)"' \
+        '(if type == "array" then .[] elif has("backups") then .backups[] else . end) | select(.id == $id) | "\(.status) \(.stored_size) \(.objects) \(.size // 0)"' \
         "$LOGS/ferry-list-$r.json") || die "backup $FERRY_ID is not in ferry list (see $LOGS/ferry-list-$r.json)"
       log "  ferry backup $FERRY_ID: status $status, $stored bytes stored in $objects objects, $size bytes of server files"
       [[ $status == complete ]] || log "warning: ferry list says backup $FERRY_ID is $status, not complete"

@@ -125,6 +125,18 @@ func TestPointInTime(t *testing.T) {
 		if !strings.Contains(list.stdout, "GAP: gap after") || !strings.Contains(list.stdout, "purged") {
 			t.Fatalf("list does not report the gap:\n%s", list.stdout)
 		}
+		// list --json carries what list shows: the archive, its gap, the windows.
+		js := listAll(t, s3.env, s3.url)
+		if js.Archive == nil || js.Archive.Files == 0 || len(js.Archive.Gaps) != 1 || !strings.Contains(js.Archive.Gaps[0].Reason, "purged") {
+			t.Errorf("list --json's archive: %+v", js.Archive)
+		}
+		gapWindow := false
+		for _, w := range js.Recoverable {
+			gapWindow = gapWindow || w.EndsAtGap
+		}
+		if len(js.Recoverable) == 0 || !gapWindow || len(js.Backups) == 0 {
+			t.Errorf("list --json's recoverable windows %+v (backups %d): want one ending at the gap", js.Recoverable, len(js.Backups))
+		}
 		ver := s3.run(t, "verify", "--repo", s3.url, "--binlogs")
 		if !strings.Contains(ver.stdout, "GAP:") || !strings.Contains(ver.stdout, "1 recorded gaps") {
 			t.Fatalf("verify does not list the gap:\n%s", ver.stdout)

@@ -55,13 +55,37 @@ type listedBackup struct {
 	Objects    int    `json:"objects"`
 }
 
+// listedRepo is what ferry list --json prints.
+type listedRepo struct {
+	Backups []listedBackup `json:"backups"`
+	Archive *struct {
+		Files    int    `json:"files"`
+		End      string `json:"end"`
+		LastGTID string `json:"last_gtid"`
+		Gaps     []struct {
+			Reason string `json:"reason"`
+		} `json:"gaps"`
+	} `json:"binlog_archive"`
+	Recoverable []struct {
+		FromBackup string `json:"from_backup"`
+		ToGTID     string `json:"to_gtid"`
+		EndsAtGap  bool   `json:"ends_at_gap"`
+	} `json:"recoverable"`
+}
+
 func listRepo(t testing.TB, env []string, url string, extra ...string) []listedBackup {
+	t.Helper()
+	return listAll(t, env, url, extra...).Backups
+}
+
+// listAll is the whole of ferry list --json: backups, binlog archive, recoverable windows.
+func listAll(t testing.TB, env []string, url string, extra ...string) listedRepo {
 	t.Helper()
 	res := ferry(t, env, append([]string{"list", "--repo", url, "--json"}, extra...)...)
 	if res.err != nil {
 		t.Fatalf("ferry list: %v\n%s", res.err, res.stderr)
 	}
-	var out []listedBackup
+	var out listedRepo
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
 		t.Fatalf("ferry list --json: %v\n%s", err, res.stdout)
 	}

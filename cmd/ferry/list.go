@@ -45,7 +45,7 @@ func newListCmd(g *globals) *cobra.Command {
   A backup is listed once its manifest is written. --all also shows unfinished ones: running,
   or incomplete (interrupted: never restorable; ferry expire removes them).
   Below the table: the binlog archive (ferry binlog-archive), its gaps, and the windows a
-  restore --to-time/--to-gtid reaches (--json prints the backups only).
+  restore --to-time/--to-gtid reaches (--json: "backups", "binlog_archive", "recoverable").
   Times are in the host's zone (TZ) with their offset (--json: RFC 3339); any of them
   pasted into restore --to-time means the same instant.`,
 		Args: cobra.NoArgs,
@@ -71,12 +71,6 @@ func newListCmd(g *globals) *cobra.Command {
 				g.log.Info("unfinished backups not listed (--all shows them; ferry expire removes the incomplete ones)",
 					"running", hidden[repo.StatusRunning], "incomplete", hidden[repo.StatusIncomplete])
 			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
-			}
-			printList(cmd.OutOrStdout(), out)
 			a, err := binlog.Open(r.Storage(), binlog.Options{})
 			if err != nil {
 				return err
@@ -85,6 +79,12 @@ func newListCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(listingOf(out, sum, complete(entries)))
+			}
+			printList(cmd.OutOrStdout(), out)
 			printArchive(cmd.OutOrStdout(), sum, complete(entries))
 			return nil
 		},
