@@ -66,7 +66,7 @@ func newBackupCmd(g *globals) *cobra.Command {
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
 		Args: cobra.NoArgs,
 		RunE: jm.wrap("backup", g, func(cmd *cobra.Command, _ []string) error {
-			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, g.barOnStderr()
 			if err := fl.apply(cmd, &cfg); err != nil {
 				return err
 			}

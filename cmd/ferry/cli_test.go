@@ -221,3 +221,11 @@ func TestMariadbdBySeries(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBarWithJSON: with --log-format json no progress bar is drawn, even on a
+// terminal: progress comes as JSON log lines like everything else.
+func TestNoBarWithJSON(t *testing.T) {
+	if (&globals{logFormat: "json"}).barOnStderr() {
+		t.Error("a progress bar with --log-format json")
+	}
+}

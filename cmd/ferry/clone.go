@@ -49,7 +49,7 @@ func newCloneCmd(g *globals) *cobra.Command {
 				cfg.Repl.Password = strings.TrimRight(string(b), "\r\n")
 			}
 			cfg.Security, cfg.MaxImpact, cfg.Version = sec, impact/100, version
-			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, g.barOnStderr()
 			cfg.Local.DefaultsFile = cfg.DefaultsFile
 			res, err := clone.Clone(cmd.Context(), cfg)
 			if err != nil {

@@ -220,5 +220,8 @@ func logOpenFiles(log *slog.Logger) {
 	}
 }
 
-// stderrIsTerminal decides between a progress bar and periodic log lines.
-func stderrIsTerminal() bool { return term.IsTerminal(int(os.Stderr.Fd())) }
+// barOnStderr decides between a progress bar and periodic log lines: a bar on a
+// terminal, unless every line must be JSON (--log-format json).
+func (g *globals) barOnStderr() bool {
+	return g.logFormat != "json" && term.IsTerminal(int(os.Stderr.Fd()))
+}

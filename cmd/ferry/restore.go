@@ -50,7 +50,7 @@ func newRestoreCmd(g *globals) *cobra.Command {
   verified against the manifest, assembled in a staging directory and renamed into place.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: jm.wrap("restore", g, func(cmd *cobra.Command, args []string) error {
-			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, stderrIsTerminal()
+			cfg.Log, cfg.Progress, cfg.Terminal = g.log, os.Stderr, g.barOnStderr()
 			limitRecoveryMemory(cfg.UseMemory, sf.streamedMemory())
 			if err := checkNewFile(writeCnf, "--write-cnf"); err != nil {
 				return err

@@ -46,7 +46,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 					return err
 				}
 			}
-			cfg.Repo, cfg.Log, cfg.Progress, cfg.Terminal = r, g.log, os.Stderr, stderrIsTerminal()
+			cfg.Repo, cfg.Log, cfg.Progress, cfg.Terminal = r, g.log, os.Stderr, g.barOnStderr()
 			switch {
 			case len(args) == 0 && binlogs:
 				_, err := verifyArchive(cmd, g, r, cfg.Identities)
