@@ -11,7 +11,7 @@ func TestCheckMariadbdSeries(t *testing.T) {
 		t.Fatalf("same series, newer patch: %v", err)
 	}
 	err := b.CheckMariadbd("/opt/mariadbd", "11.4.3")
-	if err == nil || !strings.Contains(cliText(err), "install mariadb-server 10.11 or pass --mariadbd") {
+	if err == nil || !strings.Contains(cliText(err), "install mariadb-server 10.11, pass --mariadbd (a binary or an installation directory) or name it in the option files (mariadbd-10.11=)") {
 		t.Fatalf("other series: %v", err)
 	}
 	if err := (&Backup{Dir: "/b"}).CheckMariadbd("x", "10.11.19"); err == nil {
