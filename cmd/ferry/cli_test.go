@@ -96,6 +96,10 @@ func TestPasswordRefused(t *testing.T) {
 			t.Errorf("ferry %s: exit %d", strings.Join(args, " "), exitCodeOf(err))
 		}
 	}
+	// --password-file without its argument is a mistake of its own, not a password.
+	if err := run(t, "backup", "--target-dir", "/x", "--password-file"); err == nil || strings.Contains(err.Error(), "MYSQL_PWD") || exitCodeOf(err) != exitUsage {
+		t.Errorf("ferry backup --password-file (no argument): %v", err)
+	}
 }
 
 // TestStreamFormats: --stream=xbstream and --stream=mbstream mean --stream; another

@@ -81,7 +81,7 @@ func exitCodeOf(err error) int {
 // (cobra's own carry no type).
 func markUsage(cmd *cobra.Command) {
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		if strings.Contains(err.Error(), "password") || strings.Contains(err.Error(), "'p' in -p") {
+		if msg := err.Error(); strings.HasSuffix(msg, " --password") || strings.Contains(msg, "'p' in -p") {
 			return refusePassword(c.Flags(), true) // mariabackup's bare --password or -p
 		}
 		return usageError{err}
