@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,9 +44,18 @@ func TestOptionFile(t *testing.T) {
 		t.Errorf("flags did not win over the option file:\n%s", tail(out.stderr, 10))
 	}
 
-	res := wantFail(t, nil, `ferry backup has no --no-such-thing`, "backup", "--defaults-file", cnf("no_such_thing=1\n"))
+	// The file asks for JSON logs: the refusal is one JSON record, with its exit code.
+	res := ferry(t, nil, "backup", "--defaults-file", cnf("no_such_thing=1\n"))
+	wantExit(t, res, 2)
 	if strings.Count(strings.TrimSpace(res.stderr), "\n") > 0 {
 		t.Errorf("the refusal is not one line:\n%s", res.stderr)
 	}
-	wantFail(t, nil, `option parallel=many in [ferry-backup]`, "backup", "--defaults-file", cnf("parallel=many\n"), "--target-dir", filepath.Join(tmp, "x"))
+	if rec := jsonLines(t, res.stderr)[0]; rec["level"] != "ERROR" || !strings.Contains(fmt.Sprint(rec["msg"]), "ferry backup has no --no-such-thing") {
+		t.Errorf("the refusal is %v", rec)
+	}
+	res = ferry(t, nil, "backup", "--defaults-file", cnf("parallel=many\n"), "--target-dir", filepath.Join(tmp, "x"))
+	wantExit(t, res, 2)
+	if rec := jsonLines(t, res.stderr)[0]; !strings.Contains(fmt.Sprint(rec["msg"]), "option parallel=many in [ferry-backup]") {
+		t.Errorf("the refusal is %v", rec)
+	}
 }

@@ -61,14 +61,16 @@ func TestTimeZoneRoundTrip(t *testing.T) {
 		t.Fatalf("list shows no start and end with an offset for %s:\n%s", id, run("list", "--repo", dir).stdout)
 	}
 	copied := m[3]
-	var listed []struct {
-		ID  string    `json:"id"`
-		End time.Time `json:"end"`
+	var doc struct {
+		Backups []struct {
+			ID  string    `json:"id"`
+			End time.Time `json:"end"`
+		} `json:"backups"`
 	}
-	if err := json.Unmarshal([]byte(run("list", "--repo", dir, "--json").stdout), &listed); err != nil || len(listed) != 1 {
-		t.Fatalf("list --json: %v, %d backups", err, len(listed))
+	if err := json.Unmarshal([]byte(run("list", "--repo", dir, "--json").stdout), &doc); err != nil || len(doc.Backups) != 1 {
+		t.Fatalf("list --json: %v, %d backups", err, len(doc.Backups))
 	}
-	end := listed[0].End
+	end := doc.Backups[0].End
 	at, err := time.Parse("2006-01-02 15:04:05 -07:00", copied)
 	if err != nil || !at.Equal(end.Truncate(time.Second)) {
 		t.Fatalf("list shows the end as %q, --json as %s: not the same instant (%v)", copied, end, err)
