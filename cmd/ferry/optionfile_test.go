@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferry-backup/ferry/internal/testdb"
 )
 
 // TestSampleOptionFile: docs/systemd/ferry.cnf is accepted by the verbs its units run,
@@ -68,13 +70,7 @@ func sizeOf(t *testing.T, s string) string {
 // TestSystemdUnits: the units in docs/systemd pass systemd-analyze verify (with
 // ExecStart pointing at an executable that exists here).
 func TestSystemdUnits(t *testing.T) {
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("systemd-analyze not found: CI installs systemd to check docs/systemd")
-		}
-		t.Skip("systemd-analyze not found")
-	}
+	bin := testdb.Tool(t, "systemd-analyze", "systemd")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -12,10 +12,18 @@ func Tool(t testing.TB, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed: .ci/run must install the %s package", name, pkg)
-		}
-		t.Skipf("%s (package %s) not installed", name, pkg)
+		Missing(t, name+" not installed", ".ci/run must install the "+pkg+" package")
 	}
 	return p
+}
+
+// Missing stops a test that lacks what, which .ci/run provides (install says how):
+// under CI (CI set) it fails, since a skipped test proves nothing there; elsewhere it
+// skips.
+func Missing(t testing.TB, what, install string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s: %s", what, install)
+	}
+	t.Skipf("%s (%s)", what, install)
 }
