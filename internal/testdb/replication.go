@@ -11,9 +11,13 @@ import (
 )
 
 // CreateReplicationUser creates user@'%' and user@'127.0.0.1' with password
-// on s and grants them REPLICATION SLAVE.
+// on s and grants them REPLICATION SLAVE (on MySQL by mysql_native_password).
 func CreateReplicationUser(t testing.TB, s *Server, user, password string) {
 	t.Helper()
+	if s.IsMySQL() {
+		createReplicationUserMySQL(t, s, user, password)
+		return
+	}
 	for _, host := range []string{"%", "127.0.0.1"} {
 		s.Exec(t, "CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?", user, host, password)
 		s.Exec(t, "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO ?@?", user, host)
@@ -24,9 +28,14 @@ func CreateReplicationUser(t testing.TB, s *Server, user, password string) {
 // gtidPos (a @@gtid_binlog_pos value, "" for the start of the binlog) and
 // starts the slave threads. The replica syncs its redo once a second rather than at
 // every commit: it exists to be checked, and catching up on a long workload with an
-// fsync per transaction took minutes on CI.
+// fsync per transaction took minutes on CI. On MySQL it uses GTID auto-positioning, and
+// gtidPos is a @@GLOBAL.gtid_executed of the source (see startReplicaMySQL).
 func StartReplica(t testing.TB, replica, primary *Server, gtidPos, user, password string) {
 	t.Helper()
+	if replica.IsMySQL() {
+		startReplicaMySQL(t, replica, primary, gtidPos, user, password)
+		return
+	}
 	replica.Exec(t, "STOP SLAVE")
 	replica.Exec(t, "SET GLOBAL innodb_flush_log_at_trx_commit = 2")
 	replica.Exec(t, "SET GLOBAL gtid_slave_pos = ?", strings.TrimSpace(gtidPos))
@@ -39,9 +48,14 @@ func StartReplica(t testing.TB, replica, primary *Server, gtidPos, user, passwor
 
 // WaitCaughtUp waits until replica has applied primary's current
 // @@gtid_binlog_pos with both slave threads running, failing the test with the
-// replication error if a thread stops or timeout passes.
+// replication error if a thread stops or timeout passes. On MySQL it waits for the
+// primary's @@GLOBAL.gtid_executed.
 func WaitCaughtUp(t testing.TB, replica, primary *Server, timeout time.Duration) {
 	t.Helper()
+	if replica.IsMySQL() {
+		waitCaughtUpMySQL(t, replica, primary, timeout)
+		return
+	}
 	pos := primary.QueryString(t, "SELECT @@GLOBAL.gtid_binlog_pos")
 	deadline := time.Now().Add(timeout)
 	for {

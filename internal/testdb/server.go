@@ -48,7 +48,8 @@ const StartTimeout = 90 * time.Second
 // StopTimeout bounds how long Stop waits for the server to exit after SIGTERM.
 const StopTimeout = 60 * time.Second
 
-// Server is a running private mariadbd. Its files live under a temp dir of the test.
+// Server is a running private mariadbd (Start) or mysqld (StartMySQL). Its files live
+// under a temp dir of the test.
 type Server struct {
 	Datadir    string // data directory
 	Socket     string // unix socket path
@@ -58,6 +59,7 @@ type Server struct {
 	ConfigFile string // my.cnf passed with --defaults-file
 
 	opt    Options
+	mysql  *MySQLOptions // set on a MySQL server (StartMySQL)
 	base   string
 	mu     sync.Mutex
 	db     *sql.DB
@@ -183,6 +185,9 @@ func mariadbdPath() (string, error) {
 
 // config renders my.cnf for the current port.
 func (s *Server) config() string {
+	if s.mysql != nil {
+		return s.mysqlConfig()
+	}
 	id := s.opt.ServerID
 	if id == 0 {
 		id = uint32(s.Port)
@@ -202,12 +207,28 @@ func (s *Server) config() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// launch writes the config, starts mariadbd and waits until it is ready.
-func (s *Server) launch() error {
-	bin, err := mariadbdPath()
-	if s.opt.Basedir != "" {
-		bin, err = filepath.Join(s.opt.Basedir, "bin", "mariadbd"), nil
+// program is the server's binary by name, for messages: mariadbd, or mysqld.
+func (s *Server) program() string {
+	if s.mysql != nil {
+		return "mysqld"
 	}
+	return "mariadbd"
+}
+
+// binary finds the server's binary: basedir's mysqld or mariadbd, else the system's mariadbd.
+func (s *Server) binary() (string, error) {
+	switch {
+	case s.mysql != nil:
+		return filepath.Join(s.mysql.Basedir, "bin", "mysqld"), nil
+	case s.opt.Basedir != "":
+		return filepath.Join(s.opt.Basedir, "bin", "mariadbd"), nil
+	}
+	return mariadbdPath()
+}
+
+// launch writes the config, starts the server and waits until it is ready.
+func (s *Server) launch() error {
+	bin, err := s.binary()
 	if err != nil {
 		return err
 	}
@@ -215,7 +236,7 @@ func (s *Server) launch() error {
 		return err
 	}
 	os.Remove(s.PidFile)
-	out, err := os.OpenFile(filepath.Join(s.base, "mariadbd.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(filepath.Join(s.base, s.program()+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -253,7 +274,7 @@ func (s *Server) waitReady(exited chan struct{}) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("mariadbd exited during startup (%v)", s.cmd.ProcessState)
+			return fmt.Errorf("%s exited during startup (%v)", s.program(), s.cmd.ProcessState)
 		case <-tick.C:
 		}
 		if time.Now().After(deadline) {
@@ -272,7 +293,7 @@ func (s *Server) Restart(t testing.TB) {
 		t.Fatalf("restart %s: server is still running", s.Datadir)
 	}
 	if err := s.launch(); err != nil {
-		t.Fatalf("restart mariadbd on %s: %v\n--- tail of %s ---\n%s", s.Datadir, err, s.ErrorLog, s.logTail(30))
+		t.Fatalf("restart %s on %s: %v\n--- tail of %s ---\n%s", s.program(), s.Datadir, err, s.ErrorLog, s.logTail(30))
 	}
 }
 
@@ -323,8 +344,11 @@ func (s *Server) stop() error {
 	if !s.running() {
 		return nil
 	}
+	if s.mysql != nil {
+		s.endDumpThreads()
+	}
 	if err := s.signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stop mariadbd pid %d: %w", s.pid(), err)
+		return fmt.Errorf("stop %s pid %d: %w", s.program(), s.pid(), err)
 	}
 	select {
 	case <-s.exited:
@@ -333,7 +357,7 @@ func (s *Server) stop() error {
 	}
 	s.signal(syscall.SIGKILL)
 	<-s.exited
-	return fmt.Errorf("mariadbd on %s did not exit within %v of SIGTERM; killed it\n%s", s.Datadir, StopTimeout, s.logTail(30))
+	return fmt.Errorf("%s on %s did not exit within %v of SIGTERM; killed it\n%s", s.program(), s.Datadir, StopTimeout, s.logTail(30))
 }
 
 // Kill SIGKILLs the server (a crash) and waits for the process to go away.
@@ -341,15 +365,15 @@ func (s *Server) Kill(t testing.TB) {
 	t.Helper()
 	s.closeDB()
 	if !s.running() {
-		t.Fatalf("kill mariadbd on %s: not running", s.Datadir)
+		t.Fatalf("kill %s on %s: not running", s.program(), s.Datadir)
 	}
 	if err := s.signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill mariadbd pid %d: %v", s.pid(), err)
+		t.Fatalf("kill %s pid %d: %v", s.program(), s.pid(), err)
 	}
 	select {
 	case <-s.exited:
 	case <-time.After(StopTimeout):
-		t.Fatalf("mariadbd pid %d still alive %v after SIGKILL", s.pid(), StopTimeout)
+		t.Fatalf("%s pid %d still alive %v after SIGKILL", s.program(), s.pid(), StopTimeout)
 	}
 }
 
