@@ -22,6 +22,9 @@ import (
 type BankOptions struct {
 	Accounts int    // number of accounts (at least 2); 0 means 100
 	Domain   uint32 // gtid_domain_id of the transfers, used by nothing else; 0 means 7
+	// UUID is, on MySQL, the source UUID of the transfers' GTIDs (<UUID>:<seq>, see
+	// bank_mysql.go), used by nothing else; "" means a random one (Bank.UUID).
+	UUID string
 	// NoGTID leaves GTIDs alone: a Galera node with wsrep_gtid_mode gives every
 	// write-set the cluster's domain, so the ledger's gtid column stays empty and
 	// Check's wantGTID must be "".
@@ -41,13 +44,15 @@ const ClusterWait = time.Minute
 // so ledger seq order is commit and GTID order.
 //
 // Each ledger row's gtid column holds the GTID its own transaction was
-// binlogged with (predicted in the transaction, verified after COMMIT).
+// binlogged with (predicted in the transaction, verified after COMMIT; on MySQL
+// set with gtid_next).
 type Bank struct {
-	db   *sql.DB
-	opt  BankOptions
-	mu   sync.Mutex
-	gtid map[int64]string
-	ops  atomic.Int64
+	db    *sql.DB
+	opt   BankOptions
+	mysql bool // the server is MySQL, not MariaDB
+	mu    sync.Mutex
+	gtid  map[int64]string
+	ops   atomic.Int64
 	// nonPrimary counts transfers retried because the node was not primary.
 	nonPrimary atomic.Int64
 }
@@ -59,7 +64,7 @@ const InitialBalance = 1000
 // between transactions when their ctx is cancelled, never inside one.
 const txTimeout = 2 * time.Minute
 
-// NewBank (re)creates schema `bank` on db.
+// NewBank (re)creates schema `bank` on db, a MariaDB or MySQL server.
 func NewBank(t testing.TB, db *sql.DB, opt BankOptions) *Bank {
 	t.Helper()
 	if opt.Accounts == 0 {
@@ -71,6 +76,14 @@ func NewBank(t testing.TB, db *sql.DB, opt BankOptions) *Bank {
 	if opt.Accounts < 2 {
 		t.Fatalf("bank: %d accounts, need at least 2", opt.Accounts)
 	}
+	b := &Bank{db: db, opt: opt, gtid: map[int64]string{}}
+	var err error
+	if b.mysql, err = isMySQL(context.Background(), db); err != nil {
+		t.Fatalf("bank: %v", err)
+	}
+	if b.mysql && !opt.NoGTID {
+		b.initMySQL(t, db)
+	}
 	mustExec(t, db, "DROP DATABASE IF EXISTS bank", "CREATE DATABASE bank",
 		"CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL) ENGINE=InnoDB",
 		"CREATE TABLE bank.ledger (seq BIGINT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, "+
@@ -78,7 +91,7 @@ func NewBank(t testing.TB, db *sql.DB, opt BankOptions) *Bank {
 		"CREATE TABLE bank.counter (id TINYINT PRIMARY KEY, seq BIGINT NOT NULL) ENGINE=InnoDB",
 		"INSERT INTO bank.counter VALUES (1, 0)",
 		"INSERT INTO bank.accounts VALUES "+rowsOf(opt.Accounts, "(%d, "+strconv.Itoa(InitialBalance)+")"))
-	return &Bank{db: db, opt: opt, gtid: map[int64]string{}}
+	return b
 }
 
 // mustExec runs statements in order, failing the test on the first error.
@@ -118,7 +131,7 @@ func (b *Bank) thread(ctx context.Context) error {
 		return ctxErr(ctx, err)
 	}
 	defer discard(conn)
-	if !b.opt.NoGTID {
+	if !b.opt.NoGTID && !b.mysql {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION gtid_domain_id = %d", b.opt.Domain)); err != nil {
 			return ctxErr(ctx, err)
 		}
@@ -190,6 +203,9 @@ func retryable(err error) bool {
 
 // transfer commits one transfer and records its GTID.
 func (b *Bank) transfer(conn *sql.Conn) error {
+	if b.mysql && !b.opt.NoGTID {
+		return b.transferMySQL(conn)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), txTimeout)
 	defer cancel()
 	tx, err := conn.BeginTx(ctx, nil)
@@ -229,7 +245,7 @@ func (b *Bank) apply(ctx context.Context, tx *sql.Tx) (int64, string, error) {
 		return 0, "", err
 	}
 	seq++
-	gtid, err := b.nextGTID(ctx, tx)
+	gtid, err := b.nextGTID(ctx, tx, seq)
 	if err != nil {
 		return 0, "", err
 	}
@@ -254,10 +270,14 @@ func (b *Bank) apply(ctx context.Context, tx *sql.Tx) (int64, string, error) {
 
 // nextGTID predicts the GTID the current transaction will commit with: commits
 // in the bank's domain are serialised by the counter lock, so it is the
-// domain's last binlogged seq_no + 1. "" when the binlog is off.
-func (b *Bank) nextGTID(ctx context.Context, tx *sql.Tx) (string, error) {
+// domain's last binlogged seq_no + 1. "" when the binlog is off. On MySQL it is
+// <bank UUID>:<seq>, which transferMySQL set as gtid_next.
+func (b *Bank) nextGTID(ctx context.Context, tx *sql.Tx, seq int64) (string, error) {
 	if b.opt.NoGTID {
 		return "", nil
+	}
+	if b.mysql {
+		return fmt.Sprintf("%s:%d", b.opt.UUID, seq), nil
 	}
 	var logBin int
 	var pos, serverID string

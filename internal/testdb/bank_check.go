@@ -10,7 +10,9 @@ import (
 // is conserved, every balance matches the ledger, the ledger is gap-free and
 // each row carries the GTID recorded for it. If wantGTID is not "" (the
 // bank-domain component of a recorded position, see GTIDForDomain), the
-// ledger must end exactly at the transfer committed with that GTID.
+// ledger must end exactly at the transfer committed with that GTID. On MySQL
+// wantGTID is a whole gtid_executed set: the ledger must end at the bank UUID's
+// last transaction in it, and the set must hold the UUID's 1..last.
 func (b *Bank) Check(t testing.TB, db *sql.DB, wantGTID string) {
 	t.Helper()
 	b.checkMoney(t, db)
@@ -76,6 +78,10 @@ func (b *Bank) checkGTIDs(t testing.TB, db *sql.DB, last int64, wantGTID string)
 		}
 	}
 	if wantGTID == "" {
+		return
+	}
+	if b.mysql {
+		b.checkGTIDSet(t, bySeq, last, wantGTID)
 		return
 	}
 	if bySeq[last] != wantGTID {

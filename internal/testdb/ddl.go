@@ -29,9 +29,14 @@ type DDL struct {
 	ops atomic.Int64
 }
 
-// NewDDL (re)creates schema `ddl` with the stable tables on db.
+// NewDDL (re)creates schema `ddl` with the stable tables on db, a MariaDB server: the
+// loop and its checks are MariaDB's (ADD COLUMN IF NOT EXISTS, the INNODB_SYS_* tables,
+// .frm files), and a MySQL server fails the test.
 func NewDDL(t testing.TB, db *sql.DB) *DDL {
 	t.Helper()
+	if my, err := isMySQL(context.Background(), db); err != nil || my {
+		t.Fatalf("ddl: the DDL workload runs on MariaDB only (MySQL: %v, %v)", my, err)
+	}
 	mustExec(t, db, "DROP DATABASE IF EXISTS ddl", "CREATE DATABASE ddl")
 	for _, name := range ddlStable {
 		mustExec(t, db, "CREATE TABLE ddl."+name+" (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(100) NOT NULL, KEY (v)) ENGINE=InnoDB",

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// mixTables are the tables of schema `mix`, name → {engine, table options}.
+// mixTables are the tables of schema `mix` on MariaDB, name → {engine, table options}.
 var mixTables = map[string][2]string{
 	"aria_tx":   {"Aria", "TRANSACTIONAL=1"},
 	"aria_ntx":  {"Aria", "TRANSACTIONAL=0"},
@@ -19,26 +19,43 @@ var mixTables = map[string][2]string{
 	"innodb_pc": {"InnoDB", "PAGE_COMPRESSED=1"},
 }
 
+// mixTablesMySQL are the tables of schema `mix` on MySQL, which has no Aria: MyISAM and
+// InnoDB's two compressions (zlib pages in a ROW_FORMAT=COMPRESSED table, page
+// compression with punched holes).
+var mixTablesMySQL = map[string][2]string{
+	"myisam":     {"MyISAM", ""},
+	"innodb_zip": {"InnoDB", "ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8"},
+	"innodb_pc":  {"InnoDB", "COMPRESSION='zlib'"},
+}
+
 // mixMaxRows caps each mix table; past it the writer only updates.
 const mixMaxRows = 2000
 
 // Mix writes to non-InnoDB (Aria, Aria non-transactional, MyISAM) and
-// page-compressed InnoDB tables in schema `mix`, one connection per table.
-// Every row has chk = CRC32(CONCAT(a, ':', b)), written in the same statement.
+// page-compressed InnoDB tables in schema `mix` (on MySQL mixTablesMySQL), one
+// connection per table. Every row has chk = CRC32(CONCAT(a, ':', b)), written in the
+// same statement.
 type Mix struct {
-	db  *sql.DB
-	ops atomic.Int64
+	db     *sql.DB
+	tables map[string][2]string // mixTables or mixTablesMySQL
+	ops    atomic.Int64
 }
 
-// NewMix (re)creates schema `mix` on db.
+// NewMix (re)creates schema `mix` on db, a MariaDB or MySQL server.
 func NewMix(t testing.TB, db *sql.DB) *Mix {
 	t.Helper()
+	m := &Mix{db: db, tables: mixTables}
+	if my, err := isMySQL(context.Background(), db); err != nil {
+		t.Fatalf("mix: %v", err)
+	} else if my {
+		m.tables = mixTablesMySQL
+	}
 	mustExec(t, db, "DROP DATABASE IF EXISTS mix", "CREATE DATABASE mix")
-	for name, eo := range mixTables {
+	for name, eo := range m.tables {
 		mustExec(t, db, fmt.Sprintf("CREATE TABLE mix.%s (id INT AUTO_INCREMENT PRIMARY KEY, "+
 			"a BIGINT NOT NULL, b VARCHAR(200) NOT NULL, chk INT UNSIGNED NOT NULL) ENGINE=%s %s", name, eo[0], eo[1]))
 	}
-	return &Mix{db: db}
+	return m
 }
 
 // Ops returns the number of statements the writers completed.
@@ -48,7 +65,7 @@ func (m *Mix) Ops() int64 { return m.ops.Load() }
 // returns nil then, or the first error.
 func (m *Mix) Run(ctx context.Context) error {
 	g := new(errgroup.Group)
-	for name := range mixTables {
+	for name := range m.tables {
 		g.Go(func() error { return m.writer(ctx, name) })
 	}
 	return g.Wait()
@@ -95,7 +112,7 @@ func (m *Mix) step(conn *sql.Conn, table string, rows *int) error {
 // CHECK TABLE ... EXTENDED, and that every row's chk matches its columns.
 func (m *Mix) Check(t testing.TB, db *sql.DB) {
 	t.Helper()
-	for name, eo := range mixTables {
+	for name, eo := range m.tables {
 		engine, err := queryString(context.Background(), db,
 			"SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'mix' AND TABLE_NAME = ?", name)
 		if err != nil {
