@@ -102,7 +102,7 @@ func printClone(w io.Writer, res *clone.Result) {
 		fmt.Fprintf(w, "The previous datadir is kept in %s.\n", res.MovedAside)
 	}
 	if res.Server == nil {
-		fmt.Fprintf(w, "Start it with: %s (or your service manager with these options)\n", startCommand(res.Datadir, res.Options))
+		fmt.Fprintf(w, "Start it with: %s (or your service manager with these options)\n", startCommand(nil, res.Datadir, res.Options))
 	} else {
 		fmt.Fprintf(w, "mariadbd is running on it (pid %d).\n", res.Server.Pid)
 	}

@@ -27,7 +27,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 		return err
 	}
 	m.EndTime = j.clock.Now()
-	m.Server = manifest.Server{Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
+	m.Server = manifest.Server{Family: j.info.Family, Version: j.info.Version, Series: j.info.Series(), Datadir: j.info.Datadir, UID: j.info.Vars["server_uid"], Settings: j.prepareSettings()}
 	m.Server.Host, m.Server.Port = j.info.ReplicaAddress()
 	m.Storage = j.sink.Caps().Storage
 	if j.cfg.Filter != nil {
@@ -65,7 +65,11 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 // prepareSettings are the server settings prepare must reproduce (backup-my.cnf).
 func (j *job) prepareSettings() map[string]string {
 	s := map[string]string{}
-	for _, k := range xtrabackup.MyCnfKeys {
+	keys := xtrabackup.MyCnfKeys
+	if j.info.Family == mariadb.FamilyMySQL {
+		keys = xtrabackup.MySQLMyCnfKeys
+	}
+	for _, k := range keys {
 		if v, ok := j.info.Vars[k]; ok && v != "" {
 			s[k] = v
 		}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -137,7 +136,7 @@ func withDefaults(cfg Config, md mode) Config {
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Server == nil {
-		cfg.Server = MariaDB(cfg.Conn)
+		cfg.Server = Detect(cfg.Conn, cfg.Log)
 	}
 	return cfg
 }
@@ -247,8 +246,23 @@ func (j *job) checkAccess(ctx context.Context) error {
 	return j.loadLogKeys()
 }
 
-func (j *job) redoPath() string {
-	return filepath.Join(dirOr(j.info.Vars["innodb_log_group_home_dir"], j.info.Datadir), "ib_logfile0")
+func (j *job) redoPath() string { return j.redoLog().Path() }
+
+// redoLog is the server's redo log; a job built without a server (unit tests of its
+// parts) has MariaDB's.
+func (j *job) redoLog() RedoLog {
+	if j.srv == nil {
+		return MariaDBRedo(j.info)
+	}
+	return j.srv.Redo()
+}
+
+// layout is the server's file layout; MariaDB's for a job built without a server.
+func (j *job) layout() Layout {
+	if j.srv == nil {
+		return MariaDBLayout()
+	}
+	return j.srv.Layout()
 }
 
 // explain turns low-level failures into messages that say what to do.

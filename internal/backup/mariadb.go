@@ -3,6 +3,8 @@ package backup
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
@@ -60,7 +62,9 @@ func (s mariadbServer) PauseReplica(ctx context.Context, timeout time.Duration) 
 	return sqlThreadPause{p, conn}, err
 }
 
-func (s mariadbServer) Redo() RedoLog { return innodbRedo{} }
+func (s mariadbServer) Redo() RedoLog { return MariaDBRedo(s.Info()) }
+
+func (s mariadbServer) Layout() Layout { return MariaDBLayout() }
 
 // sqlThreadPause closes its connection once the SQL thread is started again.
 type sqlThreadPause struct {
@@ -89,8 +93,28 @@ func (w rowWrites) RedoBytes(ctx context.Context) (uint64, error) {
 	return current, err
 }
 
+// MariaDBRedo is the redo log of the MariaDB 10.8+ server info describes: its
+// ib_logfile0, read and parsed by internal/redo.
+func MariaDBRedo(info mariadb.Info) RedoLog { return innodbRedo{info} }
+
 // innodbRedo is MariaDB 10.8+'s InnoDB redo log (internal/redo).
-type innodbRedo struct{}
+type innodbRedo struct{ info mariadb.Info }
+
+func (r innodbRedo) Path() string {
+	return filepath.Join(dirOr(r.info.Vars["innodb_log_group_home_dir"], r.info.Datadir), "ib_logfile0")
+}
+
+func (innodbRedo) Stored() string { return "ib_logfile0" }
+func (innodbRedo) Parsed() bool   { return true }
+
+func (r innodbRedo) Capacity() uint64 {
+	var size uint64
+	fmt.Sscan(r.info.Vars["innodb_log_file_size"], &size)
+	if size <= redoHeaderBytes {
+		return 0
+	}
+	return size - redoHeaderBytes
+}
 
 func (innodbRedo) Open(cfg redo.Config) (RedoCopy, error) { return redo.Open(cfg) }
 

@@ -70,19 +70,19 @@ var ariaLogRe = regexp.MustCompile(`^aria_log\.\d{8}$`)
 
 // scan lists the files of the server the backup copies (all, or a partial backup's).
 func (j *job) scan() (plan, error) {
-	p, err := scanServer(j.info)
+	p, err := scanServer(j.info, j.layout())
 	return j.cfg.Filter.apply(p), err
 }
 
-// scanServer lists the files of a running server.
-func scanServer(info mariadb.Info) (plan, error) {
+// scanServer lists the files of a running server laid out as l says.
+func scanServer(info mariadb.Info, l Layout) (plan, error) {
 	var p plan
-	sys, err := systemFiles(info)
+	sys, err := l.system(info)
 	if err != nil {
 		return p, err
 	}
 	p.InnoDB = append(p.InnoDB, sys...)
-	dbs, err := scanDatabases(info.Datadir)
+	dbs, err := scanDatabases(info.Datadir, l)
 	if err != nil {
 		return p, err
 	}
@@ -102,6 +102,25 @@ func scanServer(info mariadb.Info) (plan, error) {
 
 // systemFiles returns ibdata* and undo* tablespaces.
 func systemFiles(info mariadb.Info) ([]srcFile, error) {
+	out, err := dataFiles(info)
+	if err != nil {
+		return nil, err
+	}
+	n, _ := strconv.Atoi(info.Vars["innodb_undo_tablespaces"])
+	udir := dirOr(info.Vars["innodb_undo_directory"], info.Datadir)
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("undo%03d", i)
+		f, err := statFile(filepath.Join(udir, name), name, classInnoDB)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// dataFiles returns the system tablespace's files (innodb_data_file_path).
+func dataFiles(info mariadb.Info) ([]srcFile, error) {
 	home := dirOr(info.Vars["innodb_data_home_dir"], info.Datadir)
 	var out []srcFile
 	var base uint32
@@ -119,16 +138,6 @@ func systemFiles(info mariadb.Info) ([]srcFile, error) {
 		}
 		f.System, f.Base = true, base
 		base += uint32(f.Size / int64(info.PageSize))
-		out = append(out, f)
-	}
-	n, _ := strconv.Atoi(info.Vars["innodb_undo_tablespaces"])
-	udir := dirOr(info.Vars["innodb_undo_directory"], info.Datadir)
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("undo%03d", i)
-		f, err := statFile(filepath.Join(udir, name), name, classInnoDB)
-		if err != nil {
-			return nil, err
-		}
 		out = append(out, f)
 	}
 	return out, nil
@@ -156,17 +165,17 @@ func statFile(abs, rel string, c class) (srcFile, error) {
 }
 
 // scanDatabases lists the files of every database directory.
-func scanDatabases(datadir string) ([]srcFile, error) {
+func scanDatabases(datadir string, l Layout) ([]srcFile, error) {
 	ents, err := os.ReadDir(datadir)
 	if err != nil {
 		return nil, fmt.Errorf("read datadir %s: %w (ferry must run on the database host as root or the mysql user)", datadir, err)
 	}
 	var out []srcFile
 	for _, e := range ents {
-		if !e.IsDir() || skipDirs[e.Name()] || strings.HasPrefix(e.Name(), ".") {
+		if !e.IsDir() || l.skipDir(e.Name()) || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		files, err := scanDatabase(datadir, e.Name())
+		files, err := scanDatabase(datadir, e.Name(), l)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +184,7 @@ func scanDatabases(datadir string) ([]srcFile, error) {
 	return out, nil
 }
 
-func scanDatabase(datadir, db string) ([]srcFile, error) {
+func scanDatabase(datadir, db string, l Layout) ([]srcFile, error) {
 	ents, err := os.ReadDir(filepath.Join(datadir, db))
 	if err != nil {
 		return nil, fmt.Errorf("read database directory %s: %w", db, err)
@@ -186,7 +195,7 @@ func scanDatabase(datadir, db string) ([]srcFile, error) {
 		if !e.Type().IsRegular() || strings.HasPrefix(name, "#sql") {
 			continue
 		}
-		c := classifyTableFile(db, name)
+		c := l.classify(db, name)
 		fi, err := e.Info()
 		if err != nil {
 			continue // dropped while listing

@@ -39,7 +39,7 @@ func TestScanServerClassifiesFiles(t *testing.T) {
 	info := mariadb.Info{Datadir: dd, PageSize: 16384, Vars: map[string]string{
 		"innodb_data_file_path": "ibdata1:12M:autoextend", "innodb_undo_tablespaces": "1", "innodb_undo_directory": "./",
 	}}
-	p, err := scanServer(info)
+	p, err := scanServer(info, MariaDBLayout())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,9 @@ const (
 // a short redo tail, saying why not where it cannot.
 func (j *job) wantThreeStage() bool {
 	switch {
+	case !j.redoLog().Parsed():
+		j.log.Info("three-stage copy off: the server's redo log is copied block by block, not parsed, so the backup keeps the whole redo of the copy")
+		return false
 	case j.mode.wholeRedo() != "":
 		j.log.Info("three-stage copy off: " + j.mode.wholeRedo())
 		return false

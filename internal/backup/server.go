@@ -43,6 +43,8 @@ type Server interface {
 	BackupLock(ctx context.Context) (BackupLock, error)
 	// Redo is the server's redo log: its format and how it is read.
 	Redo() RedoLog
+	// Layout is where the server keeps its files and when each is copied.
+	Layout() Layout
 	Close() error
 }
 
@@ -84,6 +86,21 @@ type WriteCounter interface {
 
 // RedoLog reads a server's redo log, where the backup copies it from.
 type RedoLog interface {
+	// Path is where the server keeps its log (MariaDB's ib_logfile0, MySQL's
+	// #innodb_redo directory): what Open and Checkpoint are given.
+	Path() string
+	// Stored is the name of the backup's copy of the log (ib_logfile0,
+	// xtrabackup_logfile).
+	Stored() string
+	// Parsed tells whether the copy parses the log's mini-transactions: it then reports
+	// the file operations and the pages they touch (Config.OnFileOp, Config.Pages), which
+	// the three-stage copy, the roll-forward and DDL tracking need. A log copied block by
+	// block (MySQL's) reports neither: its backups keep the whole redo and hold DDL off
+	// for the whole copy.
+	Parsed() bool
+	// Capacity is how many bytes of redo the server keeps before it overwrites them (0:
+	// unknown).
+	Capacity() uint64
 	// Open opens the log at its newest checkpoint for a copy (a *redo.Tailer).
 	Open(cfg redo.Config) (RedoCopy, error)
 	// Checkpoint reads the LSN of the newest checkpoint in the log at path.

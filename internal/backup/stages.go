@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -192,6 +193,9 @@ func (j *job) underBlockCommit(ctx context.Context) (time.Duration, error) {
 	if err := j.readEnd(ctx); err != nil {
 		return 0, err
 	}
+	if err := j.copyEndFiles(ctx); err != nil {
+		return 0, err
+	}
 	if err := j.copyOthers(ctx, p.Commit); err != nil {
 		return 0, err
 	}
@@ -220,6 +224,38 @@ func (j *job) readEnd(ctx context.Context) error {
 	j.m.EndLSN, j.m.Coordinates = end, c
 	j.tail.t.StopAt(end)
 	return j.readSources(ctx)
+}
+
+// copyEndFiles copies what the server's layout needs beside the end point (MySQL's
+// binlog up to the end position, for the recovery of prepared transactions).
+func (j *job) copyEndFiles(ctx context.Context) error {
+	parts, made, err := j.layout().endFiles(j.info, j.m.Coordinates)
+	if err != nil {
+		return err
+	}
+	for _, f := range parts {
+		c, err := j.startCopy(f)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", f.Abs, err)
+		}
+		if err := j.copyTo(ctx, c, f.Size); err != nil {
+			return err
+		}
+		if c.off != f.Size {
+			return fmt.Errorf("copy %s: %d bytes read, %d expected", f.Abs, c.off, f.Size)
+		}
+		if err := j.endCopy(c); err != nil {
+			return err
+		}
+	}
+	for _, f := range made {
+		mf, err := j.writeWhole(f.Rel, f.Data, "other")
+		if err != nil {
+			return err
+		}
+		j.record(copiedFile{Rel: mf.Path, Size: mf.Size, CRC: checksum.Sum(f.Data), Kind: "other"})
+	}
+	return nil
 }
 
 // readSources records where a replica replicates from (--slave-info), under

@@ -144,7 +144,7 @@ func (j *job) openTail(ctx context.Context, fail context.CancelCauseFunc, kind t
 
 // keep makes tl the redo copy of the backup: its spool drains into ib_logfile0.
 func (j *job) keep(tl *tailer, fail context.CancelCauseFunc) error {
-	f, err := j.create("ib_logfile0", sink.FileOptions{})
+	f, err := j.create(j.redoLog().Stored(), sink.FileOptions{})
 	if err != nil {
 		return fmt.Errorf("create backup redo log: %w", err)
 	}
@@ -239,11 +239,11 @@ func (j *job) retire(tl *tailer, lsn uint64) error {
 	j.release(tl)
 	if tl.draining { // the tracker wrote the backup's ib_logfile0 so far: a round replaces it
 		j.tail = nil
-		if err := j.sink.Remove("ib_logfile0"); err != nil {
+		if err := j.sink.Remove(j.redoLog().Stored()); err != nil {
 			return err
 		}
 		j.mu.Lock()
-		j.sent.Forget("ib_logfile0")
+		j.sent.Forget(j.redoLog().Stored())
 		j.mu.Unlock()
 	}
 	return tl.runErr
@@ -353,7 +353,7 @@ func (j *job) finishTail(ctx context.Context) (uint64, error) {
 	if err := tl.f.Close(tl.sum.n); err != nil {
 		return 0, fmt.Errorf("write backup redo log: %w", filecopy.WrapWriteErr(err))
 	}
-	j.record(copiedFile{Rel: "ib_logfile0", Size: tl.sum.n, CRC: tl.sum.crc, Kind: "redo"})
+	j.record(copiedFile{Rel: j.redoLog().Stored(), Size: tl.sum.n, CRC: tl.sum.crc, Kind: "redo"})
 	j.log.Info("redo copy finished", "redo_bytes", tl.sum.n, "spool_peak_bytes", tl.spool.Peak(),
 		"spool_dir", cmp.Or(j.cfg.Spool.Dir, os.TempDir()))
 	return tl.t.EndLSN(), nil
@@ -389,14 +389,7 @@ func (a *appender) Write(p []byte) (int, error) {
 }
 
 // redoCapacity is the part of the server's circular redo log that holds records.
-func (j *job) redoCapacity() uint64 {
-	var size uint64
-	fmt.Sscan(j.info.Vars["innodb_log_file_size"], &size)
-	if size <= redoHeaderBytes {
-		return 0
-	}
-	return size - redoHeaderBytes
-}
+func (j *job) redoCapacity() uint64 { return j.redoLog().Capacity() }
 
 // redoHeaderBytes is the header before the circular part of ib_logfile0.
 const redoHeaderBytes = 12288

@@ -171,6 +171,9 @@ type Storage struct {
 
 // Server describes the backed-up server, as prepare needs it.
 type Server struct {
+	// Family is "mysql" for a MySQL server, absent for MariaDB: it says which server
+	// recovers the backup and how its redo is stored.
+	Family  string `json:"family,omitempty"`
 	Version string `json:"version"`
 	Series  string `json:"series"`
 	Datadir string `json:"datadir"`

@@ -12,6 +12,9 @@ import (
 
 // Info is what ferry needs to know about a server before copying it.
 type Info struct {
+	// Family is the server family: "" for MariaDB, FamilyMySQL for MySQL (internal/mysql
+	// probes it). What a backup records and what recovers it follow it.
+	Family   string
 	Version  string            // SELECT VERSION(), e.g. 10.11.19-MariaDB-0+deb12u1-log
 	Major    int               // 10
 	Minor    int               // 11
@@ -24,6 +27,9 @@ type Info struct {
 }
 
 // varsWanted are the server variables recorded for planning and prepare.
+// FamilyMySQL is Info.Family of a MySQL server.
+const FamilyMySQL = "mysql"
+
 var varsWanted = []string{"server_uid", "hostname", "port", "report_host", "report_port",
 	"datadir", "innodb_page_size", "innodb_data_file_path", "innodb_data_home_dir",
 	"innodb_undo_directory", "innodb_undo_tablespaces", "innodb_log_group_home_dir",

@@ -76,7 +76,7 @@ func applyNative(ctx context.Context, dir string, opts ServerOptions, mode Recov
 // natively; nil otherwise. The apply uses the result only if the copy's log is the
 // same (apply.Ahead).
 func parseAhead(ctx context.Context, pre *Backup, cfg Config) *apply.Ahead {
-	if pre == nil || pre.Prepared || pre.Dir == "" || cfg.Recovery == RecoveryServer {
+	if pre == nil || pre.Prepared || pre.Dir == "" || cfg.Recovery == RecoveryServer || pre.IsMySQL() {
 		return nil
 	}
 	opts, err := pre.Options(cfg.Keys)

@@ -228,7 +228,7 @@ func runRecovery(ctx context.Context, cfg mariadb.PrivateConfig, dir string, che
 	if keepOpen {
 		return p.Shutdown(ctx)
 	}
-	if err := waitRollback(ctx, p); err != nil {
+	if err := waitRollback(ctx, p.DB()); err != nil {
 		p.Shutdown(ctx)
 		return err
 	}
@@ -264,10 +264,10 @@ func padRedo(dir string) (int64, error) {
 }
 
 // waitRollback waits until no recovered transaction is left to roll back.
-func waitRollback(ctx context.Context, p *mariadb.Private) error {
+func waitRollback(ctx context.Context, db *sql.DB) error {
 	for {
 		var n int
-		if err := p.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX").Scan(&n); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX").Scan(&n); err != nil {
 			return fmt.Errorf("prepare: query recovered transactions: %w", err)
 		}
 		if n == 0 {

@@ -67,12 +67,18 @@ func (s stockRecoverer) Server(ctx context.Context, b *Backup) (string, error) {
 	if b == nil {
 		return mariadb.FindMysqld(s.cfg.Mariadbd)
 	}
+	if b.IsMySQL() {
+		return b.mysqlServer(ctx, s.cfg.Mariadbd)
+	}
 	bin, _, err := b.prepareMariadbd(ctx, s.cfg.Mariadbd)
 	return bin, err
 }
 
 // Recover implements Recoverer.
 func (s stockRecoverer) Recover(ctx context.Context, job RecoverJob) error {
+	if job.Backup.IsMySQL() {
+		return s.recoverMySQL(ctx, job)
+	}
 	rec := recovery{b: job.Backup, dir: job.Dir, errLog: job.ErrLog, bin: job.Bin, mem: s.cfg.UseMemory,
 		mode: s.cfg.Recovery, keys: s.cfg.Keys, log: s.cfg.Log, force: job.Force, ahead: job.Ahead}
 	return rec.run(ctx)

@@ -112,6 +112,20 @@ var MyCnfKeys = []string{
 	"innodb_compression_level",
 }
 
+// LogFile is XtraBackup 8.0's copy of a MySQL server's redo (a 2048-byte header, then
+// the copied 512-byte blocks), which ferry's MySQL backups hold too.
+const LogFile = "xtrabackup_logfile"
+
+// MySQLMyCnfKeys are the settings backup-my.cnf carries for the recovery of a MySQL
+// 8.0.30+ backup (XtraBackup 8.0 writes the same ones, with innodb_redo_log_capacity
+// for the old innodb_log_file_size).
+var MySQLMyCnfKeys = []string{
+	"innodb_checksum_algorithm", "innodb_log_checksums", "innodb_data_file_path",
+	"innodb_redo_log_capacity", "innodb_page_size", "innodb_undo_directory",
+	"server_id", "server_uuid", "gtid_mode", "enforce_gtid_consistency", "log_bin",
+	"log_bin_basename", "innodb_redo_log_encrypt", "innodb_undo_log_encrypt",
+}
+
 // MyCnfBytes is the content of backup-my.cnf: the [mysqld] settings prepare needs.
 func MyCnfBytes(settings map[string]string) []byte {
 	var b strings.Builder

@@ -179,6 +179,22 @@ func (c session) BackupLock(ctx context.Context) (backup.BackupLock, error) {
 
 func (c session) Redo() backup.RedoLog { return c }
 
+// Layout implements backup.Server: the fake lays its files out as MariaDB does.
+func (c session) Layout() backup.Layout { return backup.MariaDBLayout() }
+
+// Path implements backup.RedoLog: MariaDB's ib_logfile0 in the fake's datadir.
+func (c session) Path() string { return backup.MariaDBRedo(c.Info()).Path() }
+
+// Stored implements backup.RedoLog.
+func (c session) Stored() string { return "ib_logfile0" }
+
+// Parsed implements backup.RedoLog: the fake's redo copy reports pages and file
+// operations as internal/redo's does.
+func (c session) Parsed() bool { return true }
+
+// Capacity implements backup.RedoLog.
+func (c session) Capacity() uint64 { return backup.MariaDBRedo(c.Info()).Capacity() }
+
 func (c session) Close() error { c.s.event("close"); return nil }
 
 // lock is the fake's stage sequence.
