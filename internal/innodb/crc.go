@@ -25,11 +25,22 @@ func zipCRC32(page []byte) uint32 {
 }
 
 // zipAdler32 is page_zip_calc_checksum with use_adler=true (the old "innodb"
-// algorithm for ROW_FORMAT=COMPRESSED pages): Adler-32 over the same ranges.
+// algorithm for ROW_FORMAT=COMPRESSED pages): Adler-32 over the same ranges, started
+// from 0 as the server's adler32(0L, ...) call does, not from Adler-32's usual 1.
 func zipAdler32(page []byte) uint32 {
 	a := adler32.New()
 	a.Write(page[offPageNo:offLSN])
 	a.Write(page[offType : offType+2])
 	a.Write(page[offSpaceID:])
-	return a.Sum32()
+	return adlerFromZero(a.Sum32(), len(page)-offSpaceID+offLSN-offPageNo+2)
+}
+
+// adlerFromZero turns the Adler-32 sum of n bytes (started from 1) into the sum
+// started from 0: the low half (1 + the byte sum) loses the 1, and the high half (the
+// sum of the n running low halves) loses n.
+func adlerFromZero(sum uint32, n int) uint32 {
+	const mod = 65521
+	lo := (sum&0xFFFF + mod - 1) % mod
+	hi := (sum>>16 + mod - uint32(n%mod)) % mod
+	return hi<<16 | lo
 }

@@ -82,3 +82,21 @@ func TestPageAccessors(t *testing.T) {
 		t.Error("LSN low half differs from trailer")
 	}
 }
+
+// TestZipAdler32FromZero: the server's "innodb" checksum of ROW_FORMAT=COMPRESSED
+// pages is zlib's adler32 called with 0 as the running value, not Adler-32's 1.
+func TestZipAdler32FromZero(t *testing.T) {
+	ps, _ := checkerFor(t, "zip.after.gz", 8192, false)
+	for _, p := range ps {
+		var a, b uint32
+		for _, r := range [][]byte{p[offPageNo:offLSN], p[offType : offType+2], p[offSpaceID:]} {
+			for _, c := range r {
+				a = (a + uint32(c)) % 65521
+				b = (b + a) % 65521
+			}
+		}
+		if got, want := zipAdler32(p), b<<16|a; got != want {
+			t.Errorf("page %d: %#x, want %#x", PageNo(p), got, want)
+		}
+	}
+}
