@@ -28,7 +28,7 @@ func TestCheckFixturePagesValid(t *testing.T) {
 				t.Errorf("%s: %v", f.name, err)
 			}
 		}
-		if err := c.Check(load(t, f.name+".before.gz"), 3); err != nil {
+		if err := c.Check(load(t, f.name+".before.gz"), f.root()); err != nil {
 			t.Errorf("%s before: %v", f.name, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestCheckTornPage(t *testing.T) {
 			continue
 		}
 		ps, c := checkerFor(t, f.name+".after.gz", f.pageSize, false)
-		after, before := ps[3], load(t, f.name+".before.gz")
+		after, before := ps[f.root()], load(t, f.name+".before.gz")
 		tested := 0
 		for cut := 512; cut < f.pageSize; cut += 512 {
 			for _, torn := range [][]byte{splice(after, before, cut), splice(before, after, cut)} {
@@ -121,7 +121,7 @@ func TestCheckTornPage(t *testing.T) {
 					continue // both versions agree on one side of the cut
 				}
 				tested++
-				wantCorrupt(t, c.Check(torn, 3), 3, f.name)
+				wantCorrupt(t, c.Check(torn, f.root()), f.root(), f.name)
 			}
 		}
 		if tested == 0 {

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// fixture describes one tablespace sampled by testdata/gen.sh from MariaDB 10.11.
+// fixture describes one tablespace sampled by testdata/gen.sh from MariaDB 10.11 or by
+// testdata/gen_mysql.sh from MySQL 8.0.31.
 type fixture struct {
-	name      string // testdata/<name>.after.gz: pages 0..3; <name>.before.gz: page 3 earlier
+	name      string // testdata/<name>.after.gz: pages 0..root; <name>.before.gz: page root earlier
 	pageSize  int    // physical page size
 	fullCRC32 bool
 	zip       bool
@@ -21,6 +22,15 @@ type fixture struct {
 	// checksum must detect; nil means every offset of the page.
 	covered []int
 	tornOK  bool // whether torn pages are detectable at all
+	mysql   bool // written by MySQL: the clustered index root is page 4, after the SDI root
+}
+
+// root is the page of the clustered index root, sampled before and after an UPDATE.
+func (f fixture) root() uint32 {
+	if f.mysql {
+		return 4
+	}
+	return 3
 }
 
 var (
@@ -34,6 +44,10 @@ var (
 	// Legacy page_compressed pages have no checksum: only their header is tested.
 	pcompLegacyCovered    = []int{0, 3, 31, 33}
 	pcompEncLegacyCovered = []int{0, 3, 40, 41}
+	// With innodb_checksum_algorithm=none only the checksum fields themselves (holding
+	// 0xDEADBEEF) and the LSN copy in the trailer are tested.
+	noneCovered    = []int{0, 3, 20, 23, -8, -5, -4, -1}
+	zipNoneCovered = []int{0, 3}
 )
 
 var fixtures = []fixture{
@@ -46,6 +60,14 @@ var fixtures = []fixture{
 	{name: "pcomp_legacy", pageSize: 16384, pcomp: true, covered: pcompLegacyCovered},
 	{name: "enc_legacy", pageSize: 16384, crypt: true, covered: encLegacyCovered, tornOK: true},
 	{name: "pcomp_enc_legacy", pageSize: 16384, pcomp: true, crypt: true, covered: pcompEncLegacyCovered},
+	// MySQL 8.0.31, one innodb_checksum_algorithm per table (crc32, innodb, none).
+	{name: "mysql_crc32", pageSize: 16384, covered: legacyCovered, tornOK: true, mysql: true},
+	{name: "mysql_innodb", pageSize: 16384, covered: legacyCovered, tornOK: true, mysql: true},
+	{name: "mysql_none", pageSize: 16384, covered: noneCovered, tornOK: true, mysql: true},
+	{name: "mysql_zip8", pageSize: 8192, zip: true, covered: zipCovered, tornOK: true, mysql: true},
+	{name: "mysql_zip4", pageSize: 4096, zip: true, covered: zipCovered, tornOK: true, mysql: true},
+	{name: "mysql_zip8_innodb", pageSize: 8192, zip: true, covered: zipCovered, tornOK: true, mysql: true},
+	{name: "mysql_zip8_none", pageSize: 8192, zip: true, covered: zipNoneCovered, mysql: true},
 }
 
 // load returns the decompressed contents of testdata/name.

@@ -14,6 +14,11 @@ type SpaceHeader struct {
 	// CryptData is set when page 0 carries encryption metadata (CRYPT_MAGIC); the
 	// server then treats legacy-format pages with a nonzero key version as encrypted.
 	CryptData bool
+	// Flavor is the server that wrote the file. ParseSpaceHeader sets FlavorMySQL
+	// when the flags show it (SpaceFlags.MySQL); a caller copying a MySQL server's
+	// files should set it on every header, since MySQL undo tablespaces have flags
+	// MariaDB could have written.
+	Flavor Flavor
 }
 
 // cryptMagic starts the encryption metadata on page 0 (fil0crypt.cc CRYPT_MAGIC).
@@ -35,6 +40,9 @@ func ParseSpaceHeader(page0 []byte) (SpaceHeader, error) {
 	}
 	if h.Flags.PageSize() == 0 {
 		return SpaceHeader{}, fmt.Errorf("innodb: space %d: invalid FSP_SPACE_FLAGS %#x", h.SpaceID, uint32(h.Flags))
+	}
+	if h.Flags.MySQL() {
+		h.Flavor = FlavorMySQL
 	}
 	if off := cryptOffset(h.Flags); len(page0) >= off+len(cryptMagic) {
 		h.CryptData = bytes.Equal(page0[off:off+len(cryptMagic)], cryptMagic)

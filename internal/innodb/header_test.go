@@ -15,6 +15,9 @@ func TestParseSpaceHeader(t *testing.T) {
 		if h.SpaceID == 0 || h.SizePages < 4 {
 			t.Errorf("%s: space %d size %d", f.name, h.SpaceID, h.SizePages)
 		}
+		if (h.Flavor == FlavorMySQL) != f.mysql || fl.MySQLEncrypted() {
+			t.Errorf("%s: flags %#x: flavor %v, MySQL encrypted %v", f.name, uint32(fl), h.Flavor, fl.MySQLEncrypted())
+		}
 		if fl.FullCRC32() != f.fullCRC32 || fl.PageCompressed() != f.pcomp || h.CryptData != f.crypt {
 			t.Errorf("%s: flags %#x: fullcrc32=%v pcomp=%v crypt=%v", f.name, uint32(fl), fl.FullCRC32(), fl.PageCompressed(), h.CryptData)
 		}

@@ -12,7 +12,8 @@ const (
 	xdesState     = 20            // XDES_STATE in an entry
 	xdesBitmap    = 24            // XDES_BITMAP in an entry
 	xdesFreeState = 1             // XDES_FREE: every page of the extent is free
-	xdesFSEG      = 4             // XDES_FSEG, the last state: FREE_FRAG, FULL_FRAG, FSEG use the bits
+	xdesFSEG      = 4             // XDES_FSEG, MariaDB's last state: FREE_FRAG, FULL_FRAG, FSEG use the bits
+	xdesFSEGFrag  = 5             // XDES_FSEG_FRAG (MySQL 8.0): a fragment extent leased to a segment
 )
 
 // DescriptorPage is the page whose extent descriptors describe page no of a
@@ -34,7 +35,9 @@ func FreeLimit(page0 []byte) uint32 {
 // PageFree tells whether page no of a tablespace with flags f and free limit limit
 // (FreeLimit) is free: at or past the limit, in an extent that is wholly free, or
 // with its XDES_FREE_BIT set in desc, its descriptor page (DescriptorPage). An entry
-// in no known state, or a desc too short to hold it, marks nothing free.
+// in no known state, or a desc too short to hold it, marks nothing free. MySQL's
+// XDES_FSEG_FRAG state is known when the flags are MySQL's (SpaceFlags.MySQL, so not
+// in undo tablespaces).
 func PageFree(desc []byte, f SpaceFlags, limit, no uint32) bool {
 	if no >= limit {
 		return true
@@ -49,7 +52,7 @@ func PageFree(desc []byte, f SpaceFlags, limit, no uint32) bool {
 	switch state := binary.BigEndian.Uint32(desc[entry+xdesState:]); {
 	case state == xdesFreeState:
 		return true
-	case state > xdesFreeState && state <= xdesFSEG:
+	case state > xdesFreeState && state <= xdesFSEG, state == xdesFSEGFrag && f.MySQL():
 		return desc[entry+xdesBitmap+bit/8]>>(bit%8)&1 == 1
 	}
 	return false
