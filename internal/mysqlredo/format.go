@@ -18,8 +18,6 @@ const (
 	Format = 6
 	// MaxFileSize is the largest redo file mysqld opens (LOG_FILE_MAX_SIZE).
 	MaxFileSize = 16 << 30
-	// MinFileSize is the smallest redo file mysqld opens (LOG_FILE_MIN_SIZE).
-	MinFileSize = 64 << 10
 
 	blockHdrSize  = 12            // hdr_no, data_len, first_rec_group, epoch_no
 	blockCRCOff   = BlockSize - 4 // the block's checksum, also the header blocks'

@@ -71,12 +71,20 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 	if !progressed {
 		return false, t.idle(ctx)
 	}
-	if t.cfg.Advance != nil {
-		if err := t.cfg.Advance(ctx, t.Copied()); err != nil {
-			return false, fmt.Errorf("advance the redo log consumer to LSN %d: %w", t.Copied(), err)
-		}
+	return false, t.advance(ctx)
+}
+
+// advance passes a new Copied() to Config.Advance.
+func (t *Tailer) advance(ctx context.Context) error {
+	c := t.Copied()
+	if t.cfg.Advance == nil || c <= t.advanced {
+		return nil
 	}
-	return false, nil
+	if err := t.cfg.Advance(ctx, c); err != nil {
+		return fmt.Errorf("advance the redo log consumer to LSN %d: %w", c, err)
+	}
+	t.advanced = c
+	return nil
 }
 
 // round copies what the server has flushed since the last round: whole blocks

@@ -29,9 +29,9 @@ type Config struct {
 	Poll    time.Duration  // idle poll interval; 0 means DefaultPoll
 	// ReadSize is the most bytes read per round; 0 means DefaultReadSize.
 	ReadSize int
-	// Advance, if set, is called with Copied() after every round that copied
-	// something, e.g. (*Consumer).Advance: a redo log consumer registered on the
-	// server then keeps it from recycling what is not copied yet. An error ends Run.
+	// Advance, if set, is called with Copied() after every round that moved it,
+	// e.g. (*Consumer).Advance: a redo log consumer registered on the server then
+	// keeps it from recycling what is not copied yet. An error ends Run.
 	Advance func(ctx context.Context, lsn uint64) error
 }
 
@@ -49,6 +49,8 @@ type Tailer struct {
 	stop  stopSignal
 	prog  progress
 	srvAt uint64 // the server's current LSN at the last poll, for errors
+	// advanced is the last LSN passed to Config.Advance.
+	advanced uint64
 }
 
 // openFile is the redo file Run reads from.

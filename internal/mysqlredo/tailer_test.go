@@ -381,3 +381,35 @@ func TestOpenConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestTailerAdvance(t *testing.T) {
+	s := newFakeServer(t, testFileSize, testStart, testCP)
+	var got []uint64
+	tl, err := Open(Config{Dir: s.dir, Out: new(bytes.Buffer), Server: s, Poll: time.Millisecond,
+		Advance: func(_ context.Context, lsn uint64) error { got = append(got, lsn); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopWhenWritten(s, tl, advanceLSN(testCP, 100000), func(end uint64) uint64 { return end })
+	if err := run(t, tl); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(got) < 5 || got[len(got)-1] != tl.Copied() {
+		t.Fatalf("Advance called with %v, copied %d", got, tl.Copied())
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] || got[i-1] > tl.Copied() {
+			t.Fatalf("Advance not increasing within the copy: %v", got)
+		}
+	}
+	s2 := newFakeServer(t, testFileSize, testStart, testCP)
+	boom := errors.New("connection lost")
+	tl2, err := Open(Config{Dir: s2.dir, Out: new(bytes.Buffer), Server: s2, Poll: time.Millisecond,
+		Advance: func(context.Context, uint64) error { return boom }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, tl2); !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want the Advance error", err)
+	}
+}
