@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/ferry-backup/ferry/internal/mysql"
 	"io"
 	"os"
 	"strings"
@@ -101,13 +102,17 @@ func printClone(w io.Writer, res *clone.Result) {
 	if res.MovedAside != "" {
 		fmt.Fprintf(w, "The previous datadir is kept in %s.\n", res.MovedAside)
 	}
+	server, how := "mariadbd", "MASTER_USE_GTID=slave_pos"
+	if res.MySQL {
+		server, how = "mysqld", "SOURCE_AUTO_POSITION=1"
+	}
 	if res.Server == nil {
-		fmt.Fprintf(w, "Start it with: %s (or your service manager with these options)\n", startCommand(nil, res.Datadir, res.Options))
+		fmt.Fprintf(w, "Start it with: %s (or your service manager with these options)\n", startCommand(server, res.Datadir, res.Options))
 	} else {
-		fmt.Fprintf(w, "mariadbd is running on it (pid %d).\n", res.Server.Pid)
+		fmt.Fprintf(w, "%s is running on it (pid %d).\n", server, res.Server.Pid)
 	}
 	if res.Replicating {
-		fmt.Fprintf(w, "Replicating from %s:%d (MASTER_USE_GTID=slave_pos).\n", res.Replica.Host, res.Replica.Port)
+		fmt.Fprintf(w, "Replicating from %s:%d (%s).\n", res.Replica.Host, res.Replica.Port, how)
 		return
 	}
 	r := res.Replica
@@ -116,5 +121,9 @@ func printClone(w io.Writer, res *clone.Result) {
 		user = "<repl user>"
 	}
 	fmt.Fprintf(w, "To make it a replica of %s:%d, run on it:\n", r.Host, r.Port)
+	if res.MySQL {
+		printStatements(w, mysql.ReplicaSetup(res.Version, r.GTID, mysql.Source{Host: r.Host, Port: r.Port, User: user, Password: "<password>"}))
+		return
+	}
 	printStatements(w, mariadb.ReplicaSetup(r.GTID, mariadb.ChangeMaster{Host: r.Host, Port: r.Port, User: user, Password: "<password>", UseGTID: "slave_pos"}))
 }

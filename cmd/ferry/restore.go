@@ -155,7 +155,7 @@ func restoreTables(cmd *cobra.Command, g *globals, args []string, open func(*cob
 // the backed-up one from the backup's exact position.
 func printReplication(w io.Writer, res *restore.Result) {
 	gtid := res.Coordinates.ReplicaGTID()
-	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Backup, res.Datadir, res.Options))
+	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(serverOf(res.Backup), res.Datadir, res.Options))
 	if g := res.Coordinates.Galera; g != nil {
 		fmt.Fprintf(w, "Galera position: %s (domain %d). As a new node of that cluster, restore with --galera (it writes grastate.dat) or start it with --wsrep-start-position=%s, and it joins by IST while a donor's gcache holds the write-sets since.\n", g, g.Domain, g)
 	}
@@ -194,7 +194,7 @@ func sourceAddress(b *restore.Backup) (string, int) {
 func printSourceReplication(w io.Writer, res *restore.Result) {
 	c := res.Coordinates
 	src := c.Sources[0]
-	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(res.Backup, res.Datadir, res.Options))
+	fmt.Fprintf(w, "Restored %s%s. Start it with: %s\n", res.Datadir, ownedBy(res.Owner), startCommand(serverOf(res.Backup), res.Datadir, res.Options))
 	fmt.Fprintf(w, "The backup was taken on a replica of %s:%d at gtid_slave_pos %s (its file %s:%d).\n", src.Host, src.Port, c.GTIDSlavePos, src.File, src.Pos)
 	fmt.Fprintln(w, "To make it a replica of that source, run on it:")
 	printStatements(w, mariadb.ReplicaSetup(c.GTIDSlavePos, mariadb.ChangeMaster{Host: src.Host, Port: src.Port, User: "<repl user>", Password: "<password>", UseGTID: "slave_pos"}))
@@ -362,12 +362,16 @@ func (sf *sourceFlags) identities() ([]age.Identity, error) {
 
 // startCommand is the mariadbd command line that opens a restored datadir: every
 // layout option it needs (a server started without them refuses it or damages it).
-func startCommand(b *restore.Backup, datadir string, o restore.ServerOptions) string {
-	server := "mariadbd"
-	if b.IsMySQL() {
-		server = "mysqld"
-	}
+func startCommand(server, datadir string, o restore.ServerOptions) string {
 	return strings.Join(append([]string{server, "--datadir=" + datadir}, o.Args()...), " ")
+}
+
+// serverOf is the server program that runs b's datadir.
+func serverOf(b *restore.Backup) string {
+	if b.IsMySQL() {
+		return "mysqld"
+	}
+	return "mariadbd"
 }
 
 // ownedBy says, in the start hint, who owns the restored files (run as root).

@@ -133,6 +133,10 @@ func (j *job) validate(ctx context.Context, in *directio.File, ij *innoJob, b []
 	for i := 0; i < len(b); i += ps {
 		pageNo := uint32((off+int64(i))/int64(ps)) + ij.src.Base
 		if err := ij.checker.Check(b[i:i+ps], pageNo); err != nil {
+			var ue *innodb.UnsupportedPageError
+			if errors.As(err, &ue) { // not torn: a feature; no re-read mends it
+				return fmt.Errorf("%s: %w: ferry does not copy such tables yet; rebuild the table without it (e.g. COMPRESSION='None' and OPTIMIZE TABLE) or use Percona XtraBackup", ij.src.Rel, err)
+			}
 			if err := j.reread(ctx, in, ij, b[i:i+ps], off+int64(i), pageNo, err); err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/diskspace"
 	"github.com/ferry-backup/ferry/internal/keyfile"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/mysql"
 	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/setting"
@@ -87,6 +88,11 @@ type Result struct {
 	Options     restore.ServerOptions // what the clone's server must be started with
 	Coordinates mariadb.Coordinates   // the copy's position, read on the donor under BLOCK_COMMIT
 	Owner       string                // run as root: who owns the files and why
+	// MySQL is set when the donor is a MySQL server: the clone is started with mysqld
+	// and replicates with MySQL's statements.
+	MySQL bool
+	// Version is the donor server's version.
+	Version string
 	// Bypass is what a donor that sent no copy said instead (a Galera IST); nothing
 	// else is set then, and the datadir was not touched.
 	Bypass string
@@ -145,7 +151,7 @@ func Clone(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Log.Info("clone prepared", "datadir", res.Datadir, "redo_kept", m.LastLSN-m.StartLSN, "gtid", res.Coordinates.ReplicaGTID())
 	}
 	out := &Result{Datadir: res.Datadir, MovedAside: res.MovedAside, Donor: cfg.From, DonorPort: w.Port, Options: res.Options,
-		Coordinates: res.Coordinates, Owner: res.Owner}
+		Coordinates: res.Coordinates, Owner: res.Owner, MySQL: res.Backup.IsMySQL(), Version: w.ServerVersion}
 	out.Replica = cfg.Repl
 	out.Replica.GTID = res.Coordinates.ReplicaGTID()
 	primary, port := host, w.Port
@@ -317,27 +323,40 @@ func receive(ctx context.Context, cfg Config, conns connector, bc *bufConn, w we
 	return r.unpacked(), nil
 }
 
-// checkRecipient refuses a clone this host cannot take: another MariaDB series than
-// the donor's, or too little free disk.
-func checkRecipient(ctx context.Context, cfg Config, w welcome, resume *resumeOffer, dir string) error {
-	ds, dr, ok := mariadb.Series(w.ServerVersion)
-	if !ok {
-		return fmt.Errorf("%w: the donor reports server version %q, which is not a MariaDB version", errProtocol, w.ServerVersion)
+// checkLocalServer refuses a host without a server of the donor's family and series
+// (ds, release dr) to recover and run the clone.
+func checkLocalServer(ctx context.Context, cfg Config, w welcome, ds, dr string) error {
+	find, version, family, pkg := mariadb.FindMysqldFor, mariadb.MysqldVersion, "MariaDB", "mariadb-server "+ds
+	if w.Family == mariadb.FamilyMySQL {
+		find, version, family, pkg = mysql.FindMysqld, mysql.MysqldVersion, "MySQL", "MySQL "+ds
 	}
-	bin, err := mariadb.FindMysqldFor(ctx, cfg.Mariadbd, ds)
+	bin, err := find(ctx, cfg.Mariadbd, ds)
 	if err != nil {
 		return err
 	}
-	local, err := mariadb.MysqldVersion(ctx, bin)
+	local, err := version(ctx, bin)
 	if err != nil {
 		return err
 	}
 	ls, lr, ok := mariadb.Series(local)
 	if !ok || ls != ds {
-		return setting.Errorf("the donor runs MariaDB %s but this host's %s is %s: install mariadb-server %s here (or pass %s)", w.ServerVersion, bin, local, ds, setting.Mariadbd)
+		return setting.Errorf("the donor runs %s %s but this host's %s is %s: install %s here (or pass %s)", family, w.ServerVersion, bin, local, pkg, setting.Mariadbd)
 	}
 	if lr != dr {
-		cfg.Log.Warn("the donor and this host run different MariaDB releases of one series", "donor", w.ServerVersion, "local", local)
+		cfg.Log.Warn("the donor and this host run different releases of one series", "donor", w.ServerVersion, "local", local)
+	}
+	return nil
+}
+
+// checkRecipient refuses a clone this host cannot take: another server family or
+// series than the donor's, or too little free disk.
+func checkRecipient(ctx context.Context, cfg Config, w welcome, resume *resumeOffer, dir string) error {
+	ds, dr, ok := mariadb.Series(w.ServerVersion)
+	if !ok {
+		return fmt.Errorf("%w: the donor reports server version %q, which is not a server version", errProtocol, w.ServerVersion)
+	}
+	if err := checkLocalServer(ctx, cfg, w, ds, dr); err != nil {
+		return err
 	}
 	// The donor's estimate of the copy, a twentieth more for the redo written while it
 	// runs, and 64 MiB for recovery's own files; a resumed clone holds part of it.

@@ -64,7 +64,7 @@ func Donate(ctx context.Context, cfg DonateConfig) error {
 	}
 	// The server is checked and sized before the recipient is dialled (it waits for the
 	// welcome); a donor that cannot use its server still dials, to tell it why.
-	d.info, err = probeDonor(ctx, sc.Backup.Conn)
+	d.info, err = probeDonor(ctx, sc.Backup.Conn, sc.Log)
 	if err == nil {
 		d.est = max(d.estimate(), 1)
 	}

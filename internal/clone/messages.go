@@ -27,11 +27,13 @@ type welcome struct {
 	Session       string `json:"session"`
 	Ferry         string `json:"ferry"`
 	ServerVersion string `json:"server_version"`
-	ServerID      uint32 `json:"server_id"`
-	Port          int    `json:"port"`
-	Host          string `json:"host"`
-	Datadir       string `json:"datadir"`
-	Estimate      int64  `json:"estimate_bytes"` // bytes the copy will write on the recipient (roughly)
+	// Family is the donor server's family: "" for MariaDB, "mysql" for MySQL.
+	Family   string `json:"family,omitempty"`
+	ServerID uint32 `json:"server_id"`
+	Port     int    `json:"port"`
+	Host     string `json:"host"`
+	Datadir  string `json:"datadir"`
+	Estimate int64  `json:"estimate_bytes"` // bytes the copy will write on the recipient (roughly)
 	// ServerUID is the donor's @@server_uid: a recipient resumes only a clone of the
 	// same server.
 	ServerUID string `json:"server_uid,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +61,7 @@ type donor struct {
 
 // donorInfo is what the welcome tells about the donor server.
 type donorInfo struct {
+	family   string // mariadb.Info.Family
 	version  string
 	datadir  string
 	serverID uint32
@@ -82,7 +83,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return err
 	}
 	d := &donor{cfg: cfg, key: cfg.Security.key(), tls: tcfg, done: make(chan error, 1)}
-	if d.info, err = probeDonor(ctx, cfg.Backup.Conn); err != nil {
+	if d.info, err = probeDonor(ctx, cfg.Backup.Conn, cfg.Log); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -106,20 +107,22 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 }
 
-// probeDonor checks the server ferry serve is attached to before accepting anyone.
-func probeDonor(ctx context.Context, c mariadb.ConnConfig) (donorInfo, error) {
-	s, err := mariadb.Connect(ctx, c, mariadb.BackupPrivileges) // the backup's own probe
+// probeDonor checks the server ferry serve is attached to before accepting anyone:
+// the backup's own probe, whichever the server's family (backup.Detect).
+func probeDonor(ctx context.Context, c mariadb.ConnConfig, log *slog.Logger) (donorInfo, error) {
+	s, err := backup.Detect(c, log).Connect(ctx)
 	if err != nil {
 		return donorInfo{}, err
 	}
 	defer s.Close()
-	db, info := s.DB(), s.Info()
-	di := donorInfo{version: info.Version, datadir: info.Datadir, uid: info.Vars["server_uid"]}
-	var port sql.NullInt64
-	if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@port").Scan(&di.serverID, &port); err != nil {
-		return donorInfo{}, fmt.Errorf("read server_id and port: %w", err)
+	info := s.Info()
+	di := donorInfo{family: info.Family, version: info.Version, datadir: info.Datadir, uid: info.Vars["server_uid"]}
+	id, err := strconv.ParseUint(info.Vars["server_id"], 10, 32)
+	if err != nil {
+		return donorInfo{}, fmt.Errorf("the server reports server_id %q: %w", info.Vars["server_id"], err)
 	}
-	di.port = int(port.Int64)
+	di.serverID = uint32(id)
+	di.port, _ = strconv.Atoi(info.Vars["port"])
 	for _, k := range []string{"log_bin_basename", "relay_log_basename"} {
 		if v := info.Vars[k]; v != "" {
 			di.exclude = append(di.exclude, v)
@@ -254,7 +257,7 @@ func (d *donor) authenticate(bc *bufConn) (hello, error) {
 
 // welcome is the donor's answer on an authenticated connection of session id.
 func (d *donor) welcome(bc *bufConn, id string, estimate int64, lsn uint64) error {
-	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, ServerID: d.info.serverID,
+	w := welcome{Session: id, Ferry: d.cfg.Backup.Version, ServerVersion: d.info.version, Family: d.info.family, ServerID: d.info.serverID,
 		Port: d.info.port, Datadir: d.info.datadir, Estimate: estimate, ServerUID: d.info.uid, Resume: true, LSN: lsn}
 	if estimate > 0 { // a new clone, not another stream
 		w.System = d.systemFiles()

@@ -2,12 +2,14 @@ package clone
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/mysql"
 	"github.com/ferry-backup/ferry/internal/restore"
 	"github.com/ferry-backup/ferry/internal/setting"
 )
@@ -17,7 +19,11 @@ import (
 // aside and the previous datadir put back.
 func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) error {
 	series, _, _ := mariadb.Series(w.ServerVersion)
-	bin, err := mariadb.FindMysqldFor(ctx, cfg.Mariadbd, series)
+	find, server := mariadb.FindMysqldFor, "mariadbd"
+	if res.MySQL {
+		find, server = mysql.FindMysqld, "mysqld"
+	}
+	bin, err := find(ctx, cfg.Mariadbd, series)
 	if err != nil {
 		return err
 	}
@@ -25,11 +31,15 @@ func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) 
 	if err != nil {
 		return rollback(res, err)
 	}
-	cfg.Log.Info("starting mariadbd on the clone", "datadir", res.Datadir, "defaults_file", cfg.DefaultsFile)
+	cfg.Log.Info("starting "+server+" on the clone", "datadir", res.Datadir, "defaults_file", cfg.DefaultsFile)
 	// The layout options the clone needs (page size, system and undo tablespaces); the
 	// key plugin, if the donor encrypts data at rest, must be in the host's my.cnf.
 	layout := restore.ServerOptions{Layout: res.Options.Layout}
-	srv, err := mariadb.StartServer(ctx, bin, cfg.DefaultsFile, res.Datadir, layout.Args(), local, cfg.StartTimeout)
+	args := layout.Args()
+	if base := mysql.Basedir(bin); res.MySQL && base != "" { // an unpacked tarball: its share/
+		args = append(args, "--basedir="+base, "--lc-messages-dir="+base+"/share")
+	}
+	srv, err := mariadb.StartServer(ctx, bin, cfg.DefaultsFile, res.Datadir, args, local, cfg.StartTimeout)
 	if err != nil {
 		if srv != nil {
 			srv.Stop(time.Minute)
@@ -55,7 +65,13 @@ func startAndReplicate(ctx context.Context, cfg Config, res *Result, w welcome) 
 		return setting.Errorf("the clone has server_id %d, the same as the donor: set a unique server_id in its my.cnf, restart it, then run the replication commands ferry prints without %s", id, setting.Replicate)
 	}
 	cfg.Log.Info("starting replication from the donor", "primary", fmt.Sprintf("%s:%d", res.Replica.Host, res.Replica.Port), "gtid", res.Replica.GTID)
-	if err := mariadb.StartReplica(ctx, db, res.Replica, 2*time.Minute); err != nil {
+	start := mariadb.StartReplica
+	if res.MySQL {
+		start = func(ctx context.Context, db *sql.DB, r mariadb.Replica, timeout time.Duration) error {
+			return mysql.StartReplica(ctx, db, w.ServerVersion, r.GTID, mysql.Source{Host: r.Host, Port: r.Port, User: r.User, Password: r.Password}, timeout)
+		}
+	}
+	if err := start(ctx, db, res.Replica, 2*time.Minute); err != nil {
 		return fmt.Errorf("the clone is running but replication did not start: %w", err)
 	}
 	res.Replicating = true

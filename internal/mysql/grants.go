@@ -15,7 +15,7 @@ import (
 var BackupGrants = []string{"BACKUP_ADMIN", "RELOAD", "PROCESS", "REPLICATION CLIENT"}
 
 // grantRe splits one line of SHOW GRANTS: the privileges and what they are on.
-var grantRe = regexp.MustCompile("^GRANT (.+) ON (\\S+) TO ")
+var grantRe = regexp.MustCompile(`^GRANT (.+) ON (\S+) TO `)
 
 // CheckGrants refuses, with every missing grant named, a user that cannot take a
 // backup.

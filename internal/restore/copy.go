@@ -163,7 +163,11 @@ func verify(f manifest.File, size int64, crc uint32) error {
 // coordinates returns the binlog/GTID position the backup holds.
 func (b *Backup) coordinates() mariadb.Coordinates {
 	if b.Manifest != nil {
-		return b.Manifest.Coordinates
+		c := b.Manifest.Coordinates
+		if b.recoveredGTIDs != "" {
+			c.GTIDBinlogPos, c.GTIDCurrentPos = b.recoveredGTIDs, b.recoveredGTIDs
+		}
+		return c
 	}
 	c := readBinlogInfo(b.Dir)
 	c.Galera = readGaleraInfo(b.Dir)

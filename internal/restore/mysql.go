@@ -2,8 +2,10 @@ package restore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -163,6 +165,10 @@ func (s stockRecoverer) recoverMySQL(ctx context.Context, job RecoverJob) error 
 		p.Shutdown(ctx)
 		return err
 	}
+	if err := b.readRecoveredGTIDs(ctx, p.DB(), log); err != nil {
+		p.Shutdown(ctx)
+		return err
+	}
 	if err := p.Shutdown(ctx); err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
@@ -189,4 +195,23 @@ func visibleDir(dir string) (string, func() error, error) {
 		return "", nil, err
 	}
 	return visible, func() error { return os.Rename(visible, dir) }, nil
+}
+
+// readRecoveredGTIDs takes the recovered copy's gtid_executed as the restore's GTID
+// set. log_status reads the binlog position, the LSN and gtid_executed under one lock,
+// but a transaction in its commit stage is in the binlog (below the position) and may
+// be committed in InnoDB before its GTID joins gtid_executed: the copy holds it (the
+// recovery commits it from the copied binlog), and its GTID too, so a replica set up
+// from the end point's set would apply it twice.
+func (b *Backup) readRecoveredGTIDs(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	var set string
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_executed").Scan(&set); err != nil {
+		return fmt.Errorf("prepare: read the recovered gtid_executed: %w", err)
+	}
+	set = mysql.GTIDSet(set)
+	if want := b.Manifest.Coordinates.GTIDBinlogPos; set != want {
+		log.Info("prepare: the recovered copy holds more transactions than the end point's gtid_executed named (they were committing then); its own set is the restore's", "end_point", want, "recovered", set)
+	}
+	b.recoveredGTIDs = set
+	return nil
 }

@@ -38,6 +38,10 @@ type Backup struct {
 	// Partial: the backup holds only some tables (a ferry manifest's partial, or
 	// mariadb-backup's "partial = Y"); recovery leaves the others out.
 	Partial bool
+	// recoveredGTIDs is, for a MySQL backup, the gtid_executed its recovered copy holds:
+	// exact, where the end point's (log_status) may miss transactions that were
+	// committing at that instant (their GTIDs are in the copied binlog).
+	recoveredGTIDs string
 }
 
 // Origin is where the backup was read from: its directory, or the stream.

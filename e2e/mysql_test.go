@@ -1,0 +1,273 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-backup/ferry/internal/testdb"
+)
+
+// mysqlSource is a MySQL 8.0 server under the bank's transfers (its own GTID UUID, a
+// gap-free ledger), a filler table rewritten in a loop (redo to spare: the server's
+// redo capacity is 8M), and the backup user ferry logs in as, over TCP with the
+// minimum grants (testdb.MySQLBackupGrants).
+type mysqlSource struct {
+	srv    *testdb.Server
+	bank   *testdb.Bank
+	pwFile string
+	stop   func()
+	wg     sync.WaitGroup
+}
+
+func startMySQLSource(t *testing.T) *mysqlSource {
+	t.Helper()
+	testdb.NeedMySQL80(t)
+	src := testdb.StartMySQL(t, testdb.MySQLOptions{ServerID: 1})
+	testdb.MySQLBackupUser(t, src, "bk", "bkpw")
+	testdb.CreateReplicationUser(t, src, "repl", "replpw")
+	s := &mysqlSource{srv: src, pwFile: writeFile(t, t.TempDir(), "pw", "bkpw\n")}
+	s.bank = testdb.NewBank(t, src.DB(t), testdb.BankOptions{Accounts: 100})
+	fill(t, src.DB(t), 20000)
+	return s
+}
+
+// fill makes filler.t, rows rows of 240 bytes.
+func fill(t *testing.T, db *sql.DB, rows int) {
+	t.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"CREATE DATABASE filler", "CREATE TABLE filler.t (id INT PRIMARY KEY, n INT NOT NULL DEFAULT 0, pad CHAR(240)) ENGINE=InnoDB",
+		"SET SESSION cte_max_recursion_depth = 1000000",
+		fmt.Sprintf("INSERT INTO filler.t (id, pad) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM s WHERE n < %d) SELECT n, REPEAT(MD5(n), 7) FROM s", rows)} {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// startLoad runs the bank (3 threads) and two writers that rewrite filler.t.
+func (s *mysqlSource) startLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	db := s.srv.DB(t)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		if err := s.bank.Run(ctx, 3); err != nil {
+			t.Errorf("bank: %v", err)
+		}
+	}()
+	for w := range 2 {
+		go s.writeFiller(ctx, t, db, w)
+	}
+}
+
+// writeFiller rewrites filler.t in batches of 2000 rows, starting at batch first, until
+// ctx ends. A statement is not cancelled mid-way: a cancelled UPDATE may still commit
+// after the test took the source's checksums.
+func (s *mysqlSource) writeFiller(ctx context.Context, t *testing.T, db *sql.DB, first int) {
+	defer s.wg.Done()
+	for i := first * 5; ctx.Err() == nil; i++ {
+		lo := (i * 2000) % 20000
+		if _, err := db.Exec("UPDATE filler.t SET n = n + 1 WHERE id > ? AND id <= ?", lo, lo+2000); err != nil {
+			t.Errorf("filler writer: %v", err)
+			return
+		}
+	}
+}
+
+func (s *mysqlSource) stopLoad() {
+	s.stop()
+	s.wg.Wait()
+}
+
+// conn are the flags that reach the source as the backup user.
+func (s *mysqlSource) conn() []string {
+	return []string{"--host", "127.0.0.1", "--port", strconv.Itoa(s.srv.Port), "--user", "bk", "--password-file", s.pwFile}
+}
+
+var mysqlGTIDRe = regexp.MustCompile(`GTID: (\S+)`)
+
+// restoredSet is the gtid_executed a MySQL restore printed.
+func restoredSet(t testing.TB, stdout string) string {
+	t.Helper()
+	m := mysqlGTIDRe.FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("restore printed no GTID set:\n%s", stdout)
+	}
+	return m[1]
+}
+
+// checkMySQLCopy starts MySQL on a restored datadir, checks the bank's invariants at
+// exactly gtid (the backup's gtid_executed), makes it a replica of the source with
+// GTID auto-position and compares every table once it caught up.
+func (s *mysqlSource) checkMySQLCopy(t *testing.T, datadir, gtid string, id uint32, want map[string]string) {
+	t.Helper()
+	rep := testdb.StartMySQL(t, testdb.MySQLOptions{Datadir: datadir, ServerID: id})
+	if uuid := rep.QueryString(t, "SELECT @@server_uuid"); uuid == s.srv.QueryString(t, "SELECT @@server_uuid") {
+		t.Fatalf("the restored server has the source's server_uuid %s: it cannot replicate from it", uuid)
+	}
+	rdb := rep.DB(t)
+	s.bank.Check(t, rdb, gtid)
+	testdb.StartReplica(t, rep, s.srv, gtid, "repl", "replpw")
+	testdb.WaitCaughtUp(t, rep, s.srv, 2*time.Minute)
+	compareChecksums(t, want, testdb.Checksums(t, rdb))
+	rep.Stop(t)
+}
+
+// TestMySQL: MySQL 8.0.31 (the 8.0.30+ redo layout) through every end under the bank's
+// transfers and a writer that laps the 8M redo several times:
+//   - a directory backup of an InnoDB-only server (commits never blocked) at 8 MB/s,
+//     while a CREATE TABLE waits for it;
+//   - with a MyISAM table written meanwhile (commits blocked for its copy, and the log
+//     says how long): a stream piped into a restore, an S3 repository backup, and a clone
+//     (ferry serve, ferry clone --start --replicate) that runs mysqld on its datadir and
+//     replicates with auto-position.
+//
+// Each restored copy is recovered by the stock mysqld, started, checked by the bank's
+// invariants at exactly its gtid_executed, made a replica of the source with
+// auto-position and compared table by table once caught up; so is the clone. A user
+// without BACKUP_ADMIN is refused before anything is written.
+func TestMySQL(t *testing.T) {
+	s := startMySQLSource(t)
+	src := s.srv
+	tmp := testdb.ShortDir(t)
+	r := newS3Repo(t, "mysql", "db1")
+	src.Exec(t, "CREATE USER weak@'%' IDENTIFIED WITH mysql_native_password BY 'bkpw'")
+	src.Exec(t, "GRANT RELOAD, PROCESS ON *.* TO weak@'%'")
+	weak := append(s.conn()[:4], "--user", "weak", "--password-file", s.pwFile)
+	wantFail(t, nil, "lacks BACKUP_ADMIN", append(append([]string{"backup"}, weak...), "--target-dir", filepath.Join(tmp, "weak"))...)
+	if _, err := os.Stat(filepath.Join(tmp, "weak")); err == nil {
+		t.Error("a refused backup wrote its target")
+	}
+
+	s.startLoad(t)
+	dir := filepath.Join(tmp, "dir")
+	ddlDone := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(2 * time.Second) // the backup holds LOCK INSTANCE FOR BACKUP by now
+		_, err := src.DB(t).Exec("CREATE TABLE filler.made_during (id INT PRIMARY KEY)")
+		if err != nil {
+			t.Errorf("DDL during the backup: %v", err)
+		}
+		ddlDone <- time.Now()
+	}()
+	res := mustFerry(t, append(append([]string{"backup"}, s.conn()...), "--target-dir", dir, "--max-rate", "8M")...)
+	backupEnd := time.Now()
+	if !strings.Contains(res.stderr, "only InnoDB tables: commits are not blocked") {
+		t.Errorf("the InnoDB-only backup does not say commits were not blocked:\n%s", tail(res.stderr, 20))
+	}
+	if done := <-ddlDone; done.Before(backupEnd.Add(-time.Second)) {
+		t.Errorf("CREATE TABLE finished at %s, before the backup released its instance lock (%s)", done, backupEnd)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "filler", "made_during.ibd")); err == nil {
+		t.Error("the table created while the backup held LOCK INSTANCE FOR BACKUP is in the backup")
+	}
+
+	src.Exec(t, "CREATE TABLE filler.flat (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=MyISAM")
+	ctx, stopFlat := context.WithCancel(context.Background())
+	var flat sync.WaitGroup
+	flat.Add(1)
+	go func() {
+		defer flat.Done()
+		for ctx.Err() == nil {
+			if _, err := src.DB(t).Exec("INSERT INTO filler.flat (v) VALUES (1)"); err != nil {
+				t.Errorf("MyISAM writer: %v", err)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	streamed := filepath.Join(tmp, "streamed")
+	// Through a 2 MiB/s link: the redo copy spools locally, so the server laps its 8M
+	// redo during the copy without the backup losing the race.
+	p := slowPipeline(t, append([]string{"backup", "--stream"}, s.conn()...),
+		[]string{"restore", "--from", "-", "--datadir", streamed}, false, 2<<20, 3*time.Minute)
+	if n := redoBytes(t, p.backup.stderr); n <= 8<<20 {
+		t.Errorf("the stream's redo copy is %d bytes, not more than the server's 8M capacity: the test does not show a lapped log", n)
+	}
+	if !regexp.MustCompile(`commits were blocked.*for=`).MatchString(p.backup.stderr) {
+		t.Errorf("the backup with a MyISAM table does not say how long commits were blocked:\n%s", tail(p.backup.stderr, 20))
+	}
+	r.run(t, append([]string{"backup", "--repo", r.url}, s.conn()...)...)
+	rcpt := s.cloneRunning(t, tmp)
+	stopFlat()
+	flat.Wait()
+	s.stopLoad()
+	want := testdb.Checksums(t, src.DB(t))
+
+	out := mustFerry(t, "restore", "--target-dir", dir, "--datadir", filepath.Join(tmp, "restored-dir"))
+	if !strings.Contains(out.stdout, "SOURCE_AUTO_POSITION=1") || !strings.Contains(out.stdout, "mysqld --datadir=") {
+		t.Errorf("restore does not print MySQL's start command and replica statements:\n%s", out.stdout)
+	}
+	t.Run("clone", func(t *testing.T) {
+		testdb.WaitCaughtUp(t, rcpt, src, 2*time.Minute)
+		s.bank.Check(t, rcpt.DB(t), src.QueryString(t, "SELECT @@GLOBAL.gtid_executed"))
+		compareChecksums(t, want, testdb.Checksums(t, rcpt.DB(t)))
+	})
+	t.Run("dir", func(t *testing.T) {
+		s.checkMySQLCopy(t, filepath.Join(tmp, "restored-dir"), restoredSet(t, out.stdout), 2, want)
+	})
+	t.Run("stream", func(t *testing.T) {
+		s.checkMySQLCopy(t, streamed, restoredSet(t, p.restore.stdout), 3, want)
+	})
+	t.Run("repo", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "restored-repo")
+		out := r.run(t, "restore", "--repo", r.url, "latest", "--datadir", datadir)
+		s.checkMySQLCopy(t, datadir, restoredSet(t, out.stdout), 4, want)
+	})
+}
+
+// cloneRunning clones the source, under its load, into a new datadir with ferry serve
+// and ferry clone --start --replicate: the clone runs mysqld with its own my.cnf and
+// replicates from the source with auto-position.
+func (s *mysqlSource) cloneRunning(t *testing.T, tmp string) *testdb.Server {
+	t.Helper()
+	rcpt := testdb.ConfigureMySQL(t, testdb.MySQLOptions{ServerID: 5})
+	token := writeFile(t, tmp, "clone-token", "correct horse battery staple 7f3a")
+	pw := writeFile(t, tmp, "repl.pw", "replpw\n")
+	addr := "127.0.0.1:" + strconv.Itoa(testdb.FreePort(t))
+	serve := startFerry(t, nil, append([]string{"serve", "--listen", addr, "--token-file", token, "--once"}, s.conn()...)...)
+	var out result
+	waitFor(t, 30*time.Second, "ferry serve listening", func() bool {
+		out = ferry(t, nil, "clone", "--from", addr, "--token-file", token, "--datadir", rcpt.Datadir,
+			"--defaults-file", rcpt.ConfigFile, "--start", "--replicate", "--repl-user", "repl", "--repl-password-file", pw)
+		return out.err == nil || !strings.Contains(out.stderr, "is ferry serve running there")
+	})
+	if out.err != nil {
+		t.Fatalf("ferry clone: %v\n%s", out.err, tail(out.stderr, 15))
+	}
+	serve.Wait()
+	rcpt.Adopt(t)
+	if !strings.Contains(out.stdout, "mysqld is running on it") || !strings.Contains(out.stdout, "SOURCE_AUTO_POSITION=1") {
+		t.Errorf("ferry clone of MySQL does not say mysqld runs and replicates with auto-position:\n%s", out.stdout)
+	}
+	return rcpt
+}
+
+var redoBytesRe = regexp.MustCompile(`redo copy finished"? redo_bytes=(\d+)`)
+
+// redoBytes is the size of a backup's redo copy, from its log.
+func redoBytes(t testing.TB, stderr string) int64 {
+	t.Helper()
+	m := redoBytesRe.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("the backup's log has no redo copy size:\n%s", tail(stderr, 10))
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
