@@ -131,7 +131,7 @@ func (s *mysqlSource) checkMySQLCopy(t *testing.T, datadir, gtid string, id uint
 
 // TestMySQL: MySQL 8.0.31 (the 8.0.30+ redo layout) through every end under the bank's
 // transfers and a writer that laps the 8M redo several times:
-//   - a directory backup of an InnoDB-only server (commits never blocked) at 8 MB/s,
+//   - a directory backup of an InnoDB-only server (commits never blocked) at 16 MB/s,
 //     while a CREATE TABLE waits for it;
 //   - with a MyISAM table written meanwhile (commits blocked for its copy, and the log
 //     says how long): a stream piped into a restore, an S3 repository backup, and a clone
@@ -159,14 +159,14 @@ func TestMySQL(t *testing.T) {
 	dir := filepath.Join(tmp, "dir")
 	ddlDone := make(chan time.Time, 1)
 	go func() {
-		time.Sleep(2 * time.Second) // the backup holds LOCK INSTANCE FOR BACKUP by now
+		time.Sleep(time.Second) // the backup holds LOCK INSTANCE FOR BACKUP by now
 		_, err := src.DB(t).Exec("CREATE TABLE filler.made_during (id INT PRIMARY KEY)")
 		if err != nil {
 			t.Errorf("DDL during the backup: %v", err)
 		}
 		ddlDone <- time.Now()
 	}()
-	res := mustFerry(t, append(append([]string{"backup"}, s.conn()...), "--target-dir", dir, "--max-rate", "8M")...)
+	res := mustFerry(t, append(append([]string{"backup"}, s.conn()...), "--target-dir", dir, "--max-rate", "16M")...)
 	backupEnd := time.Now()
 	if !strings.Contains(res.stderr, "only InnoDB tables: commits are not blocked") {
 		t.Errorf("the InnoDB-only backup does not say commits were not blocked:\n%s", tail(res.stderr, 20))
@@ -226,6 +226,11 @@ func TestMySQL(t *testing.T) {
 		s.checkMySQLCopy(t, streamed, restoredSet(t, p.restore.stdout), 3, want)
 	})
 	t.Run("repo", func(t *testing.T) {
+		r.run(t, "verify", "--repo", r.url, "latest")
+		uuid := src.QueryString(t, "SELECT @@server_uuid")
+		if list := r.run(t, "list", "--repo", r.url); !strings.Contains(list.stdout, uuid) || !strings.Contains(list.stdout, "complete") {
+			t.Errorf("list does not show the MySQL backup complete with its GTIDs (%s):\n%s", uuid, list.stdout)
+		}
 		datadir := filepath.Join(tmp, "restored-repo")
 		out := r.run(t, "restore", "--repo", r.url, "latest", "--datadir", datadir)
 		s.checkMySQLCopy(t, datadir, restoredSet(t, out.stdout), 4, want)

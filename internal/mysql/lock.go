@@ -28,6 +28,7 @@ import (
 type BackupLock struct {
 	conn    *sql.Conn
 	datadir string
+	binlogs string // the binlog's directory; "" without a binlog
 	log     *slog.Logger
 	stage   mariadb.Stage
 	ftwrl   bool
@@ -35,7 +36,7 @@ type BackupLock struct {
 }
 
 // NewBackupLock takes a dedicated connection for the sequence.
-func NewBackupLock(ctx context.Context, db *sql.DB, datadir string, log *slog.Logger) (*BackupLock, error) {
+func NewBackupLock(ctx context.Context, db *sql.DB, info mariadb.Info, log *slog.Logger) (*BackupLock, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open backup-lock connection: %w", err)
@@ -46,7 +47,11 @@ func NewBackupLock(ctx context.Context, db *sql.DB, datadir string, log *slog.Lo
 		conn.Close()
 		return nil, fmt.Errorf("set lock_wait_timeout: %w", err)
 	}
-	return &BackupLock{conn: conn, datadir: datadir, log: log}, nil
+	l := &BackupLock{conn: conn, datadir: info.Datadir, log: log}
+	if on(info.Vars["log_bin"]) && info.Vars["log_bin_basename"] != "" {
+		l.binlogs = filepath.Dir(info.Vars["log_bin_basename"])
+	}
+	return l, nil
 }
 
 // Enter moves to stage s and returns how long the server took to grant it.
@@ -111,8 +116,16 @@ func (l *BackupLock) exec(ctx context.Context, q string) error {
 // InnoDB LSN and the binlog file, position and gtid_executed, read by the server under
 // one lock so that they agree. It then makes the redo durable up to the LSN (FLUSH
 // ENGINE LOGS). A transaction binlogged below the position may be only prepared in
-// InnoDB at the LSN: its recovery commits it from the copied binlog (EndFiles).
+// InnoDB at the LSN: its recovery commits it from the copied binlog (the layout's end
+// files), and its GTID, not yet in gtid_executed, is read from that binlog
+// (BinlogGTIDs). The binlog is rotated first (as XtraBackup does), so that the file
+// read and copied holds only the last moments.
 func (l *BackupLock) ReadEnd(ctx context.Context) (uint64, mariadb.Coordinates, error) {
+	if l.binlogs != "" {
+		if err := l.exec(ctx, "FLUSH NO_WRITE_TO_BINLOG BINARY LOGS"); err != nil {
+			return 0, mariadb.Coordinates{}, err
+		}
+	}
 	var local, engines string
 	err := l.conn.QueryRowContext(ctx, "SELECT LOCAL, STORAGE_ENGINES FROM performance_schema.log_status").Scan(&local, &engines)
 	if err != nil {
@@ -127,6 +140,16 @@ func (l *BackupLock) ReadEnd(ctx context.Context) (uint64, mariadb.Coordinates, 
 	}
 	if _, err := l.conn.ExecContext(ctx, "FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS"); err != nil {
 		return 0, c, fmt.Errorf("FLUSH ENGINE LOGS: %w", err)
+	}
+	if l.binlogs != "" && c.BinlogFile != "" {
+		set, err := BinlogGTIDs(filepath.Join(l.binlogs, c.BinlogFile), c.BinlogPos, c.GTIDBinlogPos)
+		if err != nil {
+			return 0, c, fmt.Errorf("the end point's GTIDs: %w", err)
+		}
+		if set != c.GTIDBinlogPos {
+			l.log.Info("the binlog holds transactions that were committing at the end point: their GTIDs join the backup's", "log_status", c.GTIDBinlogPos, "with_binlog", set)
+		}
+		c.GTIDBinlogPos, c.GTIDCurrentPos = set, set
 	}
 	return end, c, nil
 }

@@ -103,3 +103,41 @@ func TestNonInnoDBTables(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 }
+
+// TestBinlogGTIDs reads testdata/binlog.000002 of a real 8.0.31 (Previous_gtids
+// U:1-9, then two transactions U:10 and U:11 ending at 476 and 755): the GTIDs below
+// a position join the given set, those above do not.
+func TestBinlogGTIDs(t *testing.T) {
+	const u = "b69d3b33-eb1c-11f1-a8d5-02fc00000001"
+	path := filepath.Join("testdata", "binlog.000002")
+	for _, c := range []struct {
+		pos       uint64
+		set, want string
+	}{
+		{476, u + ":1-9", u + ":1-10"},  // U:10 was committing: gtid_executed lacked it
+		{476, u + ":1-10", u + ":1-10"}, // nothing missing
+		{755, u + ":1-9", u + ":1-11"},  // both
+		{755, "", u + ":1-11"},          // Previous_gtids alone gives 1-9
+		{126, "", ""},                   // only the format description event
+		{476, "11111111-1111-1111-1111-111111111111:1-3", "11111111-1111-1111-1111-111111111111:1-3," + u + ":1-10"},
+	} {
+		got, err := BinlogGTIDs(path, c.pos, c.set)
+		if err != nil || got != c.want {
+			t.Errorf("BinlogGTIDs(%d, %q) = %q, %v; want %q", c.pos, c.set, got, err, c.want)
+		}
+	}
+	for _, bad := range []struct {
+		path string
+		pos  uint64
+		set  string
+	}{
+		{path, 476, "not a set"},
+		{path, 2, ""},
+		{filepath.Join("testdata", "missing"), 4, ""},
+		{"mysql_test.go", 100, ""},
+	} {
+		if _, err := BinlogGTIDs(bad.path, bad.pos, bad.set); err == nil {
+			t.Errorf("BinlogGTIDs(%s, %d, %q) accepted", bad.path, bad.pos, bad.set)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (s *Session) LSNs(ctx context.Context) (flushed, current uint64, err error)
 
 // BackupLock starts the lock sequence on a connection of its own.
 func (s *Session) BackupLock(ctx context.Context) (*BackupLock, error) {
-	return NewBackupLock(ctx, s.db, s.info.Datadir, s.log)
+	return NewBackupLock(ctx, s.db, s.info, s.log)
 }
 
 // Close closes the connection pool.

@@ -311,8 +311,8 @@ func testBackupRestore(t *testing.T, template string) {
 	}
 	t.Logf("not cut at E (redo to E2 in the file): recovery applied it: d.h has %d rows, %d at E", got.countH, lock.countH)
 	uncut.stop(t)
-	split := restoreAndStart(t, "split", data, f2.Name(), e, layout{maxSize: 4 << 20, slack: 1 << 20})
-	checkRestored(t, split, lock, tl2.Start().LSN, e)
+	// The split into several files (redo past 16 GiB) is checked by the unit tests
+	// (restore_test.go); it was run here on 8.0.31 once, with 4 MiB files.
 	t.Logf("BackupRestore took %v", time.Since(t0).Round(time.Millisecond))
 }
 
