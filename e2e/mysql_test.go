@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,6 +25,7 @@ import (
 // minimum grants (testdb.MySQLBackupGrants).
 type mysqlSource struct {
 	srv    *testdb.Server
+	db     *sql.DB
 	bank   *testdb.Bank
 	pwFile string
 	stop   func()
@@ -36,7 +38,7 @@ func startMySQLSource(t *testing.T) *mysqlSource {
 	src := testdb.StartMySQL(t, testdb.MySQLOptions{ServerID: 1})
 	testdb.MySQLBackupUser(t, src, "bk", "bkpw")
 	testdb.CreateReplicationUser(t, src, "repl", "replpw")
-	s := &mysqlSource{srv: src, pwFile: writeFile(t, t.TempDir(), "pw", "bkpw\n")}
+	s := &mysqlSource{srv: src, db: src.DB(t), pwFile: writeFile(t, t.TempDir(), "pw", "bkpw\n")}
 	s.bank = testdb.NewBank(t, src.DB(t), testdb.BankOptions{Accounts: 100})
 	fill(t, src.DB(t), 20000)
 	return s
@@ -143,6 +145,7 @@ func (s *mysqlSource) checkMySQLCopy(t *testing.T, datadir, gtid string, id uint
 // auto-position and compared table by table once caught up; so is the clone. A user
 // without BACKUP_ADMIN is refused before anything is written.
 func TestMySQL(t *testing.T) {
+	t.Parallel() // own servers, ports and dirs; waits on the source's LSN, not on time
 	s := startMySQLSource(t)
 	src := s.srv
 	tmp := testdb.ShortDir(t)
@@ -157,19 +160,15 @@ func TestMySQL(t *testing.T) {
 
 	s.startLoad(t)
 	dir := filepath.Join(tmp, "dir")
-	ddlDone := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(time.Second) // the backup holds LOCK INSTANCE FOR BACKUP by now
-		_, err := src.DB(t).Exec("CREATE TABLE filler.made_during (id INT PRIMARY KEY)")
-		if err != nil {
-			t.Errorf("DDL during the backup: %v", err)
-		}
-		ddlDone <- time.Now()
-	}()
+	ddlDone, ddlWaited := make(chan time.Time, 1), make(chan bool, 1)
+	go s.ddlDuringBackup(t, ddlDone, ddlWaited)
 	res := mustFerry(t, append(append([]string{"backup"}, s.conn()...), "--target-dir", dir, "--max-rate", "16M")...)
 	backupEnd := time.Now()
 	if !strings.Contains(res.stderr, "only InnoDB tables: commits are not blocked") {
 		t.Errorf("the InnoDB-only backup does not say commits were not blocked:\n%s", tail(res.stderr, 20))
+	}
+	if !<-ddlWaited {
+		t.Error("the CREATE TABLE run during the backup was never seen waiting for the backup lock")
 	}
 	if done := <-ddlDone; done.Before(backupEnd.Add(-time.Second)) {
 		t.Errorf("CREATE TABLE finished at %s, before the backup released its instance lock (%s)", done, backupEnd)
@@ -193,12 +192,15 @@ func TestMySQL(t *testing.T) {
 		}
 	}()
 	streamed := filepath.Join(tmp, "streamed")
-	// Through a 2 MiB/s link: the redo copy spools locally, so the server laps its 8M
-	// redo during the copy without the backup losing the race.
-	p := slowPipeline(t, append([]string{"backup", "--stream"}, s.conn()...),
-		[]string{"restore", "--from", "-", "--datadir", streamed}, false, 2<<20, 3*time.Minute)
-	if n := redoBytes(t, p.backup.stderr); n <= 8<<20 {
-		t.Errorf("the stream's redo copy is %d bytes, not more than the server's 8M capacity: the test does not show a lapped log", n)
+	// The link stalls after the stream's first bytes until the server wrote three times
+	// its 8M redo capacity: the redo copy spools locally, so the log laps while the end
+	// takes nothing, and the backup does not lose the race.
+	from := s.lsn(t)
+	p := pipelineThrough(t, append([]string{"backup", "--stream"}, s.conn()...),
+		[]string{"restore", "--from", "-", "--datadir", streamed}, false,
+		func(w io.Writer) io.Writer { return &stallWriter{w: w, until: s.lapped(from + 3*8<<20)} }, 3*time.Minute)
+	if n := redoBytes(t, p.backup.stderr); n <= 3*8<<20 {
+		t.Errorf("the stream's redo copy is %d bytes, less than the 3 laps of the server's 8M log written while the link stalled", n)
 	}
 	if !regexp.MustCompile(`commits were blocked.*for=`).MatchString(p.backup.stderr) {
 		t.Errorf("the backup with a MyISAM table does not say how long commits were blocked:\n%s", tail(p.backup.stderr, 20))
@@ -275,4 +277,64 @@ func redoBytes(t testing.TB, stderr string) int64 {
 	}
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
+}
+
+// lsn is the source's current LSN.
+func (s *mysqlSource) lsn(t testing.TB) uint64 {
+	n, err := strconv.ParseUint(s.srv.QueryString(t, "SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Innodb_redo_log_current_lsn'"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// lapped says whether the source's LSN passed lsn, or it cannot tell (an error: the
+// stream then goes on, and the test's assertion on the redo copied fails). It runs on
+// the pipe's goroutine, where t.Fatal must not be called.
+func (s *mysqlSource) lapped(lsn uint64) func() bool {
+	return func() bool {
+		var v string
+		err := s.db.QueryRow("SELECT VARIABLE_VALUE FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Innodb_redo_log_current_lsn'").Scan(&v)
+		n, perr := strconv.ParseUint(v, 10, 64)
+		return err != nil || perr != nil || n > lsn
+	}
+}
+
+// ddlDuringBackup waits until a backup holds LOCK INSTANCE FOR BACKUP, runs a CREATE
+// TABLE, and says whether it was seen waiting for the lock and when it finished.
+func (s *mysqlSource) ddlDuringBackup(t *testing.T, done chan<- time.Time, waited chan<- bool) {
+	db := s.srv.DB(t)
+	waitFor(t, time.Minute, "the backup's instance lock", func() bool {
+		return s.srv.QueryString(t, "SELECT COUNT(*) FROM performance_schema.metadata_locks WHERE OBJECT_TYPE = 'BACKUP LOCK'") != "0"
+	})
+	go func() {
+		seen := false
+		for i := 0; i < 200 && !seen; i++ { // not t.Fatal here: another goroutine
+			var n int
+			seen = s.db.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'Waiting for backup lock'").Scan(&n) == nil && n > 0
+			time.Sleep(50 * time.Millisecond)
+		}
+		waited <- seen
+	}()
+	if _, err := db.Exec("CREATE TABLE filler.made_during (id INT PRIMARY KEY)"); err != nil {
+		t.Errorf("DDL during the backup: %v", err)
+	}
+	done <- time.Now()
+}
+
+// stallWriter passes nothing on until until says so, then everything.
+type stallWriter struct {
+	w     io.Writer
+	until func() bool
+	open  bool
+}
+
+func (s *stallWriter) Write(p []byte) (int, error) {
+	for !s.open {
+		s.open = s.until()
+		if !s.open {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return s.w.Write(p)
 }

@@ -43,6 +43,17 @@ func pipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool) piped {
 // given timeout to finish.
 func slowPipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool, rate int, timeout time.Duration) piped {
 	t.Helper()
+	var link func(io.Writer) io.Writer
+	if rate > 0 {
+		link = func(w io.Writer) io.Writer { return &slowWriter{w: w, rate: rate, start: time.Now()} }
+	}
+	return pipelineThrough(t, backupArgs, restoreArgs, keep, link, timeout)
+}
+
+// pipelineThrough is pipeline through the writer link makes of the restore's input
+// (nil: none), given timeout to finish.
+func pipelineThrough(t testing.TB, backupArgs, restoreArgs []string, keep bool, link func(io.Writer) io.Writer, timeout time.Duration) piped {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	bk := exec.CommandContext(ctx, ferryBin, backupArgs...)
@@ -75,8 +86,8 @@ func slowPipeline(t testing.TB, backupArgs, restoreArgs []string, keep bool, rat
 		if keep {
 			w = io.MultiWriter(in, &kept)
 		}
-		if rate > 0 {
-			w = &slowWriter{w: w, rate: rate, start: time.Now()}
+		if link != nil {
+			w = link(w)
 		}
 		io.Copy(w, out)
 		in.Close()
