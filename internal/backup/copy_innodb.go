@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"io"
 	"os"
 	"slices"
@@ -217,9 +216,7 @@ func (j *job) readHeader(in *directio.File, ij *innoJob) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ij.src.Abs, err)
 	}
-	if j.info.Family == mariadb.FamilyMySQL {
-		h.Flavor = innodb.FlavorMySQL // MySQL's undo tablespaces have flags MariaDB could write
-	}
+	h.Flavor = j.layout().flavor()
 	ij.header, ij.page, ij.lsn0 = h, h.Flags.PhysicalSize(), innodb.PageLSN(buf)
 	if ij.inode, ij.birth, err = fileIdentity(int(in.Fd())); err != nil {
 		return fmt.Errorf("%s: %w", ij.src.Abs, err)

@@ -65,11 +65,7 @@ func (j *job) finish(ctx context.Context, res *Result) error {
 // prepareSettings are the server settings prepare must reproduce (backup-my.cnf).
 func (j *job) prepareSettings() map[string]string {
 	s := map[string]string{}
-	keys := xtrabackup.MyCnfKeys
-	if j.info.Family == mariadb.FamilyMySQL {
-		keys = xtrabackup.MySQLMyCnfKeys
-	}
-	for _, k := range keys {
+	for _, k := range j.layout().settings() {
 		if v, ok := j.info.Vars[k]; ok && v != "" {
 			s[k] = v
 		}

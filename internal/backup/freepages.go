@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 	"io"
 	"strings"
 
@@ -68,13 +67,10 @@ func (j *job) newFreeMap(ij *innoJob) *freeMap {
 	return &freeMap{flags: f, phys: int64(f.PhysicalSize()), descs: map[uint32][]byte{}}
 }
 
-// mapsFree tells whether the copy of ij stores its free pages as zeros.
-//
-// Not on MySQL: that free pages may be stored as zeros rests on how MariaDB's
-// recovery rebuilds a page allocated again after the copy read it, which is not
-// established for MySQL's redo.
+// mapsFree tells whether the copy of ij stores its free pages as zeros (where the
+// server's family allows it: Layout.freeAsZeros).
 func (j *job) mapsFree(ij *innoJob) bool {
-	return !j.cfg.KeepFreePages && j.info.Family != mariadb.FamilyMySQL && ij.checker != nil && !ij.src.System && strings.HasSuffix(ij.src.Rel, ".ibd")
+	return !j.cfg.KeepFreePages && j.layout().freeAsZeros() && ij.checker != nil && !ij.src.System && strings.HasSuffix(ij.src.Rel, ".ibd")
 }
 
 // holes tells whether the copy of ij goes to a directory where its free pages are

@@ -1,13 +1,16 @@
 package backup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/ferry-backup/ferry/internal/innodb"
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/xtrabackup"
 )
 
 // Layout is how a server family lays out its files: which are tablespaces, which are
@@ -24,6 +27,16 @@ type Layout interface {
 	// endFiles are what the backup copies once the end point c is read, with commits
 	// still blocked: parts of files (Size bytes) and whole small files made here.
 	endFiles(info mariadb.Info, c mariadb.Coordinates) ([]srcFile, []madeFile, error)
+	// flavor is how the family's pages are checked.
+	flavor() innodb.Flavor
+	// freeAsZeros tells whether pages the extent descriptors call free may be stored as
+	// zeros: it rests on how the family's recovery rebuilds a page allocated again after
+	// the copy read it.
+	freeAsZeros() bool
+	// settings are the server variables a recovery of the backup needs (backup-my.cnf).
+	settings() []string
+	// incremental says why an incremental backup cannot be taken (nil: it can).
+	incremental() error
 }
 
 // madeFile is a small file the backup writes itself.
@@ -44,6 +57,10 @@ func (mariadbLayout) skipDir(name string) bool                    { return skipD
 func (mariadbLayout) endFiles(mariadb.Info, mariadb.Coordinates) ([]srcFile, []madeFile, error) {
 	return nil, nil, nil
 }
+func (mariadbLayout) flavor() innodb.Flavor { return innodb.FlavorMariaDB }
+func (mariadbLayout) freeAsZeros() bool     { return true }
+func (mariadbLayout) settings() []string    { return xtrabackup.MyCnfKeys }
+func (mariadbLayout) incremental() error    { return nil }
 
 // mysqlLayout is MySQL 8.0.30+'s: mysql.ibd and general tablespaces at the top of the
 // datadir, undo_NNN and *.ibu undo tablespaces, MyISAM and CSV files copied only under
@@ -60,6 +77,20 @@ var mysqlCommitExts = map[string]bool{".MYD": true, ".MYI": true, ".MRG": true, 
 var undoRe = regexp.MustCompile(`^undo_\d{3,}$`)
 
 func (mysqlLayout) skipDir(name string) bool { return mysqlSkipDirs[name] }
+
+// flavor: MySQL's undo tablespaces have flags MariaDB could write, so the family is
+// said, not guessed from them.
+func (mysqlLayout) flavor() innodb.Flavor { return innodb.FlavorMySQL }
+
+// freeAsZeros: not established for MySQL's redo (it has no record that frees a page),
+// so free pages are copied as they are.
+func (mysqlLayout) freeAsZeros() bool { return false }
+
+func (mysqlLayout) settings() []string { return xtrabackup.MySQLMyCnfKeys }
+
+func (mysqlLayout) incremental() error {
+	return errors.New("incremental backups of MySQL are not supported yet: take a full backup")
+}
 
 func (mysqlLayout) classify(_, name string) class {
 	ext := filepath.Ext(name)

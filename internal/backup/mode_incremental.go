@@ -3,7 +3,6 @@ package backup
 import (
 	"context"
 	"errors"
-	"github.com/ferry-backup/ferry/internal/mariadb"
 
 	"github.com/ferry-backup/ferry/internal/delta"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -24,8 +23,8 @@ func (*incrementalMode) smallChunks() bool { return true }
 func (*incrementalMode) roomKnown() bool   { return false }
 
 func (m *incrementalMode) begin(ctx context.Context, j *job) error {
-	if j.info.Family == mariadb.FamilyMySQL {
-		return errors.New("incremental backups of MySQL are not supported yet: take a full backup")
+	if err := j.layout().incremental(); err != nil {
+		return err
 	}
 	if m.baseFor != nil {
 		b, err := m.baseFor(ctx, j.info.Vars["server_uid"])
