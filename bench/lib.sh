@@ -496,3 +496,46 @@ tps() {
       if (t >= a && (b == "" || t <= b)) { s += v; n++ } }
     END { if (n) printf fmt, s / n; else printf "%s", none }' "$SB_LOG"
 }
+
+# --- MySQL 8.0.30+ servers (mysql.sh) ---------------------------------------------------------
+# MYSQL_BASE [/opt/mysql-8.0]: a MySQL installation (bin/mysqld, share/). No MySQL client is
+# needed: the mariadb client (sql, rsql) and sysbench's mysql driver reach it over the socket as
+# root with an empty password (caching_sha2_password works over a socket). Only the functions
+# below use these settings: the MariaDB helpers above are unchanged.
+MYSQL_BASE=${MYSQL_BASE:-/opt/mysql-8.0}
+MYSQLD="$MYSQL_BASE/bin/mysqld"
+
+# wait_answer PID SOCKET ERRLOG WHAT: waits (START_POLL, up to 10 min) until the server of PID
+# answers SELECT 1 on SOCKET; dies if it exits first or never answers.
+wait_answer() {
+  local pid=$1 sock=$2 err=$3 what=$4 poll=${START_POLL:-0.5} n i
+  n=$(gawk -v p="$poll" 'BEGIN { print int(600 / p) }')
+  for ((i = 0; i < n; i++)); do
+    mariadb --no-defaults -S "$sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 15 "$err" >&2; die "$what exited; log: $err"; }
+    sleep "$poll"
+  done
+  die "$what did not answer within 10 min; log: $err"
+}
+
+# mysql_init DATADIR LOG: a new MySQL datadir (mysqld --initialize-insecure: root@localhost
+# without a password).
+mysql_init() {
+  "$MYSQLD" --no-defaults --initialize-insecure --basedir="$MYSQL_BASE" --datadir="$1" \
+    --lc-messages-dir="$MYSQL_BASE/share" --user=root >"$2" 2>&1 ||
+    { tail -n 15 "$2" >&2; die "mysqld --initialize-insecure failed (log: $2)"; }
+}
+
+# start_mysql VAR DATADIR SOCKET PIDFILE ERRLOG EXTRA-ARGS...: start_server for MySQL: mysqld
+# --no-defaults with a 1 GiB buffer pool, 512 MiB of redo (innodb_redo_log_capacity) and no X
+# plugin, in the background; waits until it answers and stores its pid in the variable VAR (stop
+# it with stop_pid; stop_stale finds one an interrupted run left).
+start_mysql() {
+  local var=$1 dir=$2 sock=$3 pidf=$4 err=$5 pid; shift 5
+  "$MYSQLD" --no-defaults --basedir="$MYSQL_BASE" --lc-messages-dir="$MYSQL_BASE/share" --user=root \
+    --datadir="$dir" --socket="$sock" --pid-file="$pidf" --log-error="$err" --mysqlx=OFF \
+    --innodb-buffer-pool-size=1G --innodb-redo-log-capacity=512M "$@" </dev/null >/dev/null 2>&1 &
+  pid=$!
+  printf -v "$var" %s "$pid"
+  wait_answer "$pid" "$sock" "$err" "mysqld on $dir"
+}
