@@ -136,9 +136,9 @@ func (s *mysqlSource) checkMySQLCopy(t *testing.T, datadir, gtid string, id uint
 //   - a directory backup of an InnoDB-only server (commits never blocked) at 16 MB/s,
 //     while a CREATE TABLE waits for it;
 //   - with a MyISAM table written meanwhile (commits blocked for its copy, and the log
-//     says how long): a stream piped into a restore, an S3 repository backup, and a clone
-//     (ferry serve, ferry clone --start --replicate) that runs mysqld on its datadir and
-//     replicates with auto-position.
+//     says how long): a stream piped into a restore, an S3 repository backup and two
+//     incrementals on it, and a clone (ferry serve, ferry clone --start --replicate) that
+//     runs mysqld on its datadir and replicates with auto-position.
 //
 // Each restored copy is recovered by the stock mysqld, started, checked by the bank's
 // invariants at exactly its gtid_executed, made a replica of the source with
@@ -205,7 +205,13 @@ func TestMySQL(t *testing.T) {
 	if !regexp.MustCompile(`commits were blocked.*for=`).MatchString(p.backup.stderr) {
 		t.Errorf("the backup with a MyISAM table does not say how long commits were blocked:\n%s", tail(p.backup.stderr, 20))
 	}
-	r.run(t, append([]string{"backup", "--repo", r.url}, s.conn()...)...)
+	full := strings.TrimSpace(r.run(t, append([]string{"backup", "--repo", r.url}, s.conn()...)...).stdout)
+	for range 2 { // two incrementals on it, the changed pages found by their LSNs
+		inc := r.run(t, append([]string{"backup", "--repo", r.url, "--incremental"}, s.conn()...)...)
+		if !strings.Contains(inc.stderr, "changed pages by scan") {
+			t.Errorf("the MySQL incremental does not say it found its pages by scan:\n%s", tail(inc.stderr, 15))
+		}
+	}
 	rcpt := s.cloneRunning(t, tmp)
 	stopFlat()
 	flat.Wait()
@@ -228,6 +234,11 @@ func TestMySQL(t *testing.T) {
 		s.checkMySQLCopy(t, streamed, restoredSet(t, p.restore.stdout), 3, want)
 	})
 	t.Run("repo", func(t *testing.T) {
+		datadir := filepath.Join(tmp, "restored-full")
+		out := r.run(t, "restore", "--repo", r.url, full, "--datadir", datadir)
+		s.checkMySQLCopy(t, datadir, restoredSet(t, out.stdout), 6, want)
+	})
+	t.Run("repo incrementals", func(t *testing.T) {
 		r.run(t, "verify", "--repo", r.url, "latest")
 		uuid := src.QueryString(t, "SELECT @@server_uuid")
 		if list := r.run(t, "list", "--repo", r.url); !strings.Contains(list.stdout, uuid) || !strings.Contains(list.stdout, "complete") {

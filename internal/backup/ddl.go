@@ -57,13 +57,19 @@ func relName(name string) (string, bool) {
 // are renamed, dropped ones removed, and tablespaces created or re-created during the
 // copy (CREATE, TRUNCATE, table rebuilds) are copied again now. Redo from checkpoint A
 // brings every copy forward at prepare.
+//
+// A redo copy that does not parse the log reports no DDL to wait for (its server holds
+// DDL off for the whole copy); it is not waited on: it copies whole blocks only, so on
+// an idle server it would wait for a block that does not fill.
 func (j *job) reconcileDDL(ctx context.Context, current []srcFile) error {
-	_, now, err := j.srv.LSNs(ctx)
-	if err != nil {
-		return err
-	}
-	if err := j.tail.t.WaitCopied(ctx, now); err != nil {
-		return err
+	if j.redoLog().Parsed() {
+		_, now, err := j.srv.LSNs(ctx)
+		if err != nil {
+			return err
+		}
+		if err := j.tail.t.WaitCopied(ctx, now); err != nil {
+			return err
+		}
 	}
 	e := summarize(j.fileOps())
 	j.mu.Lock()

@@ -127,8 +127,13 @@ func (s *selection) method() string {
 // redo copy starts; otherwise every page is read and those above from are kept.
 func (m *incrementalMode) selectPages(ctx context.Context, j *job) *selection {
 	s := &selection{from: m.base.FromLSN, upto: j.tail.t.Start().LSN}
-	if s.from == 0 {
+	switch {
+	case s.from == 0:
 		s.why = "the base records no LSN: every page is read"
+	case !j.redoLog().Parsed():
+		s.why = fmt.Sprintf("the server's redo log is copied, not parsed: every page is read, and those changed past LSN %d kept", s.from)
+	}
+	if s.why != "" {
 		j.log.Info("incremental: changed pages by scan", "why", s.why)
 		return s
 	}

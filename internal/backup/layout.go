@@ -1,7 +1,6 @@
 package backup
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,8 +34,6 @@ type Layout interface {
 	freeAsZeros() bool
 	// settings are the server variables a recovery of the backup needs (backup-my.cnf).
 	settings() []string
-	// incremental says why an incremental backup cannot be taken (nil: it can).
-	incremental() error
 }
 
 // madeFile is a small file the backup writes itself.
@@ -60,7 +57,6 @@ func (mariadbLayout) endFiles(mariadb.Info, mariadb.Coordinates) ([]srcFile, []m
 func (mariadbLayout) flavor() innodb.Flavor { return innodb.FlavorMariaDB }
 func (mariadbLayout) freeAsZeros() bool     { return true }
 func (mariadbLayout) settings() []string    { return xtrabackup.MyCnfKeys }
-func (mariadbLayout) incremental() error    { return nil }
 
 // mysqlLayout is MySQL 8.0.30+'s: mysql.ibd and general tablespaces at the top of the
 // datadir, undo_NNN and *.ibu undo tablespaces, MyISAM and CSV files copied only under
@@ -87,10 +83,6 @@ func (mysqlLayout) flavor() innodb.Flavor { return innodb.FlavorMySQL }
 func (mysqlLayout) freeAsZeros() bool { return false }
 
 func (mysqlLayout) settings() []string { return xtrabackup.MySQLMyCnfKeys }
-
-func (mysqlLayout) incremental() error {
-	return errors.New("incremental backups of MySQL are not supported yet: take a full backup")
-}
 
 func (mysqlLayout) classify(_, name string) class {
 	ext := filepath.Ext(name)

@@ -23,9 +23,6 @@ func (*incrementalMode) smallChunks() bool { return true }
 func (*incrementalMode) roomKnown() bool   { return false }
 
 func (m *incrementalMode) begin(ctx context.Context, j *job) error {
-	if err := j.layout().incremental(); err != nil {
-		return err
-	}
 	if m.baseFor != nil {
 		b, err := m.baseFor(ctx, j.info.Vars["server_uid"])
 		if err != nil {

@@ -245,7 +245,8 @@ func ibdName(marker string) string {
 	return strings.TrimSuffix(marker, filepath.Ext(marker)) + ".ibd"
 }
 
-// isSystem says whether rel is a system or undo tablespace (never renamed or removed).
+// isSystem says whether rel is a system or undo tablespace (never renamed or removed):
+// ibdata*, MariaDB's undoNNN, MySQL's undo_NNN.
 func isSystem(rel string) bool {
 	if strings.Contains(rel, "/") {
 		return false
@@ -254,12 +255,14 @@ func isSystem(rel string) bool {
 		return true
 	}
 	n, ok := strings.CutPrefix(rel, "undo")
+	n = strings.TrimPrefix(n, "_")
 	return ok && n != "" && n[0] >= '0' && n[0] <= '9'
 }
 
-// isTablespace says whether rel names an InnoDB tablespace file.
+// isTablespace says whether rel names an InnoDB tablespace file (MySQL's undo
+// tablespaces made by CREATE UNDO TABLESPACE are *.ibu).
 func isTablespace(rel string) bool {
-	return strings.HasSuffix(rel, ".ibd") || isSystem(rel)
+	return strings.HasSuffix(rel, ".ibd") || strings.HasSuffix(rel, ".ibu") || isSystem(rel)
 }
 
 // touched records that the directory holding path changed.

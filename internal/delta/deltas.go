@@ -131,7 +131,7 @@ func (a *applier) newJob(x string, f *incFiles) (*job, error) {
 		return nil, fmt.Errorf("apply incremental: %s.meta: %w", x, err)
 	}
 	if !isTablespace(j.rel) {
-		return nil, fmt.Errorf("apply incremental: %s is not for a tablespace (*.ibd, ibdata*, undo*)", j.delta)
+		return nil, fmt.Errorf("apply incremental: %s is not for a tablespace (*.ibd, *.ibu, ibdata*, undo*)", j.delta)
 	}
 	return j, nil
 }
