@@ -119,7 +119,7 @@ func mysqlArgs(settings map[string]string, dir string) ([]string, error) {
 func (s stockRecoverer) recoverMySQL(ctx context.Context, job RecoverJob) error {
 	b, log := job.Backup, s.cfg.Log
 	if job.Force != 0 {
-		return errors.New("restoring some tables, or a chain, of a MySQL backup is not supported yet: restore the whole backup")
+		return errors.New("restoring some tables of a MySQL backup, or a chain whose incremental needs its base recovered first (one taken from a given LSN), is not supported yet: restore the whole backup, or take the incremental on the backup itself")
 	}
 	dir, _ := filepath.Abs(job.Dir)
 	dir, back, err := visibleDir(dir)
