@@ -153,7 +153,7 @@ func TestMySQL(t *testing.T) {
 	src.Exec(t, "CREATE USER weak@'%' IDENTIFIED WITH mysql_native_password BY 'bkpw'")
 	src.Exec(t, "GRANT RELOAD, PROCESS ON *.* TO weak@'%'")
 	weak := append(s.conn()[:4], "--user", "weak", "--password-file", s.pwFile)
-	wantFail(t, nil, "lacks BACKUP_ADMIN", append(append([]string{"backup"}, weak...), "--target-dir", filepath.Join(tmp, "weak"))...)
+	wantExit(t, wantFail(t, nil, "lacks BACKUP_ADMIN", append(append([]string{"backup"}, weak...), "--target-dir", filepath.Join(tmp, "weak"))...), 3)
 	if _, err := os.Stat(filepath.Join(tmp, "weak")); err == nil {
 		t.Error("a refused backup wrote its target")
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // BackupGrants are what a backup's user needs: BACKUP_ADMIN for LOCK INSTANCE FOR
@@ -28,8 +30,9 @@ func CheckGrants(ctx context.Context, db *sql.DB, user string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("user %q lacks %s: run GRANT %s ON *.* TO <user>; GRANT SELECT ON performance_schema.log_status TO <user>",
-		user, strings.Join(missing, ", "), strings.Join(BackupGrants, ", "))
+	// Marked as a refused connection, as MariaDB's missing privileges are (exit code 3).
+	return mariadb.Unreachable(fmt.Errorf("user %q lacks %s: run GRANT %s ON *.* TO <user>; GRANT SELECT ON performance_schema.log_status TO <user>",
+		user, strings.Join(missing, ", "), strings.Join(BackupGrants, ", ")))
 }
 
 // missingGrants is what of BackupGrants and SELECT on log_status the SHOW GRANTS lines
