@@ -136,33 +136,53 @@ type PrivateConfig struct {
 	ErrLog  string   // error log; default mariadbd.err in RunDir
 }
 
-// Private is a running private mariadbd.
+// Private is a running private server (mariadbd, or MySQL's mysqld: LaunchPrivate).
 type Private struct {
-	cfg    PrivateConfig
-	cmd    *exec.Cmd
-	done   chan error
-	Socket string
-	ErrLog string
-	db     *sql.DB
+	cfg     PrivateConfig
+	program string // "mariadbd", "mysqld": for messages
+	cmd     *exec.Cmd
+	done    chan error
+	Socket  string
+	ErrLog  string
+	db      *sql.DB
+}
+
+// SocketPath is where a private server of cfg listens.
+func (cfg PrivateConfig) SocketPath() string { return filepath.Join(cfg.RunDir, "m.sock") }
+
+// PidPath is where a private server of cfg writes its pid.
+func (cfg PrivateConfig) PidPath() string { return filepath.Join(cfg.RunDir, "m.pid") }
+
+// ErrLogPath is the error log of a private server of cfg: cfg.ErrLog, or program.err
+// in RunDir.
+func (cfg PrivateConfig) ErrLogPath(program string) string {
+	if cfg.ErrLog != "" {
+		return cfg.ErrLog
+	}
+	return filepath.Join(cfg.RunDir, program+".err")
 }
 
 // StartPrivate starts mariadbd with no networking, no binlog, no replica threads and
 // no grant checks on a private socket, and waits until it accepts connections.
 func StartPrivate(ctx context.Context, cfg PrivateConfig) (*Private, error) {
-	p := &Private{cfg: cfg, Socket: filepath.Join(cfg.RunDir, "m.sock"), ErrLog: cfg.ErrLog}
-	if p.ErrLog == "" {
-		p.ErrLog = filepath.Join(cfg.RunDir, "mariadbd.err")
-	}
 	args := append([]string{"--no-defaults"}, cfg.Args...)
 	// --skip-ssl: no networking, so no TLS; 11.4 otherwise makes a certificate at every
 	// start, seconds of CPU (a small prepare took 9.0 s with it, 0.66 s without).
-	args = append(args, "--datadir="+cfg.Datadir, "--socket="+p.Socket, "--skip-networking", "--skip-ssl",
-		"--pid-file="+filepath.Join(cfg.RunDir, "m.pid"), "--log-error="+p.ErrLog,
+	args = append(args, "--datadir="+cfg.Datadir, "--socket="+cfg.SocketPath(), "--skip-networking", "--skip-ssl",
+		"--pid-file="+cfg.PidPath(), "--log-error="+cfg.ErrLogPath("mariadbd"),
 		"--skip-log-bin", "--skip-slave-start", "--event-scheduler=OFF", "--skip-grant-tables",
 		"--wsrep-on=OFF", "--innodb-buffer-pool-load-at-startup=OFF", "--innodb-buffer-pool-dump-at-shutdown=OFF")
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
+	return LaunchPrivate(ctx, cfg, "mariadbd", args)
+}
+
+// LaunchPrivate starts cfg.Binary with args, which must make it listen on
+// cfg.SocketPath() only, log to cfg.ErrLogPath(program) and skip the grant tables, and
+// waits until root reaches it: the one private-server runner of both families.
+func LaunchPrivate(ctx context.Context, cfg PrivateConfig, program string, args []string) (*Private, error) {
+	p := &Private{cfg: cfg, program: program, Socket: cfg.SocketPath(), ErrLog: cfg.ErrLogPath(program)}
 	p.cmd = exec.Command(cfg.Binary, args...)
 	// Its own process group (a terminal's Ctrl-C goes to ferry, which shuts it down
 	// cleanly), and killed with ferry: a ferry killed with SIGKILL leaves no server
@@ -190,7 +210,7 @@ func (p *Private) waitReady(ctx context.Context) error {
 		case err := <-p.done:
 			db.Close()
 			p.done <- err
-			return fmt.Errorf("mariadbd exited during recovery (%v): %s", err, p.LogErrors())
+			return fmt.Errorf("%s exited during recovery (%v): %s", p.program, err, p.LogErrors())
 		case <-ctx.Done():
 			db.Close()
 			return ctx.Err()
@@ -218,12 +238,12 @@ func (p *Private) Shutdown(ctx context.Context) error {
 	select {
 	case err := <-p.done:
 		if err != nil {
-			return fmt.Errorf("mariadbd shutdown failed (%v): %s", err, p.LogErrors())
+			return fmt.Errorf("%s shutdown failed (%v): %s", p.program, err, p.LogErrors())
 		}
 		return nil
 	case <-ctx.Done():
 		p.kill()
-		return fmt.Errorf("mariadbd did not shut down: %w", ctx.Err())
+		return fmt.Errorf("%s did not shut down: %w", p.program, ctx.Err())
 	}
 }
 

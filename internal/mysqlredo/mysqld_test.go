@@ -21,23 +21,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-backup/ferry/internal/testdb"
 	"github.com/go-sql-driver/mysql"
 )
 
-// A private MySQL 8.0 harness until testdb.StartMySQL lands.
+// A private MySQL 8.0 harness: these tests start mysqld with options testdb.StartMySQL
+// does not give (redo checksums off, a redo log consumer, redo disabled).
 
-const mysqlBase = "/opt/mysql-8.0"
+// mysqlBase is MySQL 8.0's installation: FERRY_MYSQL_80 or /opt/mysql-8.0.
+func mysqlBase() string { return testdb.BasedirMySQL80() }
 
-// needMySQL skips the test without /opt/mysql-8.0, or fails it under CI.
-func needMySQL(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(mysqlBase, "bin/mysqld")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("MySQL 8.0 is missing: %v", err)
-		}
-		t.Skipf("MySQL 8.0 is missing (%v): unpack it to %s", err, mysqlBase)
-	}
-}
+// needMySQL stops the test without MySQL 8.0 as testdb's rule says (it fails under CI,
+// whose .ci/run installs it).
+func needMySQL(t *testing.T) { testdb.NeedMySQL80(t) }
 
 // mysqlServer is a private mysqld started by a test.
 type mysqlServer struct {
@@ -63,8 +59,8 @@ func shortDir(t *testing.T) string {
 // initDatadir initializes a new datadir with an insecure root.
 func initDatadir(t *testing.T, datadir string) {
 	t.Helper()
-	out, err := exec.Command(filepath.Join(mysqlBase, "bin/mysqld"), "--no-defaults", "--initialize-insecure",
-		"--basedir="+mysqlBase, "--datadir="+datadir, "--lc-messages-dir="+mysqlBase+"/share", "--user=root").CombinedOutput()
+	out, err := exec.Command(filepath.Join(mysqlBase(), "bin/mysqld"), "--no-defaults", "--initialize-insecure",
+		"--basedir="+mysqlBase(), "--datadir="+datadir, "--lc-messages-dir="+mysqlBase()+"/share", "--user=root").CombinedOutput()
 	if err != nil {
 		t.Fatalf("mysqld --initialize-insecure: %v\n%s", err, out)
 	}
@@ -87,7 +83,7 @@ func startMySQL(t *testing.T, datadir string, tcp bool, args ...string) *mysqlSe
 	t.Helper()
 	dir := shortDir(t)
 	s := &mysqlServer{datadir: datadir, socket: filepath.Join(dir, "s"), errLog: filepath.Join(dir, "err.log"), exited: make(chan struct{})}
-	argv := []string{"--no-defaults", "--basedir=" + mysqlBase, "--datadir=" + datadir, "--lc-messages-dir=" + mysqlBase + "/share",
+	argv := []string{"--no-defaults", "--basedir=" + mysqlBase(), "--datadir=" + datadir, "--lc-messages-dir=" + mysqlBase() + "/share",
 		"--user=root", "--mysqlx=OFF", "--socket=" + s.socket, "--log-error=" + s.errLog, "--pid-file=" + filepath.Join(dir, "pid"),
 		"--skip-log-bin", "--innodb-redo-log-capacity=8M", "--innodb-buffer-pool-size=64M"}
 	if tcp {
@@ -95,7 +91,7 @@ func startMySQL(t *testing.T, datadir string, tcp bool, args ...string) *mysqlSe
 	} else {
 		argv = append(argv, "--skip-networking")
 	}
-	s.cmd = exec.Command(filepath.Join(mysqlBase, "bin/mysqld"), append(argv, args...)...)
+	s.cmd = exec.Command(filepath.Join(mysqlBase(), "bin/mysqld"), append(argv, args...)...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

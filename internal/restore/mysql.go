@@ -157,7 +157,7 @@ func (s stockRecoverer) recoverMySQL(ctx context.Context, job RecoverJob) error 
 	}
 	t0 := time.Now()
 	log.Info("prepare: running crash recovery with the stock server", "mysqld", job.Bin, "dir", dir, "end_lsn", b.Manifest.EndLSN)
-	p, err := mysql.StartPrivate(ctx, mysql.PrivateConfig{Binary: job.Bin, Datadir: dir, RunDir: run, Args: args, ErrLog: job.ErrLog})
+	p, err := mysql.StartPrivate(ctx, mariadb.PrivateConfig{Binary: job.Bin, Datadir: dir, RunDir: run, Args: args, ErrLog: job.ErrLog})
 	if err != nil {
 		return fmt.Errorf("prepare %s: %w", dir, err)
 	}
