@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -38,6 +39,7 @@ func TestMySQL80(t *testing.T) {
 	t.Run("BackupRestore", func(t *testing.T) { testBackupRestore(t, template) })
 	t.Run("Lapped", func(t *testing.T) { testLapped(t, template) })
 	t.Run("Consumer", func(t *testing.T) { testConsumer(t, template) })
+	t.Run("Archive", func(t *testing.T) { testArchive(t, template) })
 	t.Run("RedoDisabled", func(t *testing.T) { testRedoDisabled(t, template) })
 }
 
@@ -589,4 +591,83 @@ func testRedoDisabled(t *testing.T, template string) {
 	}
 	t.Logf("copy during disabled redo: %v", err)
 	s.exec(t, "ALTER INSTANCE ENABLE INNODB REDO_LOG")
+}
+
+// heldWriter blocks a write once hold says so, until gate is closed.
+type heldWriter struct {
+	w    io.Writer
+	hold func() bool
+	gate chan struct{}
+	held atomic.Bool
+}
+
+func (h *heldWriter) Write(b []byte) (int, error) {
+	if h.hold != nil && h.hold() {
+		h.held.Store(true)
+		<-h.gate
+	}
+	return h.w.Write(b)
+}
+
+// testArchive: a copy that follows the server's redo log archive is held once it
+// reached the archive, while the server writes three times its redo capacity (which
+// laps a copy of the files, testLapped); released, it completes, and the backup
+// restores to exactly what the lock saw.
+func testArchive(t *testing.T, template string) {
+	s := newServer(t, template)
+	srv := StatusLSN{DB: s.db}
+	dirs := t.TempDir() // 0700, outside the datadir
+	s.exec(t, "SET GLOBAL innodb_redo_log_archive_dirs = 'ferry:"+dirs+"'")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := StartArchive(ctx, conn, ArchiveDir{Label: "ferry", Dir: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := t.TempDir()
+	f, err := os.Create(filepath.Join(backup, "xtrabackup_logfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := &heldWriter{w: f, gate: make(chan struct{})}
+	tl, err := Open(Config{Dir: s.redoDir(), Out: out, Server: srv, Creator: "xtrabkup ferry-test", Poll: 10 * time.Millisecond, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.hold = func() bool { at := tl.ArchiveStart(); return at != 0 && tl.Copied() >= at }
+	a := tl.Start().LSN
+	done := runTailer(ctx, tl)
+	load := startLoad(s.db, 4)
+	defer load.stop()
+	waitLSN(t, srv, a+capacity, time.Minute)
+	copyLive(t, s.datadir, filepath.Join(backup, "data"))
+	waitLSN(t, srv, tl.Copied()+3*capacity, time.Minute)
+	if !out.held.Load() {
+		t.Fatalf("the copy was never held (archive start %d, copied %d)", tl.ArchiveStart(), tl.Copied())
+	}
+	held := tl.Copied()
+	close(out.gate)
+	lock, e := consistentPoint(t, s)
+	tl.StopAt(e)
+	waitRun(t, "archived copy", done)
+	if err := load.stop(); err != nil {
+		t.Fatalf("workload: %v", err)
+	}
+	t.Logf("A %d, archive from %d, held at %d, E %d: %.1f capacities copied from the archive after the hold",
+		a, tl.ArchiveStart(), held, e, float64(e-held)/capacity)
+	checkCopy(t, f.Name(), a, e)
+	if err := arch.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dirs); len(left) != 0 {
+		t.Errorf("Stop left %d entries in the archive directory", len(left))
+	}
+	s.stop(t)
+	restored := restoreAndStart(t, "archived", filepath.Join(backup, "data"), f.Name(), e, defaultLayout())
+	checkRestored(t, restored, lock, a, e)
 }

@@ -52,7 +52,7 @@ func (e *OverwrittenError) explain() error {
 
 // corruptError builds the error for a block that stayed invalid below the server's
 // flushed LSN.
-func corruptError(lsn uint64, f *File, reason string) error {
+func corruptError(lsn uint64, f *openFile, reason string) error {
 	return fmt.Errorf("%w: block at LSN %d (offset %d of %s, below the server's flushed LSN): %s",
-		ErrCorrupt, lsn, HeaderSize+lsn-f.StartLSN, f.Path, reason)
+		ErrCorrupt, lsn, f.offset(lsn), f.Path, reason)
 }

@@ -31,6 +31,7 @@ type fakeServer struct {
 	lieCalls int    // how many calls lie
 	// afterWrite, if set, runs at the end of each LSNs call.
 	afterWrite func()
+	arch       *fakeArchive // archives the log written, if set
 }
 
 // newFakeServer creates a log whose first file starts at start (a multiple of
@@ -96,6 +97,9 @@ func (s *fakeServer) LSNs(context.Context) (uint64, uint64, error) {
 	}
 	if s.lsn < s.total {
 		s.writeTo(min(advanceLSN(s.lsn, n), s.total))
+	}
+	if s.arch != nil {
+		s.arch.archive(false)
 	}
 	if s.afterWrite != nil {
 		s.afterWrite()
@@ -207,4 +211,56 @@ func wantLog(h Header, a, e, written uint64, creator string) []byte {
 		out = append(out, fakeBlock(bs, written)...)
 	}
 	return out
+}
+
+// fakeArchive is fakeServer's redo log archive (an ArchiveSource): a 4 KiB zero
+// header, then from the block of the LSN written when it starts, every block the
+// fake has filled; Flush also writes the block being filled, which a later round
+// writes again, full.
+type fakeArchive struct {
+	s       *fakeServer
+	path    string
+	start   uint64
+	next    uint64 // the next block to archive
+	flushes int
+}
+
+// startArchive starts archiving s from the block being written.
+func (s *fakeServer) startArchive() *fakeArchive {
+	a := &fakeArchive{s: s, path: filepath.Join(s.t.TempDir(), "archive.fake.000001.log"), start: s.lsn / BlockSize * BlockSize}
+	a.next = a.start
+	if err := os.WriteFile(a.path, make([]byte, ArchiveHeaderSize), 0o440); err != nil {
+		s.t.Fatal(err)
+	}
+	s.arch = a
+	return a
+}
+
+func (a *fakeArchive) Path() string { return a.path }
+
+func (a *fakeArchive) Flush(context.Context) error {
+	a.flushes++
+	a.archive(true)
+	return nil
+}
+
+// archive appends the blocks filled since the last call, and the partial one too.
+func (a *fakeArchive) archive(partial bool) {
+	for ; a.next+BlockSize <= a.s.lsn; a.next += BlockSize {
+		a.write(a.next)
+	}
+	if partial {
+		a.write(a.next)
+	}
+}
+
+func (a *fakeArchive) write(bs uint64) {
+	f, err := os.OpenFile(a.path, os.O_WRONLY, 0)
+	if err != nil {
+		a.s.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(fakeBlock(bs, a.s.lsn), int64(ArchiveHeaderSize+bs-a.start)); err != nil {
+		a.s.t.Fatal(err)
+	}
 }

@@ -33,6 +33,9 @@ func (t *Tailer) Run(ctx context.Context) (err error) {
 	var end uint64
 	defer func() {
 		t.file.fh.Close()
+		if t.arch != nil && t.arch != t.file {
+			t.arch.fh.Close()
+		}
 		t.prog.finish(end, err)
 	}()
 	if _, err := t.cfg.Out.Write(BackupHeader(t.head, t.a, t.cfg.Creator)); err != nil {
@@ -64,7 +67,10 @@ func (t *Tailer) step(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("mysql redo tailer: %w", err)
 	}
 	t.srvAt = current
-	progressed, err := t.round(flushed)
+	if err := t.followArchive(); err != nil {
+		return false, err
+	}
+	progressed, err := t.round(ctx, flushed)
 	if err != nil {
 		return false, err
 	}
@@ -89,21 +95,60 @@ func (t *Tailer) advance(ctx context.Context) error {
 
 // round copies what the server has flushed since the last round: whole blocks
 // below the flushed LSN, the next file at a file end, or the final block.
-func (t *Tailer) round(flushed uint64) (bool, error) {
+func (t *Tailer) round(ctx context.Context, flushed uint64) (bool, error) {
+	e, stopping := t.stop.get()
+	final := stopping && t.cur == e/BlockSize*BlockSize
 	if t.cur >= t.file.EndLSN {
-		if flushed <= t.cur {
+		switch {
+		case t.file == t.arch && final && flushed >= e:
+			return false, t.flushArchive(ctx) // the block of E is not archived yet
+		case t.file == t.arch || flushed <= t.cur:
 			return false, nil
 		}
 		return t.nextFile()
 	}
+	if final {
+		return t.finalBlock(ctx, flushed)
+	}
 	limit := min(flushed/BlockSize*BlockSize, t.file.EndLSN, t.cur+uint64(len(t.buf)))
-	if e, ok := t.stop.get(); ok {
-		limit = min(limit, e/BlockSize*BlockSize+BlockSize) // nothing past the block of E
+	if stopping {
+		limit = min(limit, e/BlockSize*BlockSize) // the block of E is finalBlock's
 	}
 	if limit > t.cur {
 		return t.copyBlocks(limit)
 	}
-	return t.finalBlock(flushed)
+	return false, nil
+}
+
+// followArchive switches the copy to Config.Archive once the archive's first block
+// is known and the copy has reached it, and refreshes how much the archive holds.
+func (t *Tailer) followArchive() error {
+	if t.cfg.Archive == nil {
+		return nil
+	}
+	if t.arch == nil {
+		a, err := openArchive(t.cfg.Archive.Path())
+		if err != nil || a == nil {
+			return err
+		}
+		t.arch = a
+		t.archStart.Store(a.StartLSN)
+	}
+	if t.file != t.arch && t.cur >= t.arch.StartLSN {
+		t.file.fh.Close()
+		t.file = t.arch
+	}
+	return t.arch.refresh()
+}
+
+// flushArchive asks the server to archive the block being filled, at most once a
+// second: the copy's last block is usually partial.
+func (t *Tailer) flushArchive(ctx context.Context) error {
+	if time.Since(t.archFlush) < time.Second {
+		return nil
+	}
+	t.archFlush = time.Now()
+	return t.cfg.Archive.Flush(ctx)
 }
 
 // copyBlocks copies the blocks from t.cur to limit, all below the flushed LSN and
@@ -156,7 +201,7 @@ func (t *Tailer) validPrefix(b []byte) (int, string, error) {
 // finalBlock copies the block holding the stop LSN E once the server has flushed
 // E, as it is on disk (data_len at least E%512). A block holding no data yet when
 // E is its first data byte is written as an empty block.
-func (t *Tailer) finalBlock(flushed uint64) (bool, error) {
+func (t *Tailer) finalBlock(ctx context.Context, flushed uint64) (bool, error) {
 	e, ok := t.stop.get()
 	if !ok || e/BlockSize*BlockSize != t.cur || flushed < e {
 		return false, nil
@@ -174,6 +219,8 @@ func (t *Tailer) finalBlock(flushed uint64) (bool, error) {
 		b, info.dataLen = emptyBlock(t.cur), blockHdrSize
 	case info.kind == blockAhead:
 		return false, t.lapped(info.reason)
+	case info.kind == blockValid && t.file == t.arch:
+		return false, t.flushArchive(ctx) // archived partial, before E was written
 	case info.kind == blockValid:
 		return false, t.invalid(t.cur, false, fmt.Sprintf("data_len %d ends before the stop LSN %d", info.dataLen, e))
 	default:
@@ -233,7 +280,7 @@ func (t *Tailer) invalid(lsn uint64, progressed bool, reason string) error {
 	if lost := t.fileLost(); lost != "" {
 		return t.lapped(fmt.Sprintf("%s, and the block at LSN %d is %s", lost, lsn, reason))
 	}
-	return corruptError(lsn, &t.file.File, reason)
+	return corruptError(lsn, t.file, reason)
 }
 
 // lapped builds the error for a log the server overwrote before it was copied.
@@ -244,6 +291,12 @@ func (t *Tailer) lapped(detail string) error {
 // fileLost says how the open file stopped being the server's file for its LSN
 // range (removed, recycled, reused), or "" if it still is.
 func (t *Tailer) fileLost() string {
+	if t.file == t.arch {
+		if _, err := os.Stat(t.file.Path); err != nil {
+			return "the server deleted its redo log archive (the session that started it ended)"
+		}
+		return "" // an archive is only appended to
+	}
 	st, err := os.Stat(t.file.Path)
 	if err != nil {
 		return "the server removed or recycled the file"
@@ -264,12 +317,14 @@ func (t *Tailer) fileLost() string {
 // checkEnd fails if the server disabled redo logging: the header of the file being
 // read or of the newest file says so.
 func (t *Tailer) checkEnd() error {
-	f, err := readFile(t.file.Path, t.file.ID)
-	if err == nil {
-		err = checkFlags(f)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	if t.file != t.arch {
+		f, err := readFile(t.file.Path, t.file.ID)
+		if err == nil {
+			err = checkFlags(f)
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	files, err := ListFiles(t.cfg.Dir)
 	if err != nil {
@@ -299,4 +354,4 @@ func (t *Tailer) idle(ctx context.Context) error {
 }
 
 // offset returns the file offset of lsn, which lies in f's range.
-func (f *openFile) offset(lsn uint64) int64 { return int64(HeaderSize + lsn - f.StartLSN) }
+func (f *openFile) offset(lsn uint64) int64 { return f.base + int64(lsn-f.StartLSN) }

@@ -33,6 +33,12 @@ type Config struct {
 	// e.g. (*Consumer).Advance: a redo log consumer registered on the server then
 	// keeps it from recycling what is not copied yet. An error ends Run.
 	Advance func(ctx context.Context, lsn uint64) error
+	// Archive, if set, is a redo log archive the server started for this copy
+	// (StartArchive): once the copy reaches the archive's first block, it reads the
+	// archive instead of the redo files, which the server cannot overwrite before
+	// they are archived. The log from A to the archive's start is read from the
+	// files first.
+	Archive ArchiveSource
 }
 
 // Tailer copies the redo log of a running MySQL 8.0.30+ server, from its newest
@@ -51,12 +57,18 @@ type Tailer struct {
 	srvAt uint64 // the server's current LSN at the last poll, for errors
 	// advanced is the last LSN passed to Config.Advance.
 	advanced uint64
+	// arch is the archive file once its first block is known; archStart publishes
+	// that block's LSN (0 before). archFlush is when Config.Archive was last flushed.
+	arch      *openFile
+	archStart atomic.Uint64
+	archFlush time.Time
 }
 
-// openFile is the redo file Run reads from.
+// openFile is the redo file (or archive file) Run reads from.
 type openFile struct {
 	File
-	fh *os.File
+	fh   *os.File
+	base int64 // file offset of StartLSN: HeaderSize, or ArchiveHeaderSize in an archive
 }
 
 // Open finds the newest checkpoint A in cfg.Dir and opens the redo file that
@@ -130,7 +142,7 @@ func openRedoFile(path string, id uint64) (*openFile, error) {
 		fh.Close()
 		return nil, err
 	}
-	return &openFile{File: f, fh: fh}, nil
+	return &openFile{File: f, fh: fh, base: HeaderSize}, nil
 }
 
 // Header returns the header of the server's redo file that holds the start checkpoint.
@@ -156,6 +168,10 @@ func (t *Tailer) Copied() uint64 { return t.prog.copied.Load() }
 func (t *Tailer) WaitCopied(ctx context.Context, lsn uint64) error {
 	return t.prog.wait(ctx, lsn)
 }
+
+// ArchiveStart returns the LSN of the first block of Config.Archive once the copy
+// knows it, else 0: from there on the log cannot be lost.
+func (t *Tailer) ArchiveStart() uint64 { return t.archStart.Load() }
 
 // EndLSN returns E, the StopAt LSN (at least A), once Run has returned nil; else 0.
 func (t *Tailer) EndLSN() uint64 { return t.prog.endLSN() }

@@ -245,6 +245,37 @@ func TestTailerLappedByBurst(t *testing.T) {
 	checkLapped(t, run(t, tl), tl, "")
 }
 
+// TestTailerFollowsArchive: a burst that consumes and reuses the files (it laps a
+// copy of the files, TestTailerLappedByBurst) does not lap a copy that follows the
+// server's archive, whether the archive starts at the checkpoint's block or later;
+// the copy ends with the partial block the archive's flush wrote.
+func TestTailerFollowsArchive(t *testing.T) {
+	for _, later := range []int{0, 3000} {
+		s := newFakeServer(t, testFileSize, testStart, testCP)
+		s.keep, s.chunk = 3, 2000
+		s.burst, s.burstLen = 4, 10*testFileSize
+		s.writeTo(advanceLSN(s.lsn, later))
+		arch := s.startArchive()
+		out := new(bytes.Buffer)
+		tl, err := Open(Config{Dir: s.dir, Out: out, Server: s, Creator: testCreator, Poll: time.Millisecond, Archive: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := advanceLSN(testCP, 12*testFileSize)
+		if total%BlockSize == blockHdrSize {
+			total++
+		}
+		stopWhenWritten(s, tl, total, func(end uint64) uint64 { return end })
+		if err := run(t, tl); err != nil {
+			t.Fatalf("archive from %d bytes past A: Run: %v", later, err)
+		}
+		if tl.ArchiveStart() != arch.start || arch.start < testCP/BlockSize*BlockSize || arch.flushes == 0 {
+			t.Fatalf("archive start %d (fake %d, A %d), %d flushes", tl.ArchiveStart(), arch.start, testCP, arch.flushes)
+		}
+		checkOutput(t, out.Bytes(), tl, total, total)
+	}
+}
+
 func TestTailerNextFileGone(t *testing.T) {
 	s := newFakeServer(t, testFileSize, testStart, testCP)
 	s.chunk = 2000
