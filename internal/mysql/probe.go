@@ -67,7 +67,9 @@ func parseVersion(info *mariadb.Info) error {
 	info.Minor, _ = strconv.Atoi(m[2])
 	info.Patch, _ = strconv.Atoi(m[3])
 	if info.Major < 8 || (info.Major == 8 && info.Minor == 0 && info.Patch < 30) {
-		return fmt.Errorf("MySQL %d.%d.%d is not supported: ferry reads the redo layout of 8.0.30 and later (#innodb_redo); use Percona XtraBackup of the same version", info.Major, info.Minor, info.Patch)
+		// One line, what is wrong and what to do: ferry backup prints it as it is, before
+		// anything is copied (TestRefusesMySQL8015 runs it on 8.0.15).
+		return fmt.Errorf("MySQL %d.%d.%d is not supported: its redo log is in ib_logfile0/1, and ferry reads only the #innodb_redo layout of MySQL 8.0.30 and later; upgrade the server to 8.0.30 or later, or back it up with Percona XtraBackup for its version", info.Major, info.Minor, info.Patch)
 	}
 	return nil
 }
