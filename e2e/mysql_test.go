@@ -191,16 +191,33 @@ func TestMySQL(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
+	if !strings.Contains(res.stderr, "no redo log archive directory") {
+		t.Errorf("the backup of a server without innodb_redo_log_archive_dirs does not say it reads the redo files:\n%s", tail(res.stderr, 20))
+	}
+	// From here the server archives its redo for every copy (--redo-archive auto):
+	// the copies read it from the archive, which the server keeps until they do.
+	archive := filepath.Join(tmp, "redo-archive")
+	if err := os.Mkdir(archive, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src.Exec(t, "SET GLOBAL innodb_redo_log_archive_dirs = ?", "backups:"+archive)
+	src.Exec(t, "GRANT INNODB_REDO_LOG_ARCHIVE ON *.* TO bk@'%'")
 	streamed := filepath.Join(tmp, "streamed")
 	// The link stalls after the stream's first bytes until the server wrote three times
-	// its 8M redo capacity: the redo copy spools locally, so the log laps while the end
-	// takes nothing, and the backup does not lose the race.
+	// its 8M redo capacity: the redo copy spools locally (and follows the archive), so
+	// the log laps while the end takes nothing, and the backup does not lose the race.
 	from := s.lsn(t)
 	p := pipelineThrough(t, append([]string{"backup", "--stream"}, s.conn()...),
 		[]string{"restore", "--from", "-", "--datadir", streamed}, false,
 		func(w io.Writer) io.Writer { return &stallWriter{w: w, until: s.lapped(from + 3*8<<20)} }, 3*time.Minute)
 	if n := redoBytes(t, p.backup.stderr); n <= 3*8<<20 {
 		t.Errorf("the stream's redo copy is %d bytes, less than the 3 laps of the server's 8M log written while the link stalled", n)
+	}
+	if !strings.Contains(p.backup.stderr, "copied from the server's redo log archive") {
+		t.Errorf("the stream's redo copy did not follow the server's redo log archive:\n%s", tail(p.backup.stderr, 20))
+	}
+	if left, _ := os.ReadDir(archive); len(left) != 0 {
+		t.Errorf("the backup left %d entries in the redo archive directory", len(left))
 	}
 	if !regexp.MustCompile(`commits were blocked.*for=`).MatchString(p.backup.stderr) {
 		t.Errorf("the backup with a MyISAM table does not say how long commits were blocked:\n%s", tail(p.backup.stderr, 20))

@@ -121,6 +121,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.pace, "pace", "auto", "auto: copy at full speed while the server's writes hold, back off while they fall a quarter below their rate before the copy (an idle server's copy is never slowed); off: always full speed. --max-rate and --max-impact replace it")
 	f.Float64Var(&fl.maxImpact, "max-impact", 0, "percent of the server's write throughput the backup may cost: the copy slows while writes fall further below their rate without it (measured in short pauses; default: not watched)")
 	addSpoolFlags(f, &cfg.Spool)
+	addRedoArchiveFlag(f, &cfg.RedoArchive)
 	f.BoolVar(&cfg.KeepFreePages, "keep-free-pages", false, "copy the pages InnoDB marks free as they are, instead of storing them as zeros (holes in a directory)")
 	f.BoolVar(&cfg.FullRedo, "full-redo", false, "keep the whole redo of the copy instead of copying changed pages again after a checkpoint (the three-stage copy, which a directory backup uses by default)")
 	f.StringVar(&fl.incBasedir, "incremental-basedir", "", "take an incremental on this backup directory (ferry's or mariadb-backup's, full or incremental): only the pages changed since")
@@ -221,6 +222,11 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 func addSpoolFlags(f *pflag.FlagSet, o *backup.SpoolOptions) {
 	f.StringVar(&o.Dir, "tmpdir", "", "where the redo copy spools while the destination is slower than the server's redo (default the system temp dir)")
 	f.Var(byteSize{&o.Max}, "max-spool", "most redo the spool may hold, e.g. 20G (default nine tenths of the space free in --tmpdir)")
+}
+
+// addRedoArchiveFlag adds --redo-archive, for backup and serve.
+func addRedoArchiveFlag(f *pflag.FlagSet, v *string) {
+	f.StringVar(v, "redo-archive", backup.RedoArchiveAuto, "MySQL: copy the redo from the server's redo log archive, which the server keeps until it is read (auto: when innodb_redo_log_archive_dirs is set and the user has INNODB_REDO_LOG_ARCHIVE; off; or the label of the directory to use, required then)")
 }
 
 // applyIncremental checks the incremental flags and sets the base they name (a

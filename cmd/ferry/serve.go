@@ -49,6 +49,7 @@ func newServeCmd(g *globals) *cobra.Command {
 	f.Float64Var(&impact, "max-impact", 0, "percent of the server's write throughput a clone may cost: the copy slows down while writes fall further (default: not watched)")
 	f.Var(byteSize{&cfg.Memory}, "max-memory", fmt.Sprintf("memory for data not yet acknowledged by the recipient, per clone (default %s)", sizeText(defaults.CloneMemory)))
 	addSpoolFlags(f, &cfg.Backup.Spool)
+	addRedoArchiveFlag(f, &cfg.Backup.RedoArchive)
 	f.IntVar(&cfg.Backup.Parallel, "parallel", defaults.DonorParallel(), "parallel copy workers: one per core (ferry backup's default is 1, which spares a busy server more)")
 	addMetricsListen(f, &metricsAddr)
 	f.BoolVar(&cfg.Once, "once", false, "serve one clone, then exit with its result")

@@ -67,6 +67,13 @@ type Config struct {
 	// FullRedo turns the three-stage copy off: the backup keeps the whole redo of
 	// the copy, even on an end that could take re-copied pages.
 	FullRedo bool
+	// RedoArchive says whether a MySQL server's redo log archive carries the redo copy
+	// (innodb_redo_log_archive_start; then the server cannot overwrite redo the copy
+	// has not read): "" or RedoArchiveAuto uses the first directory of
+	// innodb_redo_log_archive_dirs when the server has one and the user may
+	// (INNODB_REDO_LOG_ARCHIVE), RedoArchiveOff never, any other value is the label
+	// of the directory to use, and the backup fails if it cannot. MariaDB has none.
+	RedoArchive string
 	// KeepFreePages copies the pages of .ibd files that their extent descriptors mark
 	// free as they are, instead of storing zeros (freepages.go).
 	KeepFreePages bool

@@ -136,7 +136,7 @@ func withDefaults(cfg Config, md mode) Config {
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Server == nil {
-		cfg.Server = Detect(cfg.Conn, cfg.Log)
+		cfg.Server = Detect(cfg.Conn, cfg.Log, cfg.RedoArchive)
 	}
 	return cfg
 }

@@ -110,7 +110,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 // probeDonor checks the server ferry serve is attached to before accepting anyone:
 // the backup's own probe, whichever the server's family (backup.Detect).
 func probeDonor(ctx context.Context, c mariadb.ConnConfig, log *slog.Logger) (donorInfo, error) {
-	s, err := backup.Detect(c, log).Connect(ctx)
+	s, err := backup.Detect(c, log, backup.RedoArchiveOff).Connect(ctx)
 	if err != nil {
 		return donorInfo{}, err
 	}
