@@ -21,17 +21,20 @@ import (
 //     operations that bypass the redo wait while the copy runs; DML and commits do not.
 //   - FLUSH and BLOCK_DDL add nothing (the instance lock already holds DDL off).
 //   - BLOCK_COMMIT takes FLUSH TABLES WITH READ LOCK only if the server has non-InnoDB
-//     tables (MyISAM and the like, whose files are copied under it); else commits never
-//     wait.
+//     tables (MyISAM and the like, whose files are copied under it), within FTWRLLimits;
+//     else commits never wait.
 //   - ReadEnd reads the end point from performance_schema.log_status.
 //   - END releases both.
 type BackupLock struct {
+	db      *sql.DB
 	conn    *sql.Conn
+	connID  uint64 // conn's server connection id
+	ftwrl   FTWRLLimits
 	datadir string
 	binlogs string // the binlog's directory; "" without a binlog
 	log     *slog.Logger
 	stage   mariadb.Stage
-	ftwrl   bool
+	flushed bool      // FLUSH TABLES WITH READ LOCK is held
 	blocked time.Time // when FLUSH TABLES WITH READ LOCK was granted
 }
 
@@ -47,7 +50,11 @@ func NewBackupLock(ctx context.Context, db *sql.DB, info mariadb.Info, log *slog
 		conn.Close()
 		return nil, fmt.Errorf("set lock_wait_timeout: %w", err)
 	}
-	l := &BackupLock{conn: conn, datadir: info.Datadir, log: log}
+	l := &BackupLock{db: db, conn: conn, datadir: info.Datadir, log: log, ftwrl: DefaultFTWRLLimits()}
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&l.connID); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open backup-lock connection: %w", err)
+	}
 	if on(info.Vars["log_bin"]) && info.Vars["log_bin_basename"] != "" {
 		l.binlogs = filepath.Dir(info.Vars["log_bin_basename"])
 	}
@@ -83,20 +90,20 @@ func (l *BackupLock) blockCommits(ctx context.Context) error {
 		l.log.Info("only InnoDB tables: commits are not blocked; the end point comes from performance_schema.log_status")
 		return nil
 	}
-	if err := l.exec(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+	if err := l.flushWithReadLock(ctx); err != nil {
 		return err
 	}
-	l.ftwrl, l.blocked = true, time.Now()
+	l.flushed, l.blocked = true, time.Now()
 	l.log.Info("non-InnoDB tables: commits blocked by FLUSH TABLES WITH READ LOCK while their files are copied", "tables", list(others))
 	return nil
 }
 
 func (l *BackupLock) release(ctx context.Context) error {
-	if l.ftwrl {
+	if l.flushed {
 		if err := l.exec(ctx, "UNLOCK TABLES"); err != nil {
 			return err
 		}
-		l.ftwrl = false
+		l.flushed = false
 		l.log.Info("commits were blocked", "for", time.Since(l.blocked).Round(time.Microsecond))
 	}
 	return l.exec(ctx, "UNLOCK INSTANCE")
