@@ -43,10 +43,10 @@ func TestFTWRLNeverStallsWrites(t *testing.T) {
 	// one 100 ms old can show 1, never 2.
 	limits := FTWRLLimits{LongQuery: 2 * time.Second, Grant: time.Second, Patience: 4 * time.Second, Poll: 100 * time.Millisecond}
 	// lockWith starts a sequence, a statement reading m.t sleeping for sleep, waits
-	// until it has run for age, then enters BLOCK_COMMIT; it returns the sequence's
-	// error, how long BLOCK_COMMIT took, whether a write to m.w made during it (after
-	// write) ended before the sleeper, and the log.
-	lockWith := func(t *testing.T, sleep, age, write time.Duration) (error, time.Duration, bool, string) {
+	// until it has run for age, then enters BLOCK_COMMIT; it returns how long
+	// BLOCK_COMMIT took, whether a write to m.w made during it (after write) ended before
+	// the sleeper, the log, and the sequence's error.
+	lockWith := func(t *testing.T, sleep, age, write time.Duration) (time.Duration, bool, string, error) {
 		var logs bytes.Buffer
 		l, err := NewBackupLock(ctx, db, info, slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
@@ -95,11 +95,11 @@ func TestFTWRLNeverStallsWrites(t *testing.T) {
 		}
 		ended := <-sleeper
 		wg.Wait()
-		return err, took, wrote.Before(ended), logs.String()
+		return took, wrote.Before(ended), logs.String(), err
 	}
 
 	t.Run("seen first", func(t *testing.T) {
-		err, took, wroteFirst, log := lockWith(t, 4*time.Second, 2500*time.Millisecond, 200*time.Millisecond)
+		took, wroteFirst, log, err := lockWith(t, 4*time.Second, 2500*time.Millisecond, 200*time.Millisecond)
 		if err != nil || took < time.Second || !strings.Contains(log, "waiting for a long statement") {
 			t.Fatalf("BLOCK_COMMIT: %v after %v\n%s", err, took, log)
 		}
@@ -111,7 +111,7 @@ func TestFTWRLNeverStallsWrites(t *testing.T) {
 		}
 	})
 	t.Run("too young to be seen", func(t *testing.T) {
-		err, took, wroteFirst, log := lockWith(t, 4*time.Second, 100*time.Millisecond, 300*time.Millisecond)
+		took, wroteFirst, log, err := lockWith(t, 4*time.Second, 100*time.Millisecond, 300*time.Millisecond)
 		if err != nil || !strings.Contains(log, "not granted in time") || took < 2*time.Second {
 			t.Fatalf("BLOCK_COMMIT: %v after %v\n%s", err, took, log)
 		}
@@ -120,7 +120,7 @@ func TestFTWRLNeverStallsWrites(t *testing.T) {
 		}
 	})
 	t.Run("outlives patience", func(t *testing.T) {
-		err, took, wroteFirst, log := lockWith(t, 20*time.Second, 2500*time.Millisecond, 200*time.Millisecond)
+		took, wroteFirst, log, err := lockWith(t, 20*time.Second, 2500*time.Millisecond, 200*time.Millisecond)
 		if err == nil || !strings.Contains(err.Error(), "SELECT SLEEP") || took > 10*time.Second {
 			t.Fatalf("BLOCK_COMMIT = %v after %v, want a failure naming the statement within the patience\n%s", err, took, log)
 		}
