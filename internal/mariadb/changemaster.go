@@ -97,7 +97,13 @@ func (c ChangeMaster) head() string {
 }
 
 // quote is s as an SQL string literal.
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+func quote(s string) string { return QuoteString(s) }
+
+// QuoteString is s as a single-quoted SQL string literal for the default sql_mode
+// (backslashes are escapes): every backslash doubled, every quote doubled.
+func QuoteString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}
 
 // ReplicaSetup is what makes a server a replica from the GTID position gtid with c:
 // the statements, each ending in a semicolon, for a person to run on it.

@@ -63,9 +63,9 @@ func TestMissingGrants(t *testing.T) {
 }
 
 func TestReplicaSetup(t *testing.T) {
-	src := Source{Host: "db1", Port: 3306, User: "repl", Password: "it's"}
+	src := Source{Host: "db1", Port: 3306, User: "repl", Password: `it's a\b`}
 	got := ReplicaSetup("8.0.31", "u:1-5", src)
-	if got[0] != "RESET MASTER;" || got[1] != "SET GLOBAL gtid_purged = 'u:1-5';" || !strings.Contains(got[2], `SOURCE_PASSWORD='it\'s'`) || !strings.Contains(got[2], "SOURCE_AUTO_POSITION=1") || got[3] != "START REPLICA;" {
+	if got[0] != "RESET MASTER;" || got[1] != "SET GLOBAL gtid_purged = 'u:1-5';" || !strings.Contains(got[2], `SOURCE_PASSWORD='it''s a\\b'`) || !strings.Contains(got[2], "SOURCE_AUTO_POSITION=1") || got[3] != "START REPLICA;" {
 		t.Errorf("8.0: %q", got)
 	}
 	for _, v := range []string{"8.4.3", "9.7.0"} {

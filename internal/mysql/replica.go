@@ -36,17 +36,15 @@ func ReplicaSetup(version, gtid string, src Source) []string {
 	}
 	return []string{
 		reset,
-		fmt.Sprintf("SET GLOBAL gtid_purged = '%s';", quote(gtid)),
-		fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST='%s', SOURCE_PORT=%d, SOURCE_USER='%s', SOURCE_PASSWORD='%s', SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1;",
+		fmt.Sprintf("SET GLOBAL gtid_purged = %s;", quote(gtid)),
+		fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%d, SOURCE_USER=%s, SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1;",
 			quote(src.Host), src.Port, quote(src.User), quote(src.Password)),
 		"START REPLICA;",
 	}
 }
 
-// quote escapes s for a single-quoted SQL string.
-func quote(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
-}
+// quote is s as an SQL string literal.
+func quote(s string) string { return mariadb.QuoteString(s) }
 
 // StartReplica makes the server db reaches (a new copy of a backup of a server of
 // version) a replica of src from gtid, with ReplicaSetup's statements, and waits until

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
 )
 
 // ArchiveHeaderSize is the size of the zero header that starts a redo log archive
@@ -60,8 +62,8 @@ type Archive struct {
 // that the server can write there) and starts archiving into it on conn, which it
 // owns from then on, also on failure: conn must stay open, and be used for nothing
 // else, until Stop. It fails unless this process can read the archive file.
-func StartArchive(ctx context.Context, conn *sql.Conn, d ArchiveDir) (a *Archive, err error) {
-	a = &Archive{conn: conn}
+func StartArchive(ctx context.Context, conn *sql.Conn, d ArchiveDir) (_ *Archive, err error) {
+	a := &Archive{conn: conn}
 	defer func() {
 		if err != nil {
 			a.Stop(context.WithoutCancel(ctx)) //nolint:errcheck // the start's error says more
@@ -74,7 +76,8 @@ func StartArchive(ctx context.Context, conn *sql.Conn, d ArchiveDir) (a *Archive
 	if _, err = conn.ExecContext(ctx, "SET SESSION sql_mode = ''"); err != nil {
 		return nil, fmt.Errorf("start the server's redo log archive: %w", err)
 	}
-	q := fmt.Sprintf("DO innodb_redo_log_archive_start('%s', '%s')", sqlString(d.Label), sqlString(filepath.Base(a.sub)))
+	// Literals: the function sees a placeholder's value as NULL when it is set up.
+	q := "DO innodb_redo_log_archive_start(" + mariadb.QuoteString(d.Label) + ", " + mariadb.QuoteString(filepath.Base(a.sub)) + ")"
 	if _, err = conn.ExecContext(ctx, q); err != nil {
 		return nil, fmt.Errorf("start the server's redo log archive in %s (needs the INNODB_REDO_LOG_ARCHIVE grant): %w", a.sub, err)
 	}
@@ -82,11 +85,6 @@ func StartArchive(ctx context.Context, conn *sql.Conn, d ArchiveDir) (a *Archive
 		return nil, err
 	}
 	return a, nil
-}
-
-// sqlString escapes s for a single-quoted SQL string.
-func sqlString(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s)
 }
 
 // makeArchiveSubdir makes a new 0700 directory in dir, owned by dir's owner when this

@@ -624,6 +624,17 @@ func testArchive(t *testing.T, template string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A label the server does not know: refused, and nothing left behind.
+	other, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartArchive(ctx, other, ArchiveDir{Label: "nope", Dir: dirs}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("StartArchive with an unknown label = %v", err)
+	}
+	if left, _ := os.ReadDir(dirs); len(left) != 0 {
+		t.Fatalf("a refused start left %d entries in the archive directory", len(left))
+	}
 	arch, err := StartArchive(ctx, conn, ArchiveDir{Label: "ferry", Dir: dirs})
 	if err != nil {
 		t.Fatal(err)
