@@ -16,11 +16,16 @@ func newExpireCmd(g *globals) *cobra.Command {
 	var days int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "expire --repo REPO (--keep-last N | --keep-days D) [--dry-run]",
+		Use:   "expire --repo REPO (--keep-last N | --keep-days D | --keep-daily N | --keep-weekly N | --keep-monthly N | --keep-yearly N)... [--dry-run]",
 		Short: "Delete the backups a retention policy lets go, and the debris of interrupted backups",
 		Example: `  ferry expire --repo s3://bucket/prod-db1 --keep-last 7 --keep-days 30
-  Keeps a backup if either rule keeps it, always the newest complete one, and any
+  ferry expire --repo s3://bucket/prod-db1 --keep-daily 7 --keep-weekly 5 --keep-monthly 12 --dry-run
+  Keeps a backup if any rule keeps it, always the newest complete one, and any
   backup still running; deletes a backup's manifest first, then its objects.
+  --keep-daily N keeps, for each of the last N days that have a complete backup, the
+  newest backup that ended that day (local time, TZ); --keep-weekly (ISO weeks),
+  --keep-monthly and --keep-yearly likewise, as restic's options do. Each kept backup
+  is printed with the rules that keep it ("keep ... (newest, last 1, daily 2026-11-28)").
   A kept incremental keeps the backups it applies on, down to its full backup
   ("keep ... (base of kept incremental ID)"); they do not count in --keep-last.
   The binlog archive keeps the files from the oldest kept backup's binlog position on (what
@@ -42,7 +47,7 @@ func newExpireCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			for _, e := range plan.Keep {
-				why := plan.KeptFor(e.ID)
+				why := plan.Why(e.ID)
 				if why != "" {
 					why = " (" + why + ")"
 				}
@@ -64,6 +69,10 @@ func newExpireCmd(g *globals) *cobra.Command {
 	rf.add(f)
 	f.IntVar(&p.KeepLast, "keep-last", 0, "keep the newest N complete backups")
 	f.IntVar(&days, "keep-days", 0, "keep complete backups that ended in the last D days")
+	f.IntVar(&p.KeepDaily, "keep-daily", 0, "keep the newest backup of each of the last N days that have one")
+	f.IntVar(&p.KeepWeekly, "keep-weekly", 0, "keep the newest backup of each of the last N ISO weeks that have one")
+	f.IntVar(&p.KeepMonthly, "keep-monthly", 0, "keep the newest backup of each of the last N months that have one")
+	f.IntVar(&p.KeepYearly, "keep-yearly", 0, "keep the newest backup of each of the last N years that have one")
 	f.BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
 }

@@ -22,6 +22,7 @@ func flagNames() setting.Names {
 		setting.IdentityFile:           "--identity-file",
 		setting.IncrementalBasedir:     "--incremental-basedir",
 		setting.IncrementalDir:         "--incremental-dir",
+		setting.KeepCalendar:           "--keep-daily/--keep-weekly/--keep-monthly/--keep-yearly",
 		setting.KeepDays:               "--keep-days",
 		setting.KeepLast:               "--keep-last",
 		setting.KeyFile:                "--key-file",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -13,18 +14,42 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Policy says which complete backups expire keeps; a backup kept by either rule stays.
+// Policy says which complete backups expire keeps; a backup kept by any rule stays.
 type Policy struct {
 	KeepLast   int           // the newest KeepLast complete backups
 	KeepWithin time.Duration // complete backups that ended less than this long ago
+	// KeepDaily, KeepWeekly, KeepMonthly and KeepYearly keep, for each of the last N
+	// days (ISO weeks, months, years) that have a complete backup, the newest backup
+	// that ended in it, as restic's --keep-daily and the like do. Days are those of
+	// Location (default the local time zone).
+	KeepDaily, KeepWeekly, KeepMonthly, KeepYearly int
+	Location                                       *time.Location
 }
 
 // Check refuses a policy that names no rule.
 func (p Policy) Check() error {
-	if p.KeepLast <= 0 && p.KeepWithin <= 0 {
-		return setting.Errorf("say what to keep: %s N and/or %s D (expire never guesses)", setting.KeepLast, setting.KeepDays)
+	if p.KeepLast <= 0 && p.KeepWithin <= 0 && p.KeepDaily <= 0 && p.KeepWeekly <= 0 && p.KeepMonthly <= 0 && p.KeepYearly <= 0 {
+		return setting.Errorf("say what to keep: %s N, %s D and/or %s N (expire never guesses)", setting.KeepLast, setting.KeepDays, setting.KeepCalendar)
 	}
 	return nil
+}
+
+// calendarRules are the policy's calendar rules: how many periods each keeps and the
+// name of the period a time falls in.
+func (p Policy) calendarRules() []calendarRule {
+	return []calendarRule{
+		{"daily", p.KeepDaily, func(t time.Time) string { return t.Format("2006-01-02") }},
+		{"weekly", p.KeepWeekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) }},
+		{"monthly", p.KeepMonthly, func(t time.Time) string { return t.Format("2006-01") }},
+		{"yearly", p.KeepYearly, func(t time.Time) string { return t.Format("2006") }},
+	}
+}
+
+// calendarRule keeps the newest backup of each of its last n periods.
+type calendarRule struct {
+	name   string
+	n      int
+	period func(time.Time) string
 }
 
 // ExpirePlan is what expire would do.
@@ -35,6 +60,9 @@ type ExpirePlan struct {
 	// BaseOf says why a backup the policy let go is kept all the same: it maps its
 	// id to the kept incremental (or running backup) that applies on it.
 	BaseOf map[string]string
+	// Rules says which of the policy's rules keep a backup ("last 2", "daily
+	// 2026-11-28", ...), by id.
+	Rules map[string][]string
 }
 
 // PlanExpire applies p to the repository's backups at time now. The newest complete
@@ -48,8 +76,12 @@ func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*Expire
 	if err != nil {
 		return nil, err
 	}
-	keep := p.keep(list, now)
-	plan := &ExpirePlan{BaseOf: keepBases(list, keep)}
+	rules := p.keep(list, now)
+	keep := make(map[string]bool, len(rules))
+	for id := range rules {
+		keep[id] = true
+	}
+	plan := &ExpirePlan{BaseOf: keepBases(list, keep), Rules: rules}
 	for i := len(list) - 1; i >= 0; i-- { // newest first
 		e := list[i]
 		switch {
@@ -64,23 +96,54 @@ func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*Expire
 	return plan, nil
 }
 
-// keep returns the backups the policy keeps: running ones, the newest complete one,
-// and the complete ones either rule keeps.
-func (p Policy) keep(list []Entry, now time.Time) map[string]bool {
-	keep := map[string]bool{}
-	kept := 0
-	for i := len(list) - 1; i >= 0; i-- { // newest first
-		e := list[i]
-		switch {
-		case e.Status == StatusRunning:
-			keep[e.ID] = true
-		case e.Status == StatusIncomplete:
-		case kept == 0 || kept < p.KeepLast || p.KeepWithin > 0 && now.Sub(e.Manifest.EndTime) < p.KeepWithin:
-			kept++
-			keep[e.ID] = true
+// keep returns the backups the policy keeps, each with the rules that keep it:
+// running ones, the newest complete one, and the complete ones a rule keeps.
+func (p Policy) keep(list []Entry, now time.Time) map[string][]string {
+	keep := map[string][]string{}
+	var complete []Entry // newest first
+	for i := len(list) - 1; i >= 0; i-- {
+		switch e := list[i]; e.Status {
+		case StatusRunning:
+			keep[e.ID] = append(keep[e.ID], "running")
+		case StatusComplete:
+			complete = append(complete, e)
+		}
+	}
+	for i, e := range complete {
+		if i == 0 {
+			keep[e.ID] = append(keep[e.ID], "newest")
+		}
+		if i < p.KeepLast {
+			keep[e.ID] = append(keep[e.ID], fmt.Sprintf("last %d", i+1))
+		}
+		if p.KeepWithin > 0 && now.Sub(e.Manifest.EndTime) < p.KeepWithin {
+			keep[e.ID] = append(keep[e.ID], fmt.Sprintf("within %s", days(p.KeepWithin)))
+		}
+	}
+	loc := p.Location
+	if loc == nil {
+		loc = time.Local
+	}
+	for _, r := range p.calendarRules() {
+		seen, last := 0, ""
+		for _, e := range complete {
+			period := r.period(e.Manifest.EndTime.In(loc))
+			if period == last || seen >= r.n {
+				continue
+			}
+			seen, last = seen+1, period
+			keep[e.ID] = append(keep[e.ID], r.name+" "+period)
 		}
 	}
 	return keep
+}
+
+// days spells a duration of whole days as "N days".
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // keepBases adds to keep every complete backup a kept one applies on, through the
@@ -190,6 +253,15 @@ func (p *ExpirePlan) KeptFor(id string) string {
 		}
 	}
 	return "base of kept incremental " + child
+}
+
+// Why says which rules keep backup id ("newest, last 1, daily 2026-11-28") or, for a
+// backup kept as the base of another, KeptFor's reason; "" for a backup not kept.
+func (p *ExpirePlan) Why(id string) string {
+	if rules := p.Rules[id]; len(rules) > 0 {
+		return strings.Join(rules, ", ")
+	}
+	return p.KeptFor(id)
 }
 
 // KeptManifests are the manifests of the complete backups the plan keeps, newest

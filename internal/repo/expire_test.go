@@ -63,3 +63,90 @@ func TestExpireCarriesThePlanOut(t *testing.T) {
 		t.Fatalf("after expire: %+v", list)
 	}
 }
+
+// TestExpireCalendarRules: --keep-daily/weekly/monthly keep the newest backup of each
+// of the last N periods that have one (restic's semantics), in the policy's time zone,
+// at a fixed "now"; each kept backup says which rules keep it, and an incremental kept
+// by a rule keeps its base.
+func TestExpireCalendarRules(t *testing.T) {
+	ctx := context.Background()
+	r, _ := Init(ctx, newFS(t), "test")
+	at := func(s string) time.Time {
+		ts, err := time.Parse("2006-01-02 15:04", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	id := func(ts time.Time, kind string) string { return ts.Format("20060102t150405z-") + kind }
+	var end uint64 = 100
+	for d := at("2026-10-01 02:00"); !d.After(at("2026-11-09 02:00")); d = d.Add(24 * time.Hour) {
+		end += 100
+		storeLink(t, r, testLink{id: id(d, "f"), end: end}, d)
+	}
+	late := at("2026-11-09 14:00") // a second backup that day: the newer one is the day's
+	storeLink(t, r, testLink{id: id(late, "f"), end: end + 50}, late)
+	full, inc := at("2026-11-10 02:00"), at("2026-11-11 02:00")
+	storeLink(t, r, testLink{id: id(full, "f"), end: end + 100}, full)
+	storeLink(t, r, testLink{id: id(inc, "i"), base: id(full, "f"), from: end + 100, end: end + 200}, inc)
+	now := at("2026-11-12 00:00")
+
+	plan, err := r.PlanExpire(ctx, Policy{KeepDaily: 3, KeepWeekly: 2, KeepMonthly: 2, Location: time.UTC}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		id(inc, "i"):                    "newest, daily 2026-11-11, weekly 2026-W46, monthly 2026-11",
+		id(full, "f"):                   "daily 2026-11-10",
+		id(late, "f"):                   "daily 2026-11-09",
+		id(at("2026-11-08 02:00"), "f"): "weekly 2026-W45",
+		id(at("2026-10-31 02:00"), "f"): "monthly 2026-10",
+	}
+	checkKept(t, plan, want)
+	if len(plan.Expired) != 43-len(want) { // 40 daily fulls, the late one, the full and its incremental
+		t.Errorf("%d expired, want %d", len(plan.Expired), 43-len(want))
+	}
+
+	// Only the last day: the incremental is kept by the rule, its full as its base.
+	plan, err = r.PlanExpire(ctx, Policy{KeepDaily: 1, Location: time.UTC}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKept(t, plan, map[string]string{
+		id(inc, "i"):  "newest, daily 2026-11-11",
+		id(full, "f"): "base of kept incremental " + id(inc, "i"),
+	})
+	// The same instants in a zone 3 hours behind UTC: 2026-11-09 02:00 UTC is still
+	// the 8th there, so the last three days are the 10th, 9th and 8th.
+	plan, err = r.PlanExpire(ctx, Policy{KeepDaily: 3, Location: time.FixedZone("UTC-3", -3*3600)}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKept(t, plan, map[string]string{
+		id(inc, "i"):                    "newest, daily 2026-11-10",
+		id(full, "f"):                   "daily 2026-11-09",
+		id(at("2026-11-09 02:00"), "f"): "daily 2026-11-08",
+	})
+	if err := (Policy{}).Check(); err == nil || !strings.Contains(err.Error(), "daily") {
+		t.Errorf("an empty policy: %v", err)
+	}
+}
+
+// checkKept checks that plan keeps exactly the backups of want, each for its reasons.
+func checkKept(t *testing.T, plan *ExpirePlan, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for _, e := range plan.Keep {
+		got[e.ID] = plan.Why(e.ID)
+	}
+	for id, why := range want {
+		if got[id] != why {
+			t.Errorf("%s: kept for %q, want %q", id, got[id], why)
+		}
+	}
+	for id, why := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("%s kept (%s), want it expired", id, why)
+		}
+	}
+}

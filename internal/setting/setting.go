@@ -36,6 +36,7 @@ const (
 	IdentityFile           Setting = "age identity file"
 	IncrementalBasedir     Setting = "incremental base directory"
 	IncrementalDir         Setting = "incremental directory"
+	KeepCalendar           Setting = "daily, weekly, monthly or yearly backups to keep"
 	KeepDays               Setting = "days to keep"
 	KeepLast               Setting = "backups to keep"
 	KeyFile                Setting = "key file"
@@ -111,6 +112,7 @@ func All() []Setting {
 		IdentityFile,
 		IncrementalBasedir,
 		IncrementalDir,
+		KeepCalendar,
 		KeepDays,
 		KeepLast,
 		KeyFile,
