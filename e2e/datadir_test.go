@@ -28,6 +28,7 @@ import (
 // mtimes are the same before and after), and every restored copy holds the writer's
 // invariant and the source's checksums.
 func TestDataDirectoryTables(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	tmp := testdb.ShortDir(t)
 	ext := filepath.Join(tmp, "ext")
 	os.MkdirAll(ext, 0o777)

@@ -27,6 +27,7 @@ import (
 // backed up under DDL, whose encrypted file-level records ferry reads with the key;
 // a key file ferry cannot read refuses the backup before anything is written.
 func TestEncryptionAtRest(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	for _, withPassword := range []bool{false, true} {
 		name := "plain key file"
 		if withPassword {

@@ -29,6 +29,7 @@ import (
 // such a page corrupt); each holds the workload's invariants at the backup's GTID and
 // replicates to the source's checksums. With --keep-free-pages the copy is not sparse.
 func TestFreePagesAsHoles(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	tmp := testdb.ShortDir(t)
 	src, load := loadedSource(t, testdb.Options{ServerID: 1, LogFileSize: "4M"}, 2, 5000)
 	src.Exec(t, "CREATE DATABASE holes")

@@ -22,6 +22,7 @@ import (
 // written there, and must hold the bank invariants at its GTID, pass mariadb-check
 // --extended, replicate from the source and match every table's checksum.
 func TestServerLayouts(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	for _, c := range []struct {
 		name       string
 		args       []string

@@ -34,6 +34,7 @@ var manyTablesCache = []string{"--table-open-cache=500", "--table-definition-cac
 // (manyTablesCache) are smaller than the table count on purpose: they close tablespaces
 // LRU, as a server with 100,000 tables must.
 func TestManyTables(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	// The source's commits and .frm files need not be durable (it is not crashed): without
 	// their fsyncs the CREATE TABLEs take a quarter of the time.
 	src := testdb.Start(t, testdb.Options{NoBinlog: true,

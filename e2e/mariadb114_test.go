@@ -33,6 +33,7 @@ func basedir114(t testing.TB) string {
 // the running server beside its original. A restore pointed at 10.11's mariadbd is
 // refused before it writes anything.
 func TestMariaDB114(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	base := basedir114(t)
 	mariadbd := filepath.Join(base, "bin", "mariadbd")
 	src, load := loadedSource(t, testdb.Options{ServerID: 1, Basedir: base}, 2, 20000)

@@ -34,6 +34,7 @@ import (
 // becomes a recorded gap that list and verify report and a restore refuses to cross,
 // and another server behind the address stops the archiver with an error.
 func TestPointInTime(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	mbinlog, err := exec.LookPath("mariadb-binlog")
 	if err != nil {
 		t.Fatal("mariadb-binlog is not installed (it comes with mariadb-client; .ci/run installs it)")

@@ -105,6 +105,7 @@ func repoBackupArgs(s *testdb.Server, url string, extra ...string) []string {
 // directory repository restores too. The S3 secret appears nowhere: not in any output,
 // not in any stored object.
 func TestRepoCycleUnderLoad(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	src, load := loadedSource(t, testdb.Options{LogFileSize: "8M", ServerID: 1}, 3, 60000)
 	db := src.DB(t)
 	r := newS3Repo(t, "ferry-backups", "prod-db1")

@@ -21,6 +21,7 @@ import (
 // table without --replace-tables, a live table whose schema changed since, a table the
 // backup lacks, a table of another engine.
 func TestRestoreTables(t *testing.T) {
+	t.Parallel() // CPU-bound, no timing assertion: beside another it saves a quarter (docs/testing.md)
 	src, load := loadedSource(t, testdb.Options{}, 4, 20000)
 	src.Exec(t, "CREATE TABLE filler.parts (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 3")
 	src.Exec(t, "INSERT INTO filler.parts SELECT seq, seq * 2 FROM filler.seq_1_to_3000")
