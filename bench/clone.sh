@@ -36,16 +36,29 @@
 # namespaces, tc, drop_caches). The write load changes rows of the shared dataset (same tables,
 # same row count), as backup.sh's load phase does.
 #
+# FAMILY=mysql: the same with the private MySQL 8.0.30+ server and set of bench/mysql.sh (lib.sh's
+# load_mysql_dataset: MYSQL_BASE, MY_DATA; gtid_mode=ON, binlog on, innodb_flush_method
+# MYSQL_FLUSH) as the donor, a recipient my.cnf for mysqld of MYSQL_BASE (ferry clone finds it and
+# starts it, then CHANGE REPLICATION SOURCE ... SOURCE_AUTO_POSITION=1), and, as there is no stock
+# clone tool to run beside it, a raw transfer instead of the mariadb-backup pipeline: "tar", the
+# files ferry reads (MY_FIND: the datadir without #innodb_redo, #innodb_temp, *.dblwr) through
+# `tar -c | socat` in ferry-donor -> `socat | tar -x` in ferry-rcpt, under the same load. Its link
+# limit is the bytes ferry reads at the rate socat measured on the link (not the nominal rate), and
+# the check waits with WAIT_FOR_EXECUTED_GTID_SET for the donor's gtid_executed.
+#
 #   bench/clone.sh                                # 14 x 1M rows (~4 GB), rates 500 1000 4000 unshaped, 1 run
+#   FAMILY=mysql bench/clone.sh                   # MySQL 8.0: ferry none/auto and a raw tar, rates 1000 unshaped
 #   SMALL=1 RATES="1000" bench/clone.sh           # 4 x 100k rows at 1 Gbit/s: checks the script quickly
-#   SKIP_FERRY=1 bench/clone.sh                   # only the mariadb-backup pipeline
+#   SKIP_FERRY=1 bench/clone.sh                   # only the mariadb-backup pipeline (MySQL: the tar)
 #   FERRY_ONLY=1 bench/clone.sh                   # only ferry (none and auto)
 #
 # Options (environment), defaults in brackets:
+#   FAMILY [mariadb]                  mariadb, or mysql (see above; MYSQL_BASE, MYSQL_FLUSH: lib.sh)
 #   BENCH_DIR [/var/tmp/ferry-bench]  work dir: dataset (kept and reused), recipient datadir, logs-clone/
+#                                     (FAMILY=mysql: logs-clone-mysql/, clone-mysql-results.md)
 #   SMALL [0]                         1: TABLES=4 TABLE_SIZE=100000 unless those are set
 #   TABLES [14] TABLE_SIZE [1000000]  sysbench dataset; each size gets its own datadir
-#   RATES ["500 1000 4000 0"]         link rates in Mbit/s; 0 = unshaped veth
+#   RATES ["500 1000 4000 0"]         link rates in Mbit/s; 0 = unshaped veth (FAMILY=mysql: ["1000 0"])
 #   RUNS [1]                          runs of every (rate, tool)
 #   PARALLEL [2]                      mariadb-backup --parallel, mbstream -x -p, --move-back --parallel
 #   PREPARE_MEMORY [256M]             mariadb-backup --prepare --use-memory
@@ -59,7 +72,7 @@
 #   TOOL_TIMEOUT [1800]               seconds before a single clone is killed
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for `ferry clone`
-#   SKIP_FERRY=1 FERRY_ONLY=1         leave out ferry / the mariadb-backup pipeline
+#   SKIP_FERRY=1 FERRY_ONLY=1         leave out ferry / the mariadb-backup pipeline (MySQL: the tar)
 #   SKIP_CHECK=1                      leave out the CHECKSUM TABLE comparison
 #   KEEP_SERVER=1                     leave the donor server (and the namespaces) running at the end
 set -euo pipefail
@@ -68,7 +81,9 @@ set -euo pipefail
 RUNS=${RUNS:-1}                                   # lib.sh's default is 3; a clone run is long
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-RATES=${RATES:-500 1000 4000 0}
+FAMILY=${FAMILY:-mariadb}
+[[ $FAMILY == mariadb || $FAMILY == mysql ]] || die "FAMILY must be mariadb or mysql, not '$FAMILY'"
+if [[ $FAMILY == mysql ]]; then RATES=${RATES:-1000 0}; else RATES=${RATES:-500 1000 4000 0}; fi
 LOAD_BASE_SECS=${LOAD_BASE_SECS:-10}
 LINK_TEST_MB=${LINK_TEST_MB:-256}
 REPL_TIMEOUT=${REPL_TIMEOUT:-600}
@@ -76,20 +91,24 @@ REPL_TIMEOUT=${REPL_TIMEOUT:-600}
 DONOR_NS=ferry-donor; RCPT_NS=ferry-rcpt
 DONOR_VETH=veth-fdonor; RCPT_VETH=veth-frcpt
 DONOR_IP=10.213.0.1; RCPT_IP=10.213.0.2
-FERRY_PORT=4444; MB_PORT=4445; TEST_PORT=4446; C_PORT=3311
+FERRY_PORT=4444; MB_PORT=4445; TEST_PORT=4446; C_PORT=3311   # MB_PORT: the stock pipeline's (mb, tar)
 REPL_USER=repl; REPL_PASSWORD=replpw
 
 LOGS="$BENCH_DIR/logs-clone"                      # per-command logs (the other scripts keep theirs)
 RESULTS="$BENCH_DIR/clone-results.md"
+if [[ $FAMILY == mysql ]]; then LOGS+="-mysql"; RESULTS="$BENCH_DIR/clone-mysql-results.md"; fi
 C_DATA="$BENCH_DIR/clone-rdata"                   # the recipient's datadir (one run at a time)
-C_STAGE="$BENCH_DIR/clone-stage"                  # mbstream -x -C, then --prepare, --move-back
+C_STAGE="$BENCH_DIR/clone-stage"                  # mbstream -x -C, then --prepare, --move-back; tar -x -C
 C_CNF="$BENCH_DIR/clone-rcpt.cnf"                 # the recipient's my.cnf
 C_SOCK="$BENCH_DIR/clone-rcpt.sock"
 C_PIDF="$BENCH_DIR/clone-rcpt.pid"
 TOKEN="$BENCH_DIR/clone-token"                    # ferry serve / clone shared secret (mode 600)
 REPLPW="$BENCH_DIR/clone-replpw"                  # ferry clone --repl-password-file
-DONOR_MARIADBD="$BENCH_DIR/clone-donor-mariadbd"  # exec ip netns exec ferry-donor mariadbd "$@"
-CLEAN_PATHS=("$C_DATA" "$C_STAGE" "$C_CNF" "$TOKEN" "$REPLPW" "$DONOR_MARIADBD")
+DONOR_SERVER="$BENCH_DIR/clone-donor-server"      # exec ip netns exec ferry-donor mariadbd (or mysqld) "$@"
+SERVER_NAME=mariadbd; [[ $FAMILY == mysql ]] && SERVER_NAME=mysqld
+CLEAN_PATHS=("$C_DATA" "$C_STAGE" "$C_CNF" "$TOKEN" "$REPLPW" "$DONOR_SERVER")
+MY_OPTS=(--port="$PORT" --bind-address="$DONOR_IP" --log-bin=binlog --server-id=1    # FAMILY=mysql's donor
+         --gtid-mode=ON --enforce-gtid-consistency=ON --innodb-flush-method="$MYSQL_FLUSH")
 
 [[ $LOAD_THREADS =~ ^[1-9][0-9]*$ ]] || die "LOAD_THREADS must be a positive integer"
 [[ $LOAD_WARMUP_SECS =~ ^[0-9]+$ ]] || die "LOAD_WARMUP_SECS must be a whole number of seconds"
@@ -172,13 +191,47 @@ wire_tx() { ip netns exec "$DONOR_NS" cat "/sys/class/net/$DONOR_VETH/statistics
 # but inside the donor namespace and bound to its veth address. `ip netns exec` execs mariadbd,
 # so SRC_PID and the pid file stay mariadbd's; lib.sh's MARIADBD is shadowed only here.
 start_source() {
-  local MARIADBD=$DONOR_MARIADBD
+  local MARIADBD=$DONOR_SERVER
   start_server SRC_PID "$DATA" "$SOCK" "$PIDF" "$BENCH_DIR/src.err" \
     --port="$PORT" --bind-address="$DONOR_IP" --log-bin=binlog --server-id=1
+}
+# start_donor: the donor of FAMILY in the donor namespace, on its dataset (built first if needed),
+# binlog dropped (lib.sh's load_dataset, or load_mysql_dataset with MY_OPTS and MYSQLD shadowed).
+start_donor() {
+  if [[ $FAMILY == mysql ]]; then
+    local MYSQLD=$DONOR_SERVER
+    use_mysql
+    load_mysql_dataset "${MY_OPTS[@]}"
+  else
+    load_dataset
+  fi
 }
 
 # write_cnf ERRLOG: the recipient's my.cnf (also read by ferry clone --defaults-file).
 write_cnf() {
+  if [[ $FAMILY == mysql ]]; then
+    cat >"$C_CNF" <<EOF
+[mysqld]
+user=root
+basedir=$MYSQL_BASE
+lc-messages-dir=$MYSQL_BASE/share
+datadir=$C_DATA
+socket=$C_SOCK
+pid-file=$C_PIDF
+log-error=$1
+port=$C_PORT
+bind-address=$RCPT_IP
+mysqlx=OFF
+server-id=2
+log-bin=binlog
+gtid-mode=ON
+enforce-gtid-consistency=ON
+innodb-buffer-pool-size=1G
+innodb-redo-log-capacity=512M
+innodb-flush-method=$MYSQL_FLUSH
+EOF
+    return
+  fi
   cat >"$C_CNF" <<EOF
 [mysqld]
 user=root
@@ -194,12 +247,12 @@ innodb-log-file-size=512M
 EOF
 }
 
-# stop_recipient: stops the recipient mariadbd by the pid in its pid file (if it is the mariadbd
-# of C_CNF, also one left by an interrupted invocation) and removes its datadir.
+# stop_recipient: stops the recipient mariadbd (or mysqld) by the pid in its pid file (if it is the
+# server of C_CNF, also one left by an interrupted invocation) and removes its datadir.
 stop_recipient() {
   local pid
   pid=$(cat "$C_PIDF" 2>/dev/null) || pid=""
-  if [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == mariadbd ]] &&
+  if [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) =~ ^(mariadbd|mysqld)$ ]] &&
      tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -Fq -e "$C_CNF" -e "$C_DATA"; then
     stop_pid "$pid"
   fi
@@ -285,20 +338,41 @@ mb_clone() {
   wait_replica "$REPL_TIMEOUT"
   t1=$(now); echo "replicate $(gawk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$MB_STEPS"
 }
-export -f mb_clone csql wait_server wait_replica now q
+
+# tar_copy: the raw transfer of FAMILY=mysql (timed by `timed` like mb_clone): the files ferry
+# reads (MY_FIND) through `tar -c | socat` in the donor namespace -> `socat | tar -x -C C_STAGE` in
+# the recipient's. tar's status 1 (a file changed as it was read: the load runs) is not an error.
+tar_copy() {
+  set -euo pipefail
+  local rx
+  ip netns exec "$RCPT_NS" bash -o pipefail -c "socat -u TCP-LISTEN:$MB_PORT,bind=$RCPT_IP,reuseaddr STDOUT | tar -x -C $(q "$C_STAGE")" &
+  rx=$!
+  ip netns exec "$DONOR_NS" bash -o pipefail -c "cd $(q "$MY_DATA") && find . -type f $MY_FIND -print0 \
+| { tar --null -T - -c -f - --warning=no-file-changed || [ \$? = 1 ]; } \
+| socat -u STDIN TCP:$RCPT_IP:$MB_PORT,retry=100,interval=0.1"
+  wait "$rx"
+}
+export -f mb_clone tar_copy csql wait_server wait_replica now q
 MB_STEPS="$LOGS/mb-steps.out"
+# shellcheck disable=SC2090 # MY_FIND is find tests, expanded into tar_copy's command line
 export DONOR_NS RCPT_NS DONOR_IP RCPT_IP MB_PORT PORT SOCK DATA PARALLEL PREPARE_MEMORY C_STAGE C_DATA \
-  C_CNF C_SOCK MARIADBD REPL_TIMEOUT REPL_USER REPL_PASSWORD MB_STEPS
+  C_CNF C_SOCK MARIADBD REPL_TIMEOUT REPL_USER REPL_PASSWORD MB_STEPS MY_DATA MY_FIND
 
 # --- correctness ----------------------------------------------------------------------------------
 # check_clone TOOL: after the load stopped, waits until the replica has applied the donor's
-# gtid_binlog_pos and compares CHECKSUM TABLE of every sbtest table; dies on a mismatch.
+# gtid_binlog_pos (MySQL: gtid_executed) and compares CHECKSUM TABLE of every sbtest table; dies on
+# a mismatch.
 declare -A CHECK
 check_clone() {
-  local pos res tables
+  local pos res tables wait=MASTER_GTID_WAIT
   tables=$(seq -s, -f 'sbtest.sbtest%g' 1 "$TABLES")
-  pos=$(sql -e "SELECT @@GLOBAL.gtid_binlog_pos")
-  res=$(csql -e "SELECT MASTER_GTID_WAIT('$pos', $REPL_TIMEOUT)") || die "MASTER_GTID_WAIT failed on the recipient"
+  if [[ $FAMILY == mysql ]]; then
+    pos=$(sql -e "SELECT REPLACE(@@GLOBAL.gtid_executed, '\n', '')")
+    wait=WAIT_FOR_EXECUTED_GTID_SET               # 0 once applied, as MASTER_GTID_WAIT
+  else
+    pos=$(sql -e "SELECT @@GLOBAL.gtid_binlog_pos")
+  fi
+  res=$(csql -e "SELECT $wait('$pos', $REPL_TIMEOUT)") || die "$wait failed on the recipient"
   [[ $res == 0 ]] || die "$1: the replica did not reach the donor's GTID $pos within $REPL_TIMEOUT s"
   sql -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-donor-$1.txt"
   csql -e "CHECKSUM TABLE $tables" >"$LOGS/checksum-replica-$1.txt"
@@ -314,10 +388,10 @@ check_clone() {
 # clone_run RATE TOOL RUN: one timed clone under load (see the top of this file); appends
 # "rate tool run wall tps_base tps_copy wire_bytes" to $RES.
 clone_run() {
-  local rate=$1 tool=$2 r=$3 label="$2-$1" cmd i t0 t1 w0 w1 base during wall
+  local rate=$1 tool=$2 r=$3 label="$2-$1" cmd i t0 t1 w0 w1 base during wall size=$C_DATA
   stop_recipient
   mkdir -p "$C_DATA"
-  write_cnf "$LOGS/$label-$r.mariadbd.err"
+  write_cnf "$LOGS/$label-$r.$SERVER_NAME.err"
   quiesce
   sql -e "RESET MASTER"
   if [[ $tool == ferry-* ]]; then
@@ -331,29 +405,36 @@ clone_run() {
       sleep 0.1
     done
     ((i < 300)) || die "ferry serve does not listen on $DONOR_IP:$FERRY_PORT after 30 s (log: $SERVE_LOG)"
-    cmd="ip netns exec $RCPT_NS $(q "$FERRY") clone --from $DONOR_IP:$FERRY_PORT --token-file $(q "$TOKEN") \
+    # (the start time heads the log: what ferry does before its first line is part of the wall)
+    cmd="date -u +'bench: clone command started %FT%T.%3NZ' && ip netns exec $RCPT_NS $(q "$FERRY") clone --from $DONOR_IP:$FERRY_PORT --token-file $(q "$TOKEN") \
 --datadir $(q "$C_DATA") --defaults-file $(q "$C_CNF") --compress ${tool#ferry-} --start --replicate \
 --repl-user $REPL_USER --repl-password-file $(q "$REPLPW") $FERRY_ARGS"
+  elif [[ $tool == tar ]]; then
+    rm -rf "$C_STAGE"; mkdir -p "$C_STAGE"
+    cmd=tar_copy size=$C_STAGE
   else
     rm -rf "$C_STAGE"; mkdir -p "$C_STAGE"
     cmd=mb_clone
   fi
   start_load $((LOAD_WARMUP_SECS + LOAD_BASE_SECS)) "the copy"
   w0=$(wire_tx); t0=$(now)
-  timed "$label" "$r" "$C_DATA" "$cmd"
+  timed "$label" "$r" "$size" "$cmd"
   t1=$(now); w1=$(wire_tx)
-  wait_replica 10 || die "$label run $r: no running replica after the clone command succeeded"
+  if [[ $tool != tar ]]; then
+    wait_replica 10 || die "$label run $r: no running replica after the clone command succeeded"
+  fi
   stop_load "$LOGS/$label-$r.sysbench.log"
   base=$(tps "$(gawk -v t="$t0" -v b="$LOAD_BASE_SECS" 'BEGIN { printf "%.3f", t - b }')" "$t0")
   during=$(tps "$t0" "$t1")
   wall=$(wall_of "$label" "$r")
   res_row "$rate" "$tool" "$r" "$wall" "${base:-}" "${during:-}" $((w1 - w0))
-  log "$(printf '  %-18s run %s: %s s to a running replica, %s MB on the wire, TPS %s baseline, %s during the copy' \
-    "$label" "$r" "$wall" $(((w1 - w0) / 1000000)) "${base:-–}" "${during:-–}")"
+  log "$(printf '  %-18s run %s: %s s %s, %s MB on the wire, TPS %s baseline, %s during the copy' \
+    "$label" "$r" "$wall" "$([[ $tool == tar ]] && echo 'for the raw transfer' || echo 'to a running replica')" \
+    $(((w1 - w0) / 1000000)) "${base:-–}" "${during:-–}")"
   if [[ $tool == mb ]]; then
     while read -r step secs; do printf '%s\t%s\t%s\t%s\n' "$rate" "$r" "$step" "$secs" >>"$STEPS"; done <"$MB_STEPS"
   fi
-  if [[ $SKIP_CHECK != 1 && -z ${CHECK[$tool]:-} ]]; then check_clone "$tool"; fi
+  if [[ $SKIP_CHECK != 1 && $tool != tar && -z ${CHECK[$tool]:-} ]]; then check_clone "$tool"; fi
   stop_serve
   stop_recipient
 }
@@ -382,6 +463,7 @@ need mbstream mariadb-backup
 need ip iproute2
 need tc iproute2
 need ss iproute2
+[[ $FAMILY == mariadb || -x $MYSQLD ]] || die "no mysqld at $MYSQLD (set MYSQL_BASE to a MySQL 8.0.30+ installation)"
 build_ferry
 if [[ $SKIP_FERRY != 1 ]]; then
   for sub in serve clone; do
@@ -392,21 +474,28 @@ RES="$LOGS/clone.tsv"; : >"$RES"                  # one line per run: rate tool 
 STEPS="$LOGS/mb-steps.tsv"; : >"$STEPS"           # mariadb-backup's steps: rate run step seconds
 stop_recipient
 net_setup
-printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$DONOR_NS" "$MARIADBD" >"$DONOR_MARIADBD"
-chmod 755 "$DONOR_MARIADBD"
-load_dataset
+server_bin=$MARIADBD; [[ $FAMILY == mysql ]] && server_bin=$MYSQLD
+printf '#!/bin/sh\nexec ip netns exec %s %s "$@"\n' "$DONOR_NS" "$server_bin" >"$DONOR_SERVER"
+chmod 755 "$DONOR_SERVER"
+start_donor
 sql -e "CREATE USER IF NOT EXISTS '$REPL_USER'@'%' IDENTIFIED BY '$REPL_PASSWORD';
   ALTER USER '$REPL_USER'@'%' IDENTIFIED BY '$REPL_PASSWORD'; GRANT REPLICATION SLAVE ON *.* TO '$REPL_USER'@'%'"
 (umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$TOKEN"; printf %s "$REPL_PASSWORD" >"$REPLPW")
 
-TOOLS=(ferry-none ferry-auto mb)
-[[ $SKIP_FERRY == 1 ]] && TOOLS=(mb)
+STOCK=mb; [[ $FAMILY == mysql ]] && STOCK=tar   # the yardstick run beside ferry
+TOOLS=(ferry-none ferry-auto "$STOCK")
+[[ $SKIP_FERRY == 1 ]] && TOOLS=("$STOCK")
 [[ $FERRY_ONLY == 1 ]] && TOOLS=(ferry-none ferry-auto)
 
 quiesce
-data_sizes
+if [[ $FAMILY == mysql ]]; then
+  mysql_sizes; DATA=$MY_DATA DATA_BYTES=$MY_DATA_BYTES DD_BYTES=$MY_DD_BYTES
+  read_by="read by ferry and the tar: without #innodb_redo, #innodb_temp, *.dblwr"
+else
+  data_sizes; read_by="without ib_logfile0"
+fi
 check_free 3
-log "donor datadir $DATA: $DATA_BYTES bytes ($DD_BYTES without ib_logfile0); rates: $RATES; $RUNS run(s) of ${TOOLS[*]}"
+log "donor datadir $DATA: $DATA_BYTES bytes ($DD_BYTES $read_by); rates: $RATES; $RUNS run(s) of ${TOOLS[*]}"
 
 # --- the runs -----------------------------------------------------------------------------------
 for rate in $RATES; do
@@ -424,12 +513,15 @@ shape 0
 describe_env
 VERSIONS+="; $(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\) .*/socat \1/p' | head -n1)"
 LINKS=""; for rate in $RATES; do LINKS+="$rate=${LINK_MBIT[$rate]:-} "; done
-CHECKS=""; for tool in "${TOOLS[@]}"; do CHECKS+="$tool: ${CHECK[$tool]:-not run$([[ $SKIP_CHECK == 1 ]] && echo ' (SKIP_CHECK=1)')}; "; done
+if [[ $FAMILY == mysql ]]; then VERSIONS="$MY_VERSION; $VERSIONS"; fi
+TARGET=""; [[ $FAMILY == mysql ]] && TARGET=1.2   # ferry × link limit the issue asks for (MySQL clone)
+CHECKS=""; for tool in "${TOOLS[@]}"; do [[ $tool == tar ]] && continue; CHECKS+="$tool: ${CHECK[$tool]:-not run$([[ $SKIP_CHECK == 1 ]] && echo ' (SKIP_CHECK=1)')}; "; done
 
 report() {
   report_gawk -v rates="$RATES" -v links="$LINKS" -v checks="$CHECKS" \
       -v lthreads="$LOAD_THREADS" -v lbase="$LOAD_BASE_SECS" -v lwarm="$LOAD_WARMUP_SECS" \
-      -v ferryargs="$FERRY_ARGS" -v pmem="$PREPARE_MEMORY" -v linkmb="$LINK_TEST_MB" -v steps="$STEPS" "$AWK_FUNCS"'
+      -v ferryargs="$FERRY_ARGS" -v pmem="$PREPARE_MEMORY" -v linkmb="$LINK_TEST_MB" -v steps="$STEPS" \
+      -v fam="$FAMILY" -v stock="$STOCK" -v target="$TARGET" -v myflush="$MYSQL_FLUSH" "$AWK_FUNCS"'
     # $RES: rate tool run wall tps_base tps_copy wire_bytes -> per (rate, tool): n, V[key, rate, tool, i]
     { k = $1 SUBSEP $2; i = ++n[k]; V["wall", k, i] = $4; V["base", k, i] = $5; V["copy", k, i] = $6
       V["wire", k, i] = $7; V["drop", k, i] = ($5 != "" && $5 > 0 && $6 != "") ? 100 * (1 - $6 / $5) : "" }
@@ -440,40 +532,54 @@ report() {
       return m ? median(v, m) : "" }
     function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "–" : sprintf("%.2f", a / b) }
     function rname(rate) { return rate == 0 ? "unshaped" : rate " Mbit/s" }
-    # the link limit of a rate: bytes read / rate; unshaped: / the socat-measured rate (marked *)
-    function limit(rate) { if (rate > 0) return ddbytes * 8 / (rate * 1e6)
+    # the link limit of a rate: bytes read / rate; unshaped (and every rate of MySQL): / the
+    # socat-measured rate (marked *)
+    function limit(rate) { if (rate > 0 && fam != "mysql") return ddbytes * 8 / (rate * 1e6)
       return (L[rate] != "" && L[rate] > 0) ? ddbytes * 8 / (L[rate] * 1e6) : "" }
     function xlim(w, rate,   l) { l = limit(rate); return (w == "" || l == "") ? "–" : sprintf("%.2f", w / l) }
     END {
       nr = split(rates, R, " "); split(links, LL, " ")
       for (i in LL) { split(LL[i], p, "="); L[p[1]] = p[2] }
       while ((getline line < steps) > 0) { split(line, s, "\t"); ST[s[1], s[3]] += s[4]; SN[s[1], s[3]]++; if (!(s[3] in seen)) { seen[s[3]] = 1; so[++ns] = s[3] } }
-      tl["ferry-none"] = "ferry none"; tl["ferry-auto"] = "ferry auto"; tl["mb"] = "mariadb-backup"
-      printf "## Clone to a running replica over a shaped link: ferry serve/clone vs the mariadb-backup pipeline, %s\n\n", date
+      tl["ferry-none"] = "ferry none"; tl["ferry-auto"] = "ferry auto"; tl["mb"] = "mariadb-backup"; tl["tar"] = "raw tar"
+      my = fam == "mysql"
+      if (my) printf "## Clone of MySQL to a running replica over a shaped link: ferry serve/clone vs the link limit and a raw tar | socat, %s\n\n", date
+      else printf "## Clone to a running replica over a shaped link: ferry serve/clone vs the mariadb-backup pipeline, %s\n\n", date
       printf "- machine: %s (donor, recipient and the load all on this host)\n- versions: %s\n", machine, versions
-      printf "- dataset: sysbench %d tables x %d rows; donor datadir %.3f GB (du -sb), %.3f GB without ib_logfile0 (the bytes of the link limit)\n", tables, rows, databytes / 1e9, ddbytes / 1e9
+      if (my) printf "- dataset: sysbench %d tables x %d rows in MySQL (gtid_mode ON, binlog on, innodb_flush_method %s, 1 GiB buffer pool, 512M redo); donor datadir %.3f GB (du -sb), %.3f GB without #innodb_redo, #innodb_temp and *.dblwr (what ferry reads: the bytes of the link limit)\n", tables, rows, myflush, databytes / 1e9, ddbytes / 1e9
+      else printf "- dataset: sysbench %d tables x %d rows; donor datadir %.3f GB (du -sb), %.3f GB without ib_logfile0 (the bytes of the link limit)\n", tables, rows, databytes / 1e9, ddbytes / 1e9
       printf "- link: veth between two network namespaces, tc tbf on both ends (egress; burst 10 ms, latency 50 ms); link test: %s MiB through socat\n", linkmb
       printf "- load on the donor during every run: `sysbench oltp_write_only --threads=%d --rate=0` (unthrottled); baseline: mean per-second TPS of the %d s before the copy (after %d s of warm-up); TPS drop = 1 - TPS during the copy / baseline\n", lthreads, lbase, lwarm
       printf "- time: from the start of the clone until the recipient is a running replica (IO and SQL threads Yes, Seconds_Behind_Master not NULL); %d run(s) per rate and tool (median), order alternating per run\n", runs
       printf "- ferry: `ferry serve --once` (donor) + `ferry clone --compress none|auto --start --replicate`%s (recipient)\n", ferryargs == "" ? "" : " " ferryargs
-      printf "- mariadb-backup: `mariadb-backup --backup --stream=xbstream --parallel=%d | socat` -> `socat | mbstream -x -p %d`, `--prepare --use-memory=%s`, `--move-back`, mariadbd start, `SET GLOBAL gtid_slave_pos = BINLOG_GTID_POS(file, pos)`, `CHANGE MASTER ... MASTER_USE_GTID=slave_pos`, `START SLAVE`\n\n", par, par, pmem
-      print "| link | socat Mbit/s | link limit s | ferry none s | ferry auto s | mariadb-backup s | ferry none / mb | ferry auto / mb | ferry none × link limit | ferry auto × link limit | TPS drop ferry none | TPS drop ferry auto | TPS drop mb |"
+      if (my) printf "- raw tar (the yardstick; no stock clone tool here): `find DATADIR -type f` (the same files) `| tar -c | socat` (donor namespace) -> `socat | tar -x` (recipient namespace), under the same load; time from its start until tar -x ends. Link limit = the bytes ferry reads × 8 / the rate socat measured on the link (marked *)\n\n"
+      else printf "- mariadb-backup: `mariadb-backup --backup --stream=xbstream --parallel=%d | socat` -> `socat | mbstream -x -p %d`, `--prepare --use-memory=%s`, `--move-back`, mariadbd start, `SET GLOBAL gtid_slave_pos = BINLOG_GTID_POS(file, pos)`, `CHANGE MASTER ... MASTER_USE_GTID=slave_pos`, `START SLAVE`\n\n", par, par, pmem
+      sn = my ? "tar" : "mb"
+      printf "| link | socat Mbit/s | link limit s | ferry none s | ferry auto s | %s s | ferry none / %s | ferry auto / %s | ferry none × link limit | ferry auto × link limit | TPS drop ferry none | TPS drop ferry auto | TPS drop %s |\n", tl[stock], sn, sn, sn
       print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
       for (i = 1; i <= nr; i++) {
-        rt = R[i]; fn = med("wall", rt, "ferry-none"); fa = med("wall", rt, "ferry-auto"); mb = med("wall", rt, "mb")
+        rt = R[i]; fn = med("wall", rt, "ferry-none"); fa = med("wall", rt, "ferry-auto"); mb = med("wall", rt, stock)
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", rname(rt), f(L[rt], "%.0f"),
-          f(limit(rt), "%.2f") (rt == 0 && limit(rt) != "" ? "*" : ""), f(fn, "%.2f"), f(fa, "%.2f"), f(mb, "%.2f"),
+          f(limit(rt), "%.2f") ((rt == 0 || my) && limit(rt) != "" ? "*" : ""), f(fn, "%.2f"), f(fa, "%.2f"), f(mb, "%.2f"),
           ratio(fn, mb), ratio(fa, mb), xlim(fn, rt), xlim(fa, rt),
-          f(med("drop", rt, "ferry-none"), "%.0f %%"), f(med("drop", rt, "ferry-auto"), "%.0f %%"), f(med("drop", rt, "mb"), "%.0f %%")
+          f(med("drop", rt, "ferry-none"), "%.0f %%"), f(med("drop", rt, "ferry-auto"), "%.0f %%"), f(med("drop", rt, stock), "%.0f %%")
       }
-      for (i = 1; i <= nr; i++) if (R[i] == 0 && limit(0) != "") print "\n\\* unshaped: the link limit at the rate socat measured on the same link."
+      if (my) print "\n\\* the link limit at the rate socat measured on the same link."
+      else for (i = 1; i <= nr; i++) if (R[i] == 0 && limit(0) != "") print "\n\\* unshaped: the link limit at the rate socat measured on the same link."
+      if (target != "") {
+        print ""
+        for (i = 1; i <= nr; i++) for (t = 1; t <= 2; t++) {
+          tool = (t == 1) ? "ferry-none" : "ferry-auto"; x = xlim(med("wall", R[i], tool), R[i])
+          if (x != "–") printf "- %s, %s: %s × the link limit (target ≤ %s): %s\n", rname(R[i]), tl[tool], x, target, (x + 0 <= target + 0) ? "met" : "**not met**"
+        }
+      }
       print "\nPer rate and tool (medians of the runs):\n"
       print "| link | tool | n | time s | × link limit | MB on the wire | avg Mbit/s on the wire | TPS baseline | TPS during copy | TPS drop |"
       print "|---|---|---|---|---|---|---|---|---|---|"
       for (i = 1; i <= nr; i++) {
         rt = R[i]
         for (t = 1; t <= 3; t++) {
-          tool = (t == 1) ? "ferry-none" : (t == 2) ? "ferry-auto" : "mb"
+          tool = (t == 1) ? "ferry-none" : (t == 2) ? "ferry-auto" : stock
           k = rt SUBSEP tool; if (!n[k]) continue
           w = med("wall", rt, tool); wb = med("wire", rt, tool)
           printf "| %s | %s | %d | %s | %s | %.0f | %s | %s | %s | %s |\n", rname(rt), tl[tool], n[k], f(w, "%.2f"), xlim(w, rt),

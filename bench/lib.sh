@@ -262,7 +262,9 @@ timed() {
     die "$label (run $run) failed: $cmd   (log: $out)"
   fi
   read -r wall user sys rss < <(tail -n1 "$LOGS/time.out")
-  if [[ -d $size ]]; then bytes=$(du -sb "$size" | cut -f1)
+  # (a datadir a started server writes in, as a clone's, can lose a file while du walks it: du
+  # then still prints the total, and exits 1)
+  if [[ -d $size ]]; then bytes=$({ du -sb "$size" 2>/dev/null || true; } | cut -f1)
   elif [[ $size == @* ]]; then read -r bytes <"${size#@}" || bytes=0
   else bytes=$size; fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$run" "$wall" "$user" "$sys" "$rss" "$bytes" "$la" >>"$RAW"
@@ -497,13 +499,26 @@ tps() {
     END { if (n) printf fmt, s / n; else printf "%s", none }' "$SB_LOG"
 }
 
-# --- MySQL 8.0.30+ servers (mysql.sh) ---------------------------------------------------------
+# --- MySQL 8.0.30+ servers and the MySQL set (mysql.sh, clone.sh FAMILY=mysql) ---------------
 # MYSQL_BASE [/opt/mysql-8.0]: a MySQL installation (bin/mysqld, share/). No MySQL client is
 # needed: the mariadb client (sql, rsql) and sysbench's mysql driver reach it over the socket as
 # root with an empty password (caching_sha2_password works over a socket). Only the functions
 # below use these settings: the MariaDB helpers above are unchanged.
 MYSQL_BASE=${MYSQL_BASE:-/opt/mysql-8.0}
 MYSQLD="$MYSQL_BASE/bin/mysqld"
+# MYSQL_FLUSH [O_DIRECT]: innodb_flush_method of the MySQL source (MariaDB 10.11's default, so that
+# the page cache a bench drops before each run under load is the tool's, not the server's; "fsync"
+# is MySQL 8.0's default).
+MYSQL_FLUSH=${MYSQL_FLUSH:-O_DIRECT}
+MY_DATA="$BENCH_DIR/mysql80-data-${TABLES}x${TABLE_SIZE}"   # MySQL datadir, one per size (kept)
+MY_LOADED="$MY_DATA.loaded"                                 # marker: sysbench prepare finished
+MY_SOCK="$BENCH_DIR/mysql.sock"
+MY_PIDF="$BENCH_DIR/mysql.pid"
+MY_ERR="$BENCH_DIR/mysql.err"
+# What ferry reads of a MySQL datadir (find tests, run inside it): everything but the redo files
+# (ferry copies the redo from the checkpoint on, not the files), the temporary tablespaces and the
+# doublewrite files.
+MY_FIND="! -path './#innodb_redo/*' ! -path './#innodb_temp/*' ! -name ibtmp1 ! -name '*.dblwr'"
 
 # wait_answer PID SOCKET ERRLOG WHAT: waits (START_POLL, up to 10 min) until the server of PID
 # answers SELECT 1 on SOCKET; dies if it exits first or never answers.
@@ -538,4 +553,54 @@ start_mysql() {
   pid=$!
   printf -v "$var" %s "$pid"
   wait_answer "$pid" "$sock" "$err" "mysqld on $dir"
+}
+
+# use_mysql: from here on SOCK, PIDF and SB_OPTS (sql, quiesce, start_load, ...) are the MySQL
+# source's.
+use_mysql() {
+  SOCK=$MY_SOCK
+  PIDF=$MY_PIDF
+  SB_OPTS=(--db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root --mysql-db=sbtest
+           --tables="$TABLES" --table-size="$TABLE_SIZE")
+}
+
+# load_mysql_dataset OPTIONS...: (after use_mysql) stops a stale server on MY_DATA, creates the
+# sysbench set in it unless MY_LOADED exists, starts mysqld on it with OPTIONS (start_mysql,
+# SRC_PID), drops the binlog (RESET MASTER) and waits until the buffer pool dump of the last
+# shutdown is read back (or the first cold-cache runs would share the disk with it); sets
+# MY_VERSION. mysqld is $MYSQLD: a caller may shadow it (a local MYSQLD) to start it elsewhere.
+load_mysql_dataset() {
+  local i
+  stop_stale "$PIDF" "$MY_DATA"
+  if [[ ! -f $MY_LOADED ]]; then
+    log "creating the MySQL set: sysbench ${TABLES} x ${TABLE_SIZE} rows (about 5 min for 14 x 1M)"
+    rm -rf "$MY_DATA"
+    mysql_init "$MY_DATA" "$LOGS/mysql-init.log"
+    # Loaded without a binlog and with lazy redo flushes (faster; RESET MASTER would drop the
+    # binlog anyway); measured with the caller's OPTIONS.
+    start_mysql SRC_PID "$MY_DATA" "$SOCK" "$PIDF" "$MY_ERR" --skip-networking --disable-log-bin \
+      --gtid-mode=ON --enforce-gtid-consistency=ON --innodb-flush-log-at-trx-commit=2
+    sql -e "CREATE DATABASE sbtest"
+    /usr/bin/time -o "$LOGS/prepare.time" -f '%e' \
+      sysbench oltp_read_write "${SB_OPTS[@]}" --threads=2 prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
+      { tail -n 15 "$LOGS/sysbench-prepare.log" >&2; die "sysbench prepare failed"; }
+    log "MySQL set loaded in $(tail -n1 "$LOGS/prepare.time") s"
+    stop_pid "$SRC_PID"; SRC_PID=""
+    touch "$MY_LOADED"
+  else
+    log "reusing the MySQL set in $MY_DATA"
+  fi
+  start_mysql SRC_PID "$MY_DATA" "$SOCK" "$PIDF" "$MY_ERR" "$@"
+  sql -e "RESET MASTER"                           # the binlog ferry copies starts empty
+  for ((i = 0; i < 240; i++)); do
+    [[ $(sql -e "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_load_status'" | cut -f2) =~ completed|not\ started ]] && break
+    sleep 0.5
+  done
+  MY_VERSION=$(sql -e "SELECT CONCAT(VERSION(), ' ', @@version_comment)")
+}
+
+# mysql_sizes: sets MY_DATA_BYTES (du -sb of MY_DATA) and MY_DD_BYTES (the files ferry reads: MY_FIND).
+mysql_sizes() {
+  MY_DATA_BYTES=$(du -sb "$MY_DATA" | cut -f1)
+  MY_DD_BYTES=$(cd "$MY_DATA" && eval "find . -type f $MY_FIND -printf '%s\n'" | gawk '{ s += $1 } END { print s + 0 }')
 }

@@ -38,9 +38,9 @@
 #   MARIADB [auto]                    1: also time ferry on the MariaDB set of the same TABLES x
 #                                     TABLE_SIZE (building it first if needed, ~6 min); auto: only
 #                                     if lib.sh's dataset is already there; 0: never
-#   MYSQL_FLUSH [O_DIRECT]            innodb_flush_method of the source (MariaDB 10.11's default, so
-#                                     that the page cache dropped before each run under load is
-#                                     ferry's, not the server's; "fsync" is MySQL 8.0's default)
+#   MYSQL_FLUSH [O_DIRECT]            innodb_flush_method of the source (lib.sh: MariaDB 10.11's
+#                                     default, so that the page cache dropped before each run under
+#                                     load is ferry's, not the server's; "fsync" is MySQL 8.0's)
 #   LOAD_BASE_SECS [20]               load-only seconds measured as the TPS baseline
 #   LOAD_GAP_SECS [30]                load-only seconds after each backup under load (the next
 #                                     one's TPS before)
@@ -58,7 +58,6 @@ MARIADB=${MARIADB:-auto}
 MYSQL_ARGS=${MYSQL_ARGS:-}
 LOAD_BASE_SECS=${LOAD_BASE_SECS:-20}
 LOAD_GAP_SECS=${LOAD_GAP_SECS:-30}
-MYSQL_FLUSH=${MYSQL_FLUSH:-O_DIRECT}
 GENTLE_IMPACT=${GENTLE_IMPACT:-10}
 SKIP_GENTLE=${SKIP_GENTLE:-0}
 SKIP_DEFAULT=${SKIP_DEFAULT:-0}
@@ -66,11 +65,7 @@ SKIP_LOAD=${SKIP_LOAD:-0}
 SKIP_LOAD_RESTORE=${SKIP_LOAD_RESTORE:-0}
 RESTORE_RUNS=${RESTORE_RUNS:-2}
 
-MY_DATA="$BENCH_DIR/mysql80-data-${TABLES}x${TABLE_SIZE}"   # MySQL datadir, one per size (kept)
-MY_LOADED="$MY_DATA.loaded"                                 # marker: sysbench prepare finished
-MY_SOCK="$BENCH_DIR/mysql.sock"
-MY_PIDF="$BENCH_DIR/mysql.pid"
-MY_ERR="$BENCH_DIR/mysql.err"
+# MY_DATA, MY_SOCK, MY_PIDF, MY_ERR, MY_FIND (the files ferry reads): lib.sh's
 MY_RERR="$BENCH_DIR/restored-mysql.err"
 BK="$BENCH_DIR/bk-mysql"                          # idle and gentle backups (removed before each)
 BK_LOAD="$BENCH_DIR/bk-mysql-load"                # the full-speed backup under load (restored)
@@ -127,51 +122,17 @@ if [[ $MARIADB == 1 ]]; then
 fi
 
 # --- the MySQL server: from here on SOCK, PIDF and SB_OPTS (sql, quiesce, start_load, ...) are its
-SOCK=$MY_SOCK
-PIDF=$MY_PIDF
-SB_OPTS=(--db-driver=mysql --mysql-socket="$SOCK" --mysql-user=root --mysql-db=sbtest
-         --tables="$TABLES" --table-size="$TABLE_SIZE")
-stop_stale "$PIDF" "$MY_DATA"
+use_mysql
 stop_stale "$RPIDF" "$RESTORED"
-if [[ ! -f $MY_LOADED ]]; then
-  log "creating the MySQL set: sysbench ${TABLES} x ${TABLE_SIZE} rows (about 5 min for 14 x 1M)"
-  rm -rf "$MY_DATA"
-  mysql_init "$MY_DATA" "$LOGS/mysql-init.log"
-  # Loaded without a binlog and with lazy redo flushes (faster; RESET MASTER would drop the
-  # binlog anyway); measured with the settings of MY_OPTS.
-  start_mysql SRC_PID "$MY_DATA" "$SOCK" "$PIDF" "$MY_ERR" --skip-networking --disable-log-bin \
-    --gtid-mode=ON --enforce-gtid-consistency=ON --innodb-flush-log-at-trx-commit=2
-  sql -e "CREATE DATABASE sbtest"
-  /usr/bin/time -o "$LOGS/prepare.time" -f '%e' \
-    sysbench oltp_read_write "${SB_OPTS[@]}" --threads=2 prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
-    { tail -n 15 "$LOGS/sysbench-prepare.log" >&2; die "sysbench prepare failed"; }
-  log "MySQL set loaded in $(tail -n1 "$LOGS/prepare.time") s"
-  stop_pid "$SRC_PID"; SRC_PID=""
-  touch "$MY_LOADED"
-else
-  log "reusing the MySQL set in $MY_DATA"
-fi
-start_mysql SRC_PID "$MY_DATA" "$SOCK" "$PIDF" "$MY_ERR" "${MY_OPTS[@]}"
-sql -e "RESET MASTER"                             # the binlog ferry copies starts empty
-# The buffer pool dump of the last shutdown is read back in the background: wait for it, or the
-# first cold-cache runs would share the disk with it.
-for ((i = 0; i < 240; i++)); do
-  [[ $(sql -e "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_load_status'" | cut -f2) =~ completed|not\ started ]] && break
-  sleep 0.5
-done
-MY_VERSION=$(sql -e "SELECT CONCAT(VERSION(), ' ', @@version_comment)")
+load_mysql_dataset "${MY_OPTS[@]}"                # lib.sh: built once, RESET MASTER, MY_VERSION
 
-# What ferry reads of a MySQL datadir: everything but the redo files (ferry copies the redo from
-# the checkpoint on, not the files), the temporary tablespaces and the doublewrite files.
-MY_FIND="! -path './#innodb_redo/*' ! -path './#innodb_temp/*' ! -name ibtmp1 ! -name '*.dblwr'"
 MY_DD_CMD="cd $(q "$MY_DATA") && find . -type f $MY_FIND -print0 | xargs -0 -I{} dd if={} of=/dev/null bs=1M iflag=direct status=none"
 MY_CP_CMD=$(cp_cmd "$MY_DATA" "$MY_FIND")
 
 # --- 1: idle runs, cold cache ---------------------------------------------------------------
 rm -rf "$BK" "$BK_LOAD" "$CP_DIR"
 quiesce
-MY_DATA_BYTES=$(du -sb "$MY_DATA" | cut -f1)
-MY_DD_BYTES=$(cd "$MY_DATA" && eval "find . -type f $MY_FIND -printf '%s\n'" | gawk '{ s += $1 } END { print s + 0 }')
+mysql_sizes                                       # MY_DATA_BYTES, MY_DD_BYTES
 DATA_BYTES=$MY_DATA_BYTES; check_free 3
 log "MySQL datadir $MY_DATA: $MY_DATA_BYTES bytes ($MY_DD_BYTES read by ferry and the limits); $RUNS runs, --parallel $PARALLEL"
 for ((r = 1; r <= RUNS; r++)); do
