@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/sink"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ import (
 
 // backupFlags are the flags that need checking before they become a backup.Config.
 type backupFlags struct {
+	signWith    string
 	chunk       int64
 	targetDir   string
 	stream      bool
@@ -108,6 +110,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Var(streamFlag{&fl.stream}, "stream", "write an xbstream to stdout instead of a directory (mbstream -x can unpack it); --stream=xbstream and --stream=mbstream, as mariabackup takes them, say the same")
 	f.Lookup("stream").NoOptDefVal = "true"
 	fl.repo.add(f)
+	f.StringVar(&fl.signWith, "sign-with", "", "repository: sign the backup's manifest with this key file (ferry keygen --signing), recording every object's SHA-256, so that restore and verify --trust-key can refuse a backup anyone else wrote")
 	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream and --repo, none for a directory)")
 	f.IntVar(&fl.level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
 	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream or repository backup to this age public key (age1...; repeatable)")
@@ -157,8 +160,8 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return usageErr("--target-dir DIR, --stream or --repo REPO is required")
 	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
 		return usageErr("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
-	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0):
-		return usageErr("--part-size and --uploads apply to --repo")
+	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0 || fl.signWith != ""):
+		return usageErr("--part-size, --uploads and --sign-with apply to --repo")
 	case fl.maxImpact < 0 || fl.maxImpact >= 100:
 		return usagef("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
 	case fl.maxImpact > 0 && cfg.MaxRate > 0:
@@ -198,6 +201,11 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 	case fl.repo.url != "":
 		o := repo.WriterOptions{Pipeline: pipe, PartSize: fl.partSize, MaxMemory: fl.maxMemory, Uploads: fl.uploads,
 			Version: version, Log: cfg.Log}
+		if fl.signWith != "" {
+			if o.SignWith, err = signing.LoadSecret(fl.signWith); err != nil {
+				return usagef("--sign-with: %w", err)
+			}
+		}
 		if err = o.Check(); err != nil {
 			return err
 		}

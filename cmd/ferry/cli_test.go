@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/restore"
 )
 
@@ -133,6 +134,7 @@ func TestExitCodeClasses(t *testing.T) {
 		{wrap(mariadb.Unreachable(errors.New("server went away"))), exitConnect},
 		{wrap(checksum.Mismatch(errors.New("backup file ibdata1 is corrupt"))), exitIntegrity},
 		{wrap(fmt.Errorf("%w: object x", repo.ErrDamaged)), exitIntegrity},
+		{wrap(fmt.Errorf("backup b: %w: unsigned", signing.ErrUntrusted)), exitIntegrity},
 		{wrap(&innodb.CorruptPageError{PageNo: 3, Reason: "checksum"}), exitIntegrity},
 		{withExitCode(errors.New("1 of 3 backups failed verification"), exitPartial), exitPartial},
 		{wrap(usageErr("--repo is required")), exitUsage},

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/redo"
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/xbstream"
 	"github.com/spf13/cobra"
 )
@@ -69,7 +70,7 @@ func exitCodeOf(err error) int {
 		return exitConnect
 	case errors.Is(err, checksum.ErrMismatch), errors.Is(err, repo.ErrDamaged), errors.Is(err, redo.ErrCorrupt),
 		errors.Is(err, delta.ErrCorrupt), errors.Is(err, binlog.ErrDamaged), errors.Is(err, xbstream.ErrCorrupt),
-		errors.As(err, &page):
+		errors.Is(err, signing.ErrUntrusted), errors.As(err, &page):
 		return exitIntegrity
 	case errors.As(err, &u), strings.HasPrefix(err.Error(), "unknown command"):
 		return exitUsage

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 
 	"github.com/ferry-backup/ferry/internal/repo"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/storage"
 	"github.com/spf13/pflag"
 )
@@ -12,8 +14,14 @@ import (
 // repoFlags locate a repository. Credentials are never flags: they come from the AWS
 // environment variables or shared files.
 type repoFlags struct {
-	url string
-	s3  storage.S3Options
+	url   string
+	s3    storage.S3Options
+	trust string // --trust-key, for the verbs that read backups
+}
+
+// addTrust registers --trust-key (restore, verify).
+func (r *repoFlags) addTrust(fs *pflag.FlagSet) {
+	fs.StringVar(&r.trust, "trust-key", "", "repository: refuse any backup whose manifest this signing key (ferrysign1..., or a file holding it) did not sign, before reading anything else of it; every object is then checked by its SHA-256")
 }
 
 // add registers --repo and the S3 options.
@@ -31,6 +39,13 @@ func (r *repoFlags) open(ctx context.Context, log *slog.Logger, create bool, ver
 	if r.url == "" {
 		return nil, usageErr("--repo is required: s3://bucket/prefix or a directory")
 	}
+	var pub ed25519.PublicKey
+	if r.trust != "" {
+		var err error
+		if pub, err = signing.LoadPublic(r.trust); err != nil {
+			return nil, usagef("--trust-key: %w", err)
+		}
+	}
 	st, err := storage.Open(ctx, storage.Config{URL: r.url, S3: r.s3, Log: log})
 	if err != nil {
 		return nil, err
@@ -38,5 +53,9 @@ func (r *repoFlags) open(ctx context.Context, log *slog.Logger, create bool, ver
 	if create {
 		return repo.Init(ctx, st, version)
 	}
-	return repo.Open(ctx, st)
+	rp, err := repo.Open(ctx, st)
+	if err == nil && pub != nil {
+		rp.Trust(pub)
+	}
+	return rp, err
 }

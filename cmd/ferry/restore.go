@@ -233,6 +233,7 @@ func (sf *sourceFlags) add(f *pflag.FlagSet) {
 	f.StringArrayVar(&sf.from, "from", nil, "restore from an xbstream file, or - for stdin (ferry backup --stream, mariadb-backup --stream=xbstream); repeat it for a full backup's stream followed by its incrementals', oldest first")
 	f.StringArrayVar(&sf.incDirs, "incremental-dir", nil, "an incremental backup directory to apply on --target-dir (repeat it for each, oldest first): the chain is restored with one recovery")
 	sf.repo.add(f)
+	sf.repo.addTrust(f)
 	f.BoolVar(&sf.resume, "resume", false, "continue an interrupted restore from --repo (what its staging directory holds is verified, not downloaded again) or with --move (the files it moved are used where they are)")
 	f.StringVar(&sf.identity, "identity-file", "", "age identity (secret key) file for an encrypted stream or repository backup")
 	f.Var(byteSize{&sf.maxMemory}, "max-memory", "memory for stream data waiting to be written")

@@ -72,6 +72,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	rf.add(f)
+	rf.addTrust(f)
 	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file, for an encrypted backup")
 	f.IntVar(&cfg.Parallel, "parallel", defaults.Downloads, "objects read at once")
 	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive, no backup)")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/mariadb"
+	"github.com/ferry-backup/ferry/internal/signing"
 )
 
 // FileName is the manifest's name inside a backup directory.
@@ -140,6 +141,9 @@ type Object struct {
 	Key    string `json:"key"` // relative to the backup's prefix
 	Size   int64  `json:"size"`
 	CRC32C string `json:"crc32c"`
+	// SHA256 is the object's SHA-256 in hex, recorded by a signed backup: CRC-32C
+	// catches damage, not forgery, and a signature must bind the bytes.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // StorageFormat is how a backup's files are laid out where they are stored: the
@@ -225,6 +229,21 @@ type Manifest struct {
 	// Partial is set when the backup holds only some tables (backup --databases,
 	// --tables, --exclude): a restore recovers it without the others.
 	Partial *Partial `json:"partial,omitempty"`
+	// Signature, if set, is the Ed25519 signature of the manifest without it
+	// (SigningBytes), by the key backup --sign-with names.
+	Signature *signing.Signature `json:"signature,omitempty"`
+}
+
+// SigningBytes are what a manifest's signature covers: its JSON without the
+// signature.
+func (m *Manifest) SigningBytes() ([]byte, error) {
+	c := *m
+	c.Signature = nil
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", m.ID, err)
+	}
+	return b, nil
 }
 
 // Partial is the selection a partial backup was taken with.

@@ -38,7 +38,7 @@ func (m *Manifest) Validate() error {
 		seen[f.Path] = true
 	}
 	for _, o := range m.Objects {
-		if err := safepath.Check(o.Key); err != nil || o.Size < 0 {
+		if err := safepath.Check(o.Key); err != nil || o.Size < 0 || o.SHA256 != "" && !isSHA256(o.SHA256) {
 			return fmt.Errorf("manifest: object %q (%d bytes) is not a valid object: the manifest was tampered with or damaged", o.Key, o.Size)
 		}
 	}
@@ -66,4 +66,17 @@ func checkFile(f *File) error {
 		}
 	}
 	return nil
+}
+
+// isSHA256 tells whether s is a SHA-256 in lowercase hex.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

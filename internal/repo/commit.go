@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/signing"
 )
 
 // Remove forgets a file (its copy is stale: DDL dropped or re-created it). What was
@@ -51,6 +52,13 @@ func (w *Writer) Commit(ctx context.Context, m *manifest.Manifest) error {
 	}
 	if err := w.describe(m); err != nil {
 		return err
+	}
+	if w.o.SignWith != nil {
+		msg, err := m.SigningBytes()
+		if err != nil {
+			return err
+		}
+		m.Signature = signing.Sign(w.o.SignWith, msg)
 	}
 	if err := putJSON(ctx, w.repo.st, backupPrefix(w.id)+manifestName, m); err != nil {
 		return fmt.Errorf("upload the manifest of %s: %w", w.id, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -185,7 +187,13 @@ const smallBlob = 1 << 20
 // walk goes on; it returns once all of them are done.
 func readBlobs(ctx context.Context, body io.Reader, m *manifest.Manifest, rd *objectRead, ids []age.Identity, decs *decoders, fn BlobFunc) error {
 	h := crc32.New(checksum.Table)
-	in := &countReader{r: io.TeeReader(body, h)}
+	hashes := io.Writer(h)
+	var sum hash.Hash
+	if rd.obj.SHA256 != "" {
+		sum = sha256.New()
+		hashes = io.MultiWriter(h, sum)
+	}
+	in := &countReader{r: io.TeeReader(body, hashes)}
 	g, gctx := errgroup.WithContext(ctx)
 	err := walkBlobs(gctx, g, in, m, rd, ids, decs, fn)
 	if werr := g.Wait(); werr != nil {
@@ -202,6 +210,9 @@ func readBlobs(ctx context.Context, body io.Reader, m *manifest.Manifest, rd *ob
 	}
 	if in.n != rd.obj.Size || checksum.Hex(h.Sum32()) != rd.obj.CRC32C {
 		return fmt.Errorf("%w: %d bytes with CRC-32C %s, the manifest says %d bytes with %s", ErrDamaged, in.n, checksum.Hex(h.Sum32()), rd.obj.Size, rd.obj.CRC32C)
+	}
+	if sum != nil && hex.EncodeToString(sum.Sum(nil)) != rd.obj.SHA256 {
+		return fmt.Errorf("%w: its SHA-256 is not the one the signed manifest records: it was replaced", ErrDamaged)
 	}
 	return nil
 }

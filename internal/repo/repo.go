@@ -7,6 +7,7 @@ package repo
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/setting"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/storage"
 )
 
@@ -53,6 +55,31 @@ type Repo struct {
 	st    storage.Storage
 	cfg   Config
 	fresh bool // not created yet: the first backup writes its config
+	// trust, if set, is the key every manifest read must be signed by (Trust).
+	trust ed25519.PublicKey
+}
+
+// Trust makes every manifest read from r from here on refused unless pub signed it
+// and it records every object's SHA-256, which every read then checks (restore and
+// verify --trust-key). It is called before any backup is read.
+func (r *Repo) Trust(pub ed25519.PublicKey) { r.trust = pub }
+
+// checkTrust refuses a manifest the trusted key did not sign, or that lacks an
+// object's SHA-256.
+func (r *Repo) checkTrust(m *manifest.Manifest) error {
+	msg, err := m.SigningBytes()
+	if err == nil {
+		err = signing.Verify(r.trust, msg, m.Signature)
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s in %s: %w: it is refused (--trust-key); nothing was read from it", m.ID, r.Location(), err)
+	}
+	for _, o := range m.Objects {
+		if o.SHA256 == "" {
+			return fmt.Errorf("backup %s in %s: %w: object %s has no SHA-256", m.ID, r.Location(), signing.ErrUntrusted, o.Key)
+		}
+	}
+	return nil
 }
 
 // Open reads the repository at st; ErrNoRepository if there is none, an error saying to
@@ -126,6 +153,11 @@ func (r *Repo) Manifest(ctx context.Context, id string) (*manifest.Manifest, err
 	}
 	if m.ID != id || m.Storage.Format != manifest.StorageRepository {
 		return nil, fmt.Errorf("the manifest of backup %s in %s is not a repository backup's (id %q, format %q): the repository is damaged", id, r.Location(), m.ID, m.Storage.Format)
+	}
+	if r.trust != nil {
+		if err := r.checkTrust(&m); err != nil {
+			return nil, err
+		}
 	}
 	return &m, nil
 }

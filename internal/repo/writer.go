@@ -2,6 +2,9 @@ package repo
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +42,9 @@ type WriterOptions struct {
 	// Base is the id of the backup an incremental applies on: its in-progress marker
 	// names it, so that expire keeps the base while the incremental runs.
 	Base string
+	// SignWith, if set, signs the manifest (docs/security.md): every object's SHA-256
+	// is recorded, and the manifest carries the key's signature over all of it.
+	SignWith ed25519.PrivateKey
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -249,6 +255,12 @@ func (w *Writer) uploader() {
 	defer w.upWG.Done()
 	for s := range w.queue {
 		size, crc := s.buf.n, s.buf.crc
+		var sum string
+		if w.o.SignWith != nil {
+			h := sha256.New()
+			s.buf.appendTo(h)
+			sum = hex.EncodeToString(h.Sum(nil))
+		}
 		var err error
 		w.puts.RLock()
 		if w.ctx.Err() == nil {
@@ -261,7 +273,7 @@ func (w *Writer) uploader() {
 			w.fail(fmt.Errorf("upload %s: %w", ObjectKey(w.id, s.key), err))
 		} else {
 			w.mu.Lock()
-			w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc)})
+			w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc), SHA256: sum})
 			w.mu.Unlock()
 		}
 		w.ups.done(s.ticket)
