@@ -102,6 +102,11 @@ func (t *Tailer) round(ctx context.Context, flushed uint64) (bool, error) {
 		switch {
 		case t.file == t.arch && final && flushed >= e:
 			return false, t.flushArchive(ctx) // the block of E is not archived yet
+		case t.file == t.arch && flushed > t.cur:
+			if lost := t.fileLost(); lost != "" {
+				return false, fmt.Errorf("mysql redo copy at LSN %d: %s", t.cur, lost)
+			}
+			return false, nil // the archiver is behind the server's writes
 		case t.file == t.arch || flushed <= t.cur:
 			return false, nil
 		}

@@ -276,6 +276,28 @@ func TestTailerFollowsArchive(t *testing.T) {
 	}
 }
 
+// TestTailerArchiveDeleted: the server deletes the archive (its session ended) while
+// the copy follows it: Run fails saying so instead of waiting for blocks that never
+// come.
+func TestTailerArchiveDeleted(t *testing.T) {
+	s := newFakeServer(t, testFileSize, testStart, testCP)
+	s.chunk = 2000
+	arch := s.startArchive()
+	tl, err := Open(Config{Dir: s.dir, Out: new(bytes.Buffer), Server: s, Creator: testCreator, Poll: time.Millisecond, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.afterWrite = func() {
+		if at := tl.ArchiveStart(); s.arch != nil && at != 0 && tl.Copied() > at+4*BlockSize {
+			s.arch = nil
+			os.Remove(arch.path)
+		}
+	}
+	if err := run(t, tl); err == nil || !strings.Contains(err.Error(), "deleted its redo log archive") {
+		t.Fatalf("Run = %v, want the archive's deletion named", err)
+	}
+}
+
 func TestTailerNextFileGone(t *testing.T) {
 	s := newFakeServer(t, testFileSize, testStart, testCP)
 	s.chunk = 2000
