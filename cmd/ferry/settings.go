@@ -23,6 +23,7 @@ func flagNames() setting.Names {
 		setting.IncrementalBasedir:     "--incremental-basedir",
 		setting.IncrementalDir:         "--incremental-dir",
 		setting.KeepCalendar:           "--keep-daily/--keep-weekly/--keep-monthly/--keep-yearly",
+		setting.TrustKey:               "--trust-key",
 		setting.KeepDays:               "--keep-days",
 		setting.KeepLast:               "--keep-last",
 		setting.KeyFile:                "--key-file",

@@ -72,7 +72,7 @@ func (r *Repo) checkTrust(m *manifest.Manifest) error {
 		err = signing.Verify(r.trust, msg, m.Signature)
 	}
 	if err != nil {
-		return fmt.Errorf("backup %s in %s: %w: it is refused (--trust-key); nothing was read from it", m.ID, r.Location(), err)
+		return setting.Errorf("backup %s in %s: %w: it is refused (%s); nothing was read from it", m.ID, r.Location(), err, setting.TrustKey)
 	}
 	for _, o := range m.Objects {
 		if o.SHA256 == "" {

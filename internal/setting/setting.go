@@ -37,6 +37,7 @@ const (
 	IncrementalBasedir     Setting = "incremental base directory"
 	IncrementalDir         Setting = "incremental directory"
 	KeepCalendar           Setting = "daily, weekly, monthly or yearly backups to keep"
+	TrustKey               Setting = "trusted signing key"
 	KeepDays               Setting = "days to keep"
 	KeepLast               Setting = "backups to keep"
 	KeyFile                Setting = "key file"
@@ -113,6 +114,7 @@ func All() []Setting {
 		IncrementalBasedir,
 		IncrementalDir,
 		KeepCalendar,
+		TrustKey,
 		KeepDays,
 		KeepLast,
 		KeyFile,

@@ -51,7 +51,7 @@ func ParsePublic(s string) (ed25519.PublicKey, error) {
 	rest, ok := strings.CutPrefix(s, publicPrefix)
 	b, err := b64.DecodeString(rest)
 	if !ok || err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("%q is not a ferry signing public key (ferrysign1..., as ferry keygen --signing prints it)", clip(s))
+		return nil, fmt.Errorf("%q is not a ferry signing public key (ferrysign1..., as ferry keygen prints it)", clip(s))
 	}
 	return ed25519.PublicKey(b), nil
 }
@@ -94,7 +94,7 @@ func LoadSecret(path string) (ed25519.PrivateKey, error) {
 		}
 		return ed25519.NewKeyFromSeed(seed), nil
 	}
-	return nil, fmt.Errorf("%s holds no ferry signing secret key (ferry keygen --signing writes one)", path)
+	return nil, fmt.Errorf("%s holds no ferry signing secret key (ferry keygen makes one)", path)
 }
 
 func readKeyFile(path string) ([]byte, error) {
