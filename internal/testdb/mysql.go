@@ -35,8 +35,11 @@ type MySQLOptions struct {
 
 // BasedirMySQL80 is where MySQL 8.0 is installed for the tests: $FERRY_MYSQL_80, else
 // /opt/mysql-8.0; "" if neither holds bin/mysqld.
-func BasedirMySQL80() string {
-	for _, d := range []string{os.Getenv("FERRY_MYSQL_80"), "/opt/mysql-8.0"} {
+func BasedirMySQL80() string { return mysqlAt(os.Getenv("FERRY_MYSQL_80"), "/opt/mysql-8.0") }
+
+// mysqlAt returns the first of dirs that holds bin/mysqld, or "".
+func mysqlAt(dirs ...string) string {
+	for _, d := range dirs {
 		if d == "" {
 			continue
 		}

@@ -14,17 +14,7 @@ import (
 // BasedirMySQL8015 is where MySQL 8.0.15 (the redo layout before 8.0.30: ib_logfile0/1)
 // is installed for the tests: $FERRY_MYSQL_8015, else /opt/mysql-8.0.15; "" if neither
 // holds bin/mysqld.
-func BasedirMySQL8015() string {
-	for _, d := range []string{os.Getenv("FERRY_MYSQL_8015"), "/opt/mysql-8.0.15"} {
-		if d == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(d, "bin", "mysqld")); err == nil {
-			return d
-		}
-	}
-	return ""
-}
+func BasedirMySQL8015() string { return mysqlAt(os.Getenv("FERRY_MYSQL_8015"), "/opt/mysql-8.0.15") }
 
 // NeedMySQL8015 returns BasedirMySQL8015, or stops a test that needs MySQL 8.0.15 where
 // it is not installed (Missing: it fails under CI, skips elsewhere).
