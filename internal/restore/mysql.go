@@ -115,6 +115,16 @@ func mysqlArgs(settings map[string]string, dir string) ([]string, error) {
 	return append(args, "--log-bin="+base, "--log-bin-index="+base+".index"), nil
 }
 
+// recoveryTuning are the private recovery's own server options: its page writes are
+// not doubled (the doublewrite buffer guards against a power cut tearing pages; a torn
+// staging copy is restored again from the backup, as XtraBackup's prepare does without
+// it), and its page cleaner flushes at an SSD's rate rather than the 200 IOPS default,
+// so that the pages the redo changed leave the buffer pool as fast as the disk takes
+// them.
+func recoveryTuning() []string {
+	return []string{"--innodb-doublewrite=OFF", "--innodb-io-capacity=10000", "--innodb-io-capacity-max=20000"}
+}
+
 // recoverMySQL runs the stock mysqld's crash recovery on the copy in job.Dir.
 func (s stockRecoverer) recoverMySQL(ctx context.Context, job RecoverJob) error {
 	b, log := job.Backup, s.cfg.Log
@@ -152,6 +162,7 @@ func (s stockRecoverer) recoverMySQL(ctx context.Context, job RecoverJob) error 
 		mem = "256M"
 	}
 	args = append(args, "--innodb-buffer-pool-size="+mem)
+	args = append(args, recoveryTuning()...)
 	if err := os.Remove(job.ErrLog); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("prepare: remove the error log of an earlier run: %w", err)
 	}
