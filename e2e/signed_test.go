@@ -52,6 +52,7 @@ func TestSignedBackups(t *testing.T) {
 		})
 	}
 	refused("unsigned", unsigned, pub, "carries no signature")
+	wantExit(t, wantFail(t, nil, "--trust-key applies to --repo", "restore", "--target-dir", tmp, "--trust-key", pub, "--datadir", never), 2)
 	refused("another key", signed, otherPub, "signed by key")
 
 	// Forgeries of the signed manifest, written back as they were stored.

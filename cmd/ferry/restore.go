@@ -349,6 +349,8 @@ func (sf *sourceFlags) check(args []string) error {
 		return usageErr("--move applies to --target-dir: a stream or repository backup is always written straight into the datadir")
 	case sf.dir != "" && sf.identity != "":
 		return usageErr("--identity-file applies to --from and --repo (encrypted streams and repositories)")
+	case sf.repo.url == "" && sf.repo.trust != "":
+		return usageErr("--trust-key applies to --repo: only repository backups are signed")
 	}
 	return nil
 }
