@@ -203,13 +203,15 @@ func TestMySQL(t *testing.T) {
 	src.Exec(t, "SET GLOBAL innodb_redo_log_archive_dirs = ?", "backups:"+archive)
 	src.Exec(t, "GRANT INNODB_REDO_LOG_ARCHIVE ON *.* TO bk@'%'")
 	streamed := filepath.Join(tmp, "streamed")
-	// The link stalls after the stream's first bytes until the server wrote three times
-	// its 8M redo capacity: the redo copy spools locally (and follows the archive), so
-	// the log laps while the end takes nothing, and the backup does not lose the race.
+	// The link stalls after the stream's first bytes until the server wrote four times
+	// its 8M redo capacity (the copy starts at a checkpoint past the archive's start, up
+	// to one capacity later: at least three laps fall inside it): the redo copy spools
+	// locally (and follows the archive), so the log laps while the end takes nothing,
+	// and the backup does not lose the race.
 	from := s.lsn(t)
 	p := pipelineThrough(t, append([]string{"backup", "--stream"}, s.conn()...),
 		[]string{"restore", "--from", "-", "--datadir", streamed}, false,
-		func(w io.Writer) io.Writer { return &stallWriter{w: w, until: s.lapped(from + 3*8<<20)} }, 3*time.Minute)
+		func(w io.Writer) io.Writer { return &stallWriter{w: w, until: s.lapped(from + 4*8<<20)} }, 3*time.Minute)
 	if n := redoBytes(t, p.backup.stderr); n <= 3*8<<20 {
 		t.Errorf("the stream's redo copy is %d bytes, less than the 3 laps of the server's 8M log written while the link stalled", n)
 	}
