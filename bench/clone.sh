@@ -209,29 +209,6 @@ start_donor() {
 
 # write_cnf ERRLOG: the recipient's my.cnf (also read by ferry clone --defaults-file).
 write_cnf() {
-  if [[ $FAMILY == mysql ]]; then
-    cat >"$C_CNF" <<EOF
-[mysqld]
-user=root
-basedir=$MYSQL_BASE
-lc-messages-dir=$MYSQL_BASE/share
-datadir=$C_DATA
-socket=$C_SOCK
-pid-file=$C_PIDF
-log-error=$1
-port=$C_PORT
-bind-address=$RCPT_IP
-mysqlx=OFF
-server-id=2
-log-bin=binlog
-gtid-mode=ON
-enforce-gtid-consistency=ON
-innodb-buffer-pool-size=1G
-innodb-redo-log-capacity=512M
-innodb-flush-method=$MYSQL_FLUSH
-EOF
-    return
-  fi
   cat >"$C_CNF" <<EOF
 [mysqld]
 user=root
@@ -243,8 +220,21 @@ port=$C_PORT
 bind-address=$RCPT_IP
 server-id=2
 innodb-buffer-pool-size=1G
-innodb-log-file-size=512M
 EOF
+  if [[ $FAMILY == mysql ]]; then
+    cat >>"$C_CNF" <<EOF
+basedir=$MYSQL_BASE
+lc-messages-dir=$MYSQL_BASE/share
+mysqlx=OFF
+log-bin=binlog
+gtid-mode=ON
+enforce-gtid-consistency=ON
+innodb-redo-log-capacity=512M
+innodb-flush-method=$MYSQL_FLUSH
+EOF
+  else
+    echo "innodb-log-file-size=512M" >>"$C_CNF"
+  fi
 }
 
 # stop_recipient: stops the recipient mariadbd (or mysqld) by the pid in its pid file (if it is the
