@@ -41,6 +41,7 @@ type backupFlags struct {
 	incLSN     uint64
 	incRepo    bool
 	incBase    string
+	resume     bool    // continue the newest interrupted backup of this host in the repository
 	maxImpact  float64 // percent
 	pace       string  // auto or off
 	// a partial backup
@@ -86,6 +87,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 				"took", time.Since(start).Round(time.Millisecond), "block_ddl", res.BlockDDL.Round(time.Microsecond), "block_commit", res.BlockCommit.Round(time.Microsecond),
 				"start_lsn", m.StartLSN, "end_lsn", m.EndLSN, "to_lsn", m.ChainLSN(), "gtid", m.Coordinates.GTIDBinlogPos, "page_rereads", res.PageRereads, "free_pages", res.FreePages,
 				"recopy_rounds", res.Rounds, "pages_recopied", res.PagesRecopied, "redo_kept", m.LastLSN-m.StartLSN)
+			reportResumed(g, cfg.Sink, res)
 			jm.set("read_bytes", float64(m.TotalSize()))
 			jm.set("stored_bytes", float64(m.StoredSize()))
 			jm.set("redo_kept_bytes", float64(m.LastLSN-m.StartLSN))
@@ -131,6 +133,7 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Uint64Var(&fl.incLSN, "incremental-lsn", 0, "take an incremental holding the pages changed since this LSN (a base's to_lsn)")
 	f.BoolVar(&fl.incRepo, "incremental", false, "repository: take an incremental on the newest complete backup of this server in the repository")
 	f.StringVar(&fl.incBase, "base", "", "repository: take an incremental on this backup id")
+	f.BoolVar(&fl.resume, "resume", false, "repository: continue the newest interrupted full backup of this host, keeping what it uploaded (its pages changed since are stored again) and copying the rest; it keeps its id")
 	f.StringVar(&fl.databases, "databases", "", "partial backup: only these databases and database.table names ('db1 db2.t1'); the system schemas are always backed up")
 	f.StringVar(&fl.tables, "tables", "", "partial backup: only the tables whose database.table matches this regular expression")
 	f.StringVar(&fl.exclude, "exclude", "", "partial backup: leave out the tables whose database.table, or databases whose name, matches this regular expression")
@@ -160,8 +163,10 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return usageErr("--target-dir DIR, --stream or --repo REPO is required")
 	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
 		return usageErr("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
-	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0 || fl.signWith != ""):
-		return usageErr("--part-size, --uploads and --sign-with apply to --repo")
+	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0 || fl.signWith != "" || fl.resume):
+		return usageErr("--part-size, --uploads, --sign-with and --resume apply to --repo")
+	case fl.resume && (fl.incRepo || fl.incBase != ""):
+		return usageErr("--resume continues an interrupted full backup; an interrupted incremental is taken again with --incremental")
 	case fl.maxImpact < 0 || fl.maxImpact >= 100:
 		return usagef("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
 	case fl.maxImpact > 0 && cfg.MaxRate > 0:
@@ -214,8 +219,16 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 			return err
 		}
 		var sk *repo.Sink
-		if sk, err = repo.NewSink(r, o); err == nil {
-			cfg.Sink = sk
+		if sk, err = repo.NewSink(r, o); err != nil {
+			return err
+		}
+		cfg.Sink = sk
+		if fl.resume {
+			e, err := r.Interrupted(cmd.Context())
+			if err != nil {
+				return err
+			}
+			sk.Resume(e)
 		}
 		if fl.incRepo || fl.incBase != "" {
 			cfg.BaseFor = repoBase(r, sk, fl.incBase)
@@ -224,6 +237,22 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		cfg.Sink, err = sink.NewDir(fl.targetDir)
 	}
 	return err
+}
+
+// reportResumed says what a resumed repository backup kept of its interrupted
+// attempts and what it sent again.
+func reportResumed(g *globals, s sink.Sink, res *backup.Result) {
+	rs, ok := s.(*repo.Sink)
+	if !ok {
+		return
+	}
+	k := rs.Kept()
+	if k.Objects == 0 {
+		return
+	}
+	g.log.Info("resumed backup: the interrupted attempts' objects are kept, none was uploaded again", "id", res.Manifest.ID,
+		"objects_kept", k.Objects, "stored_bytes_kept", k.Bytes, "stored_bytes_uploaded", res.Manifest.StoredSize()-k.Bytes,
+		"tablespaces_kept", k.Files, "held_bytes_current", res.HeldKept, "held_bytes_sent_again", res.HeldPatched)
 }
 
 // addSpoolFlags adds the redo spool's place and bound.

@@ -60,6 +60,7 @@ type innoJob struct {
 	inode   uint64 // the file's inode and birth time (Unix ns, 0 if unknown) then
 	birth   int64
 	segs    []segment
+	held    []sink.Held // ranges a resumed backup's end already stores (resume.go)
 }
 
 type segment struct {
@@ -67,6 +68,7 @@ type segment struct {
 	size     int64 // bytes copied
 	crc      uint32
 	vanished bool // the file was gone when the segment was opened
+	held     bool // stored by an interrupted attempt: not copied (resume.go)
 }
 
 // copyInnoDBFiles copies files, largest first, splitting large files into segments,
@@ -83,10 +85,14 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 	}
 	var tasks []segTask
 	for _, ij := range jobs {
-		ij.pending.Store(int32(len(ij.segs)))
+		n := 0
 		for i := range ij.segs {
-			tasks = append(tasks, segTask{ij, i})
+			if !ij.segs[i].held {
+				tasks = append(tasks, segTask{ij, i})
+				n++
+			}
 		}
+		ij.pending.Store(int32(n))
 	}
 	var done atomic.Int64
 	plan := workers.Plan{Small: workers.SmallFile, Large: j.cfg.Parallel, SmallWorkers: j.smallWorkers()}
@@ -99,6 +105,9 @@ func (j *job) copyInnoDBFiles(ctx context.Context, files []srcFile) error {
 			return nil
 		}
 		if err := j.finishInnoJob(ij); err != nil {
+			return err
+		}
+		if err := j.patchHeld(ctx, ij); err != nil {
 			return err
 		}
 		faultpoint.At(ctx, "backup-file", int(done.Add(1)))
@@ -168,7 +177,11 @@ func (j *job) openOut(ij *innoJob) error {
 		if ij.stored = j.ddl.storedName(j, ij.src.Rel); ij.stored == ij.src.Rel {
 			ij.stored = ""
 		}
-		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse || j.holes(ij), Size: ij.src.Size, Space: ij.space()})
+		if len(ij.held) > 0 && ij.stored != "" {
+			ij.outErr = fmt.Errorf("%s: kept from an interrupted backup but stored as %s (internal error)", ij.src.Rel, ij.stored)
+			return
+		}
+		ij.out, ij.outErr = j.create(cmp.Or(ij.stored, ij.src.Rel), sink.FileOptions{Sparse: ij.sparse || j.holes(ij), Size: ij.src.Size, Space: ij.space(), Keep: len(ij.held) > 0})
 	})
 	return ij.outErr
 }
@@ -193,6 +206,7 @@ func (j *job) prepareInnoJob(f srcFile) (*innoJob, error) {
 		return nil, err
 	}
 	ij.segs = planSegments(size, j.cfg.Segment, int64(ij.page))
+	j.holdRanges(ij, size)
 	j.prog.AddTotal(size - f.Size)
 	return ij, nil
 }

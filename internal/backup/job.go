@@ -67,9 +67,11 @@ type job struct {
 	// lostSpaces are tablespaces the three-stage copy could not copy again (renamed or
 	// dropped meanwhile): the DDL reconciliation copies them whole.
 	lostSpaces map[uint32]bool
-	stats      struct{ rereads, freePages, read atomic.Int64 } // read: data file bytes, for the pace
-	recopy     recopyStats
-	rolled     *rolled // the roll-forward, if it ran
+	// read: data file bytes, for the pace; resumeKept and resumePatched: bytes of held
+	// ranges a resumed copy kept as stored and stored again (resume.go)
+	stats  struct{ rereads, freePages, read, resumeKept, resumePatched atomic.Int64 }
+	recopy recopyStats
+	rolled *rolled // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
 	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
 	clock     clock.Clock
@@ -91,6 +93,10 @@ type Result struct {
 	// Rounds and PagesRecopied tell what the three-stage copy did (0: it was off).
 	Rounds        int
 	PagesRecopied int64
+	// HeldKept and HeldPatched are, for a resumed backup, the bytes of ranges an
+	// interrupted attempt stored that were kept as they were, and those whose pages
+	// had changed and were stored again.
+	HeldKept, HeldPatched int64
 }
 
 // Run takes a full hot backup into cfg.Sink. On failure the end never gets a manifest,

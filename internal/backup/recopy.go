@@ -68,6 +68,7 @@ type recopyStats struct {
 	rounds int
 	pages  int64
 	round  int // the round running, for Sink.Patch
+	first  int // rounds before the first re-copy round: a resumed copy's (resume.go)
 }
 
 // threeStage runs the re-copy rounds after the data copy and makes the redo copy of
@@ -103,7 +104,7 @@ func (j *job) threeStage(ctx context.Context, fail context.CancelCauseFunc) erro
 			return err
 		}
 		a := next.t.Start().LSN
-		j.recopy.round = round
+		j.recopy.round = j.recopy.first + round
 		j.prog.Stage(fmt.Sprintf("backup: re-copy round %d", round))
 		n, fellBack, err := j.recopyRound(ctx, cur, a, since)
 		if err != nil {
@@ -596,7 +597,12 @@ func newerPage(b []byte, ps int, since uint64) bool {
 // CRC-32C up to date from the CRC of what b replaced (an end that stores patches apart
 // keeps the CRC of the bytes first written, extended with zeros to the new size).
 func (j *job) patch(name string, off int64, b []byte) error {
-	old, err := j.sink.Patch(j.recopy.round, name, off, b)
+	return j.patchRound(j.recopy.round, name, off, b)
+}
+
+// patchRound is patch in the given re-copy round.
+func (j *job) patchRound(round int, name string, off int64, b []byte) error {
+	old, err := j.sink.Patch(round, name, off, b)
 	if err != nil {
 		return fmt.Errorf("copy pages of %s again: %w", name, err)
 	}

@@ -41,9 +41,11 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 		kind = tailTracker // kept unless a re-copy round replaces it
 	}
 	j.copyStart = j.clock.Now()
-	if _, err := j.openTail(ctx, fail, kind); err != nil {
+	first, err := j.openTail(ctx, fail, kind)
+	if err != nil {
 		return nil, err
 	}
+	j.copyFrom(first.t.Start().LSN)
 	j.mode.start(ctx, j)
 	p, err := j.scan()
 	if err != nil {
@@ -81,6 +83,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	}
 	res.PageRereads, res.FreePages = j.stats.rereads.Load(), j.stats.freePages.Load()
 	res.Rounds, res.PagesRecopied = j.recopy.rounds, j.recopy.pages
+	res.HeldKept, res.HeldPatched = j.stats.resumeKept.Load(), j.stats.resumePatched.Load()
 	res.Manifest = &j.m
 	return res, nil
 }

@@ -14,8 +14,9 @@ import (
 // once, each its own range in order (the copy engine's segments): each range goes into
 // its own parts.
 type File struct {
-	w   *Writer
-	rel string
+	w     *Writer
+	rel   string
+	space *manifest.Space // the tablespace, as the copy read its page 0 (nil: another file)
 
 	mu      sync.Mutex
 	open    map[int64]*part // open parts by the offset their next byte goes to
@@ -40,7 +41,13 @@ type part struct {
 // Create starts a file of the backup, stored with the backup's compression and
 // encryption (metadata too: objects are read through ferry, not by hand). A path
 // already present is an error.
-func (w *Writer) Create(rel string) (*File, error) {
+func (w *Writer) Create(rel string) (*File, error) { return w.CreateSpace(rel, nil, false) }
+
+// CreateSpace starts a file that copies a tablespace (space, as the copy read its page
+// 0), recorded in the index of each object holding its bytes, so a resumed backup can
+// keep them. keep makes the file start with what an interrupted attempt stored of it
+// (Held): the caller copies only the rest.
+func (w *Writer) CreateSpace(rel string, space *manifest.Space, keep bool) (*File, error) {
 	if err := w.Err(); err != nil {
 		return nil, err
 	}
@@ -49,7 +56,10 @@ func (w *Writer) Create(rel string) (*File, error) {
 	if _, ok := w.files[rel]; ok {
 		return nil, fmt.Errorf("repository backup: %s created twice (internal error)", rel)
 	}
-	f := &File{w: w, rel: rel, open: map[int64]*part{}, starts: map[int64]bool{}}
+	f := &File{w: w, rel: rel, space: space, open: map[int64]*part{}, starts: map[int64]bool{}}
+	if keep {
+		w.keep(f)
+	}
 	w.files[rel] = f
 	return f, nil
 }
@@ -228,12 +238,22 @@ func (p *part) seal() error {
 	}
 	b := manifest.Blob{RawOffset: p.start, RawSize: p.raw, CRC32C: checksum.Hex(p.crc),
 		StoredSize: p.buf.n, StoredCRC32C: checksum.Hex(p.buf.crc), Round: p.round}
+	var e *indexEntry
+	if p.round == 0 && p.f.space != nil {
+		e = &indexEntry{Path: p.f.rel, Space: p.f.space}
+	}
 	if p.buf.n < w.o.packThreshold() {
 		w.mem.release(p.reserved - p.buf.n) // the pack holds the rest
-		w.addToPack(&b, p.buf)
+		w.addToPack(&b, e, p.buf)
 		p.buf.release()
 	} else {
 		b.Object = w.newObject()
+		var ix []indexEntry
+		if e != nil {
+			e.Blob = b
+			ix = []indexEntry{*e}
+		}
+		p.buf.Write(encodeIndex(p.buf.n, p.buf.crc, w.since.Load(), ix))
 		w.mem.seal(p.reserved, p.buf.n)
 		w.enqueue(b.Object, p.buf, w.ups.start())
 	}

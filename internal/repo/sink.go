@@ -17,9 +17,14 @@ type Sink struct {
 	opts WriterOptions
 	id   string
 	w    *Writer
+	// resume, if set, is the interrupted backup Open continues (Resume).
+	resume *Entry
 }
 
-var _ sink.Sink = (*Sink)(nil)
+var (
+	_ sink.Sink      = (*Sink)(nil)
+	_ sink.Resumable = (*Sink)(nil)
+)
 
 // NewSink returns the end for a backup into r, checking the options.
 func NewSink(r *Repo, o WriterOptions) (*Sink, error) {
@@ -55,9 +60,21 @@ func (s *Sink) Caps() sink.Caps {
 	return sink.Caps{Rewrite: true, Patch: true, PatchApart: true, Remote: true, Memory: o.MaxMemory, Storage: st}
 }
 
-// Open starts backup id in the repository.
+// Resume makes Open continue the interrupted backup e (Repo.Interrupted) instead of
+// starting a new one: the backup keeps e's id.
+func (s *Sink) Resume(e Entry) { s.resume = &e }
+
+// Open starts backup id in the repository, or continues the interrupted one Resume
+// named (the backup then keeps that one's id).
 func (s *Sink) Open(ctx context.Context, id string) error {
-	w, err := s.r.NewBackup(ctx, id, s.opts)
+	var w *Writer
+	var err error
+	if s.resume != nil {
+		id = s.resume.ID
+		w, err = s.r.ResumeBackup(ctx, *s.resume, s.opts)
+	} else {
+		w, err = s.r.NewBackup(ctx, id, s.opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -66,7 +83,23 @@ func (s *Sink) Open(ctx context.Context, id string) error {
 }
 
 // Create starts a file of the backup.
-func (s *Sink) Create(rel string, _ sink.FileOptions) (sink.File, error) { return s.w.Create(rel) }
+func (s *Sink) Create(rel string, o sink.FileOptions) (sink.File, error) {
+	return s.w.CreateSpace(rel, o.Space, o.Keep)
+}
+
+// CopyFrom records the copy's start LSN in every object's index.
+func (s *Sink) CopyFrom(lsn uint64) { s.w.SetSince(lsn) }
+
+// Held is what the interrupted attempts stored of rel, if it is the same file.
+func (s *Sink) Held(rel string, space *manifest.Space) []sink.Held { return s.w.Held(rel, space) }
+
+// Kept is what a resumed backup kept of its interrupted attempts.
+func (s *Sink) Kept() Kept {
+	if s.w == nil {
+		return Kept{}
+	}
+	return s.w.Kept()
+}
 
 // Remove forgets a stale copy.
 func (s *Sink) Remove(rel string) error { return s.w.Remove(rel) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
 	"github.com/ferry-backup/ferry/internal/setting"
@@ -92,6 +93,13 @@ type Marker struct {
 	Started     time.Time `json:"started"`
 	ToolVersion string    `json:"tool_version"`
 	Base        string    `json:"base,omitempty"` // an incremental's base backup
+	// Storage is how the backup encodes its objects (compression, encryption, part
+	// size) and Recipients whom it encrypts to: a resumed backup must encode alike, its
+	// held objects are kept as they are.
+	Storage    *manifest.Storage `json:"storage,omitempty"`
+	Recipients []string          `json:"recipients,omitempty"`
+	// Resumed counts the attempts that continued the backup after the first.
+	Resumed int `json:"resumed,omitempty"`
 }
 
 // Writer writes one backup into the repository. Files are created, written (several
@@ -113,14 +121,22 @@ type Writer struct {
 	upN   atomic.Int32   // uploaders running
 	enqWG sync.WaitGroup // packs sealed under w.mu, on their way to the queue
 
-	mu      sync.Mutex
-	files   map[string]*File
-	nextObj int
-	pack    *buffer
-	packKey string
-	packRes int64 // budget bytes the pack holds
-	objects []manifest.Object
-	err     error
+	mu       sync.Mutex
+	files    map[string]*File
+	nextObj  int
+	pack     *buffer
+	packKey  string
+	packRes  int64 // budget bytes the pack holds
+	objects  []manifest.Object
+	uploaded int // objects this attempt uploaded
+	err      error
+
+	since     atomic.Uint64 // the copy's start LSN, recorded in every object's index
+	packIndex []indexEntry  // the tablespace ranges in the pack being filled
+	// held is what an interrupted attempt stored that a resumed backup may keep (by
+	// file); kept counts what it kept.
+	held map[string][]heldBlob
+	kept Kept
 }
 
 // sealed is an object ready to upload.
@@ -147,12 +163,27 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
-	mk := Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version, Base: o.Base}
-	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
+	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, o.marker(id, 0)); err != nil {
 		enc.Close()
 		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)
 	}
+	return r.startWriter(ctx, id, o, enc), nil
+}
+
+// marker is the in-progress marker of backup id, on its resumed-th attempt.
+func (o WriterOptions) marker(id string, resumed int) Marker {
+	host, _ := os.Hostname()
+	st := (&Sink{opts: o}).Caps().Storage
+	var to []string
+	for _, r := range o.Pipeline.Recipients {
+		to = append(to, fmt.Sprint(r))
+	}
+	return Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version, Base: o.Base,
+		Storage: &st, Recipients: to, Resumed: resumed}
+}
+
+// startWriter starts the uploaders of backup id, whose marker is written.
+func (r *Repo) startWriter(ctx context.Context, id string, o WriterOptions, enc *pipeline.Encoder) *Writer {
 	w := &Writer{repo: r, id: id, o: o, enc: enc, mem: newBudget(o.partsMemory()), files: map[string]*File{},
 		queue: make(chan sealed, 4096), ups: newUploads()}
 	w.ctx, w.stop = context.WithCancelCause(ctx)
@@ -160,7 +191,7 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 	for range min(initialUploads, o.Uploads) {
 		w.addUploader()
 	}
-	return w, nil
+	return w
 }
 
 // checkNew refuses an id already used in the repository.
@@ -274,7 +305,10 @@ func (w *Writer) uploader() {
 		} else {
 			w.mu.Lock()
 			w.objects = append(w.objects, manifest.Object{Key: s.key, Size: size, CRC32C: checksum.Hex(crc), SHA256: sum})
+			w.uploaded++
+			n := w.uploaded
 			w.mu.Unlock()
+			faultpoint.At(w.ctx, "repo-object", n)
 		}
 		w.ups.done(s.ticket)
 	}
@@ -282,7 +316,7 @@ func (w *Writer) uploader() {
 
 // addToPack appends a small sealed blob to the current pack, which is uploaded once it
 // reaches the part size. It sets the blob's object and offset.
-func (w *Writer) addToPack(b *manifest.Blob, buf *buffer) {
+func (w *Writer) addToPack(b *manifest.Blob, e *indexEntry, buf *buffer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.pack == nil {
@@ -290,6 +324,10 @@ func (w *Writer) addToPack(b *manifest.Blob, buf *buffer) {
 		w.packKey = w.objectName()
 	}
 	b.Object, b.Offset = w.packKey, w.pack.n
+	if e != nil {
+		e.Blob = *b
+		w.packIndex = append(w.packIndex, *e)
+	}
 	buf.appendTo(w.pack)
 	w.packRes += buf.n
 	if w.pack.n >= w.o.PartSize {
@@ -303,7 +341,8 @@ func (w *Writer) sealPackLocked() bool {
 		return false
 	}
 	p, key, res := w.pack, w.packKey, w.packRes
-	w.pack, w.packRes = nil, 0
+	p.Write(encodeIndex(p.n, p.crc, w.since.Load(), w.packIndex))
+	w.pack, w.packRes, w.packIndex = nil, 0, nil
 	w.mem.seal(res, p.n)
 	w.enqWG.Add(1)
 	ticket := w.ups.start()

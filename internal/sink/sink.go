@@ -90,6 +90,34 @@ type FileOptions struct {
 	// identity (nil for any other file); an end may record it early (a clone's
 	// recipient journals it to resume an interrupted clone).
 	Space *manifest.Space
+	// Keep (an end that is Resumable only) starts the file with the ranges Held
+	// returned for it: the engine writes only the rest, and patches the kept ranges'
+	// pages changed since their Since.
+	Keep bool
+}
+
+// Resumable is an end that can continue an interrupted backup (a repository's
+// backup --resume): it may hold ranges of tablespaces an earlier attempt stored, which
+// the copy keeps instead of sending again. Every end that can resume records, with
+// what it stores, the LSN the copy began at, so that a later attempt can tell which
+// stored pages are still current.
+type Resumable interface {
+	// CopyFrom records lsn, the checkpoint the copy's redo begins at, with everything
+	// stored from now on. The engine calls it before it copies any tablespace.
+	CopyFrom(lsn uint64)
+	// Held returns the ranges of rel that an earlier attempt stored, if space (page 0
+	// as the copy just read it) is still the tablespace file they were read from; nil
+	// if none. The ranges are in order, do not overlap and lie on page boundaries.
+	Held(rel string, space *manifest.Space) []Held
+}
+
+// Held is a range of a tablespace an end already stores: Len bytes at Off with
+// CRC-32C CRC, read by a copy that began at checkpoint LSN Since. Its pages whose
+// source still carries an LSN at or below Since are current.
+type Held struct {
+	Off, Len int64
+	CRC      uint32
+	Since    uint64
 }
 
 // File is one file being written into a Sink. WriteAt may not keep p. Without

@@ -38,10 +38,11 @@ type FaultProxy struct {
 
 	mu      sync.Mutex
 	faults  Faults
-	limiter *rate.Limiter  // Faults.Rate, nil if unlimited
-	n       int            // requests matching the schedule
-	stats   map[string]int // "slowdown", "drop", "delay", "requests"
-	gets    map[string]int // GETs per path
+	limiter *rate.Limiter    // Faults.Rate, nil if unlimited
+	n       int              // requests matching the schedule
+	stats   map[string]int   // "slowdown", "drop", "delay", "requests"
+	gets    map[string]int   // GETs per path
+	puts    map[string]int64 // bytes of PUT bodies per path
 }
 
 // StartFaultProxy proxies to the S3 server at target (http://host:port).
@@ -51,7 +52,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{},
+	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{}, puts: map[string]int64{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(ln)
@@ -92,6 +93,17 @@ func (p *FaultProxy) GETs() map[string]int {
 	return out
 }
 
+// PUTs returns the bytes of PUT request bodies per path (each attempt counted).
+func (p *FaultProxy) PUTs() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range p.puts {
+		out[k] = v
+	}
+	return out
+}
+
 // ResetGETs clears the GET counts.
 func (p *FaultProxy) ResetGETs() {
 	p.mu.Lock()
@@ -104,8 +116,11 @@ func (p *FaultProxy) decide(r *http.Request) (fault string, delay time.Duration)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats["requests"]++
-	if r.Method == http.MethodGet {
+	switch r.Method {
+	case http.MethodGet:
 		p.gets[r.URL.Path]++
+	case http.MethodPut:
+		p.puts[r.URL.Path] += max(r.ContentLength, 0)
 	}
 	f := p.faults
 	if f.Only != "" && !strings.Contains(r.URL.Path, f.Only) {
