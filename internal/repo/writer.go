@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +47,12 @@ type WriterOptions struct {
 	// SignWith, if set, signs the manifest (docs/security.md): every object's SHA-256
 	// is recorded, and the manifest carries the key's signature over all of it.
 	SignWith ed25519.PrivateKey
+	// LockFor, if set, stores every object of the backup (its manifest too, never its
+	// in-progress marker) with an S3 Object Lock retention in LockMode (default
+	// governance) until the backup's start plus LockFor (docs/repository.md, Immutable
+	// backups). The repository must be a bucket with Object Lock enabled.
+	LockFor  time.Duration
+	LockMode storage.LockMode
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -74,6 +82,12 @@ func (o WriterOptions) Check() error {
 	if o.PartSize < 1<<20 || o.PartSize > 4<<30 {
 		return setting.Errorf("%s %d MiB: use 1 MiB to 4 GiB", setting.PartSize, o.PartSize>>20)
 	}
+	if o.LockFor < 0 {
+		return setting.Errorf("%s: give a positive number of days", setting.LockDays)
+	}
+	if o.LockMode != "" && o.LockMode != storage.Governance && o.LockMode != storage.Compliance {
+		return setting.Errorf("%s %q: give governance or compliance", setting.LockMode, strings.ToLower(string(o.LockMode)))
+	}
 	if need := o.Pipeline.MaxMemory + 3*o.PartSize; o.MaxMemory < need {
 		return setting.Errorf("%s %d MiB is too small for %s %d MiB and %d parallel files: allow at least %d MiB", setting.MaxMemory, o.MaxMemory>>20, setting.PartSize, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
 	}
@@ -92,6 +106,9 @@ type Marker struct {
 	Started     time.Time `json:"started"`
 	ToolVersion string    `json:"tool_version"`
 	Base        string    `json:"base,omitempty"` // an incremental's base backup
+	// Lock is the Object Lock the backup's objects are stored with (the marker itself
+	// is not locked: it is deleted after the manifest).
+	Lock *manifest.Lock `json:"lock,omitempty"`
 }
 
 // Writer writes one backup into the repository. Files are created, written (several
@@ -121,6 +138,9 @@ type Writer struct {
 	packRes int64 // budget bytes the pack holds
 	objects []manifest.Object
 	err     error
+
+	lock   *manifest.Lock // the retention of every object but the marker; nil: none
+	locker storage.Locker // set with lock
 }
 
 // sealed is an object ready to upload.
@@ -137,6 +157,13 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		return nil, err
 	}
 	o = o.withDefaults()
+	var locker storage.Locker
+	if o.LockFor > 0 {
+		var err error
+		if locker, err = r.CanLock(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.Create(ctx); err != nil {
 		return nil, err
 	}
@@ -149,12 +176,15 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 	}
 	host, _ := os.Hostname()
 	mk := Marker{ID: id, Host: host, PID: os.Getpid(), Started: time.Now().UTC(), ToolVersion: o.Version, Base: o.Base}
+	if locker != nil {
+		mk.Lock = newLock(mk.Started, o.LockFor, o.LockMode)
+	}
 	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
 		enc.Close()
 		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)
 	}
 	w := &Writer{repo: r, id: id, o: o, enc: enc, mem: newBudget(o.partsMemory()), files: map[string]*File{},
-		queue: make(chan sealed, 4096), ups: newUploads()}
+		queue: make(chan sealed, 4096), ups: newUploads(), lock: mk.Lock, locker: locker}
 	w.ctx, w.stop = context.WithCancelCause(ctx)
 	context.AfterFunc(w.ctx, func() { w.mem.fail(context.Cause(w.ctx)) })
 	for range min(initialUploads, o.Uploads) {
@@ -264,7 +294,7 @@ func (w *Writer) uploader() {
 		var err error
 		w.puts.RLock()
 		if w.ctx.Err() == nil {
-			err = w.repo.st.Put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
+			err = w.put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
 		}
 		w.puts.RUnlock()
 		s.buf.release()
@@ -278,6 +308,14 @@ func (w *Writer) uploader() {
 		}
 		w.ups.done(s.ticket)
 	}
+}
+
+// put stores one of the backup's objects, with its lock if it has one.
+func (w *Writer) put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32) error {
+	if w.lock != nil {
+		return w.locker.PutRetained(ctx, key, data, size, crc, retention(w.lock))
+	}
+	return w.repo.st.Put(ctx, key, data, size, crc)
 }
 
 // addToPack appends a small sealed blob to the current pack, which is uploaded once it
