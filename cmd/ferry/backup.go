@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/sink"
+	"github.com/ferry-backup/ferry/internal/storage"
 	"github.com/ferry-backup/ferry/internal/stream"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -43,7 +44,9 @@ type backupFlags struct {
 	incBase    string
 	resume     bool    // continue the newest interrupted backup of this host in the repository
 	maxImpact  float64 // percent
-	pace       string  // auto or off
+	lockDays   int     // repository: S3 Object Lock retention
+	lockMode   string
+	pace       string // auto or off
 	// a partial backup
 	databases, tables, exclude string
 }
@@ -64,6 +67,7 @@ func newBackupCmd(g *globals) *cobra.Command {
   ferry backup --repo s3://bucket/prod-db1 --incremental      # on the newest backup of this server in the repository
   ferry backup --repo s3://bucket/prod-db1 --databases 'shop crm.contacts'   # a partial backup
   ferry backup --repo s3://bucket/prod-db2 --slave-info --safe-slave-backup  # on a replica
+  ferry backup --repo s3://locked-bucket/prod-db1 --lock-days 35   # immutable: a bucket with Object Lock enabled
   ferry backup --repo s3://bucket/prod-db1 --max-impact 10 --metrics-file /var/lib/node_exporter/ferry_backup.prom
   Options can also come from [ferry] and [ferry-backup] in the option files (docs/operations.md).
   The server keeps serving reads and writes; a directory has mariabackup's layout plus ferry_manifest.json.`,
@@ -113,6 +117,8 @@ func newBackupCmd(g *globals) *cobra.Command {
 	f.Lookup("stream").NoOptDefVal = "true"
 	fl.repo.add(f)
 	f.StringVar(&fl.signWith, "sign-with", "", "repository: sign the backup's manifest with this key file (ferry keygen --signing), recording every object's SHA-256, so that restore and verify --trust-key can refuse a backup anyone else wrote")
+	f.IntVar(&fl.lockDays, "lock-days", 0, "repository: store every object of the backup with an S3 Object Lock retention of N days from its start, so that nobody (compliance) or nobody without the right to bypass it (governance) can delete it before; the bucket must have Object Lock enabled")
+	f.StringVar(&fl.lockMode, "lock-mode", "governance", "with --lock-days: governance (who holds s3:BypassGovernanceRetention can still delete or shorten it, a way out of a mistake) or compliance (nobody can, not even the account's root user, until the date)")
 	f.StringVar(&fl.compress, "compress", "", "zstd, lz4 or none (default zstd with --stream and --repo, none for a directory)")
 	f.IntVar(&fl.level, "compress-level", 0, "compression level (zstd 1-22, lz4 1-9; default the fastest)")
 	f.StringArrayVar(&fl.encryptTo, "encrypt-to", nil, "encrypt the stream or repository backup to this age public key (age1...; repeatable)")
@@ -163,10 +169,16 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		return usageErr("--target-dir DIR, --stream or --repo REPO is required")
 	case !encoded && (fl.compress != "" && fl.compress != "none" || len(fl.encryptTo)+len(fl.encryptFile) > 0):
 		return usageErr("--compress and --encrypt-to apply to --stream and --repo; a directory backup is stored as mariadb-backup stores it")
-	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0 || fl.signWith != "" || fl.resume):
-		return usageErr("--part-size, --uploads, --sign-with and --resume apply to --repo")
+	case fl.repo.url == "" && (fl.partSize != 0 || fl.uploads != 0 || fl.signWith != "" || fl.lockDays != 0 || fl.resume):
+		return usageErr("--part-size, --uploads, --sign-with, --lock-days and --resume apply to --repo")
 	case fl.resume && (fl.incRepo || fl.incBase != ""):
 		return usageErr("--resume continues an interrupted full backup; an interrupted incremental is taken again with --incremental")
+	case fl.lockDays < 0:
+		return usagef("--lock-days %d: give a number of days, at least 1", fl.lockDays)
+	case cmd.Flags().Changed("lock-mode") && fl.lockDays == 0:
+		return usageErr("--lock-mode applies with --lock-days N")
+	case fl.lockMode != "governance" && fl.lockMode != "compliance":
+		return usagef("--lock-mode %q: give governance or compliance", fl.lockMode)
 	case fl.maxImpact < 0 || fl.maxImpact >= 100:
 		return usagef("--max-impact %v: give a percent between 0 and 100", fl.maxImpact)
 	case fl.maxImpact > 0 && cfg.MaxRate > 0:
@@ -205,7 +217,7 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		cfg.Sink, err = stream.NewSink(cmd.OutOrStdout(), pipe)
 	case fl.repo.url != "":
 		o := repo.WriterOptions{Pipeline: pipe, PartSize: fl.partSize, MaxMemory: fl.maxMemory, Uploads: fl.uploads,
-			Version: version, Log: cfg.Log}
+			Version: version, Log: cfg.Log, LockFor: time.Duration(fl.lockDays) * 24 * time.Hour, LockMode: storage.LockMode(strings.ToUpper(fl.lockMode))}
 		if fl.signWith != "" {
 			if o.SignWith, err = signing.LoadSecret(fl.signWith); err != nil {
 				return usagef("--sign-with: %w", err)
@@ -217,6 +229,11 @@ func (fl backupFlags) apply(cmd *cobra.Command, cfg *backup.Config) error {
 		var r *repo.Repo
 		if r, err = fl.repo.open(cmd.Context(), cfg.Log, true, version); err != nil {
 			return err
+		}
+		if fl.lockDays > 0 { // refused before anything is copied or written
+			if _, err = r.CanLock(cmd.Context()); err != nil {
+				return err
+			}
 		}
 		var sk *repo.Sink
 		if sk, err = repo.NewSink(r, o); err != nil {

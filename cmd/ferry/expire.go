@@ -28,6 +28,10 @@ func newExpireCmd(g *globals) *cobra.Command {
   is printed with the rules that keep it ("keep ... (newest, last 1, daily 2026-11-28)").
   A kept incremental keeps the backups it applies on, down to its full backup
   ("keep ... (base of kept incremental ID)"); they do not count in --keep-last.
+  A backup stored with an S3 Object Lock (backup --lock-days) is kept until its date
+  whatever the rules say ("keep ... (locked until DATE (governance): it can go then)");
+  in a bucket with Object Lock enabled, a deleted backup's object versions are deleted
+  for good (space freed), never by bypassing a lock.
   The binlog archive keeps the files from the oldest kept backup's binlog position on (what
   the kept backups need to reach the present) and loses the older ones; the recoverable
   window that remains is printed.`,

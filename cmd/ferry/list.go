@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -30,6 +31,9 @@ type listed struct {
 	Server      string    `json:"server_version,omitempty"`
 	Compression string    `json:"compression,omitempty"`
 	Encryption  string    `json:"encryption,omitempty"`
+	LockMode    string    `json:"lock_mode,omitempty"`   // S3 Object Lock: GOVERNANCE or COMPLIANCE
+	LockedUntil time.Time `json:"locked_until,omitzero"` // its retain-until date
+	lock        string    // the LOCK column: "governance until ...", "-"
 }
 
 func newListCmd(g *globals) *cobra.Command {
@@ -46,6 +50,8 @@ func newListCmd(g *globals) *cobra.Command {
   or incomplete (interrupted: never restorable; ferry expire removes them).
   Below the table: the binlog archive (ferry binlog-archive), its gaps, and the windows a
   restore --to-time/--to-gtid reaches (--json: "backups", "binlog_archive", "recoverable").
+  A backup stored with an S3 Object Lock (backup --lock-days) shows it in a LOCK column
+  ("governance until ..."; --json: "lock_mode", "locked_until"), read from its manifest.
   Times are in the host's zone (TZ) with their offset (--json: RFC 3339); any of them
   pasted into restore --to-time means the same instant.`,
 		Args: cobra.NoArgs,
@@ -107,15 +113,29 @@ func toListed(e repo.Entry) listed {
 	} else if e.Marker != nil {
 		l.Start = e.Marker.Started.Local()
 	}
+	if lk := e.Lock(); lk != nil {
+		l.LockMode, l.LockedUntil = lk.Mode, lk.RetainUntil.Local()
+		l.lock = repo.DescribeLock(lk, time.Now())
+	}
 	return l
 }
 
+// printList prints the table; the LOCK column only when a backup has an Object Lock.
 func printList(w io.Writer, list []listed) {
+	locks := slices.ContainsFunc(list, func(l listed) bool { return l.lock != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTYPE\tBASE\tMETHOD\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS")
+	head := "ID\tTYPE\tBASE\tMETHOD\tSTART\tEND\tSIZE\tSTORED\tGTID\tSTATUS"
+	if locks {
+		head += "\tLOCK"
+	}
+	fmt.Fprintln(tw, head)
 	for _, l := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Type), dash(l.Base), dash(l.Method), timefmt.Format(l.Start), timefmt.Format(l.End),
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", l.ID, dash(l.Type), dash(l.Base), dash(l.Method), timefmt.Format(l.Start), timefmt.Format(l.End),
 			human(l.Size), human(l.StoredSize), dash(l.GTID), l.Status)
+		if locks {
+			row += "\t" + dash(l.lock)
+		}
+		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
 	if len(list) == 0 {

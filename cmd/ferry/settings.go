@@ -28,6 +28,8 @@ func flagNames() setting.Names {
 		setting.KeepLast:               "--keep-last",
 		setting.KeyFile:                "--key-file",
 		setting.KeyPasswordFile:        "--key-password-file",
+		setting.LockDays:               "--lock-days",
+		setting.LockMode:               "--lock-mode",
 		setting.Mariadbd:               "--mariadbd",
 		setting.MaxImpact:              "--max-impact",
 		setting.MaxMemory:              "--max-memory",

@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/binlog"
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/defaults"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/repo"
 	"github.com/ferry-backup/ferry/internal/verify"
 	"github.com/spf13/cobra"
@@ -29,6 +31,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
   read once; one summary line says what was checked, and it exits non-zero naming each
   backup that failed (an incremental fails with any backup of its chain).
   With an ID: that backup; exits non-zero naming the object (and file, page) at fault.
+  A backup stored with an S3 Object Lock (backup --lock-days) is reported with it, and
+  fails if the retention the server holds on its manifest is missing, shorter than its
+  manifest records, or no longer compliance (someone weakened it).
   Nothing is written. An incremental is verified with its whole chain: every backup it
   applies on, down to its full backup, and the links between them.
   --binlogs re-reads the binlog archive too (without an ID: only the archive): every
@@ -65,8 +70,8 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			}
 			g.log.Info("verify completed OK", "backup", rep.ID, "chain", rep.Chain, "files", rep.Files, "objects", rep.Objects,
 				"stored_bytes", rep.StoredBytes, "bytes", rep.RawBytes, "innodb_pages", rep.Pages)
-			fmt.Fprintf(cmd.OutOrStdout(), "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
-				rep.ID, chainNote(rep.Chain), rep.Files, rep.Objects, human(rep.StoredBytes), rep.Pages)
+			fmt.Fprintf(cmd.OutOrStdout(), "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid%s\n",
+				rep.ID, chainNote(rep.Chain), rep.Files, rep.Objects, human(rep.StoredBytes), rep.Pages, lockNote(rep.Lock))
 			return nil
 		},
 	}
@@ -140,8 +145,16 @@ func printResult(w io.Writer, res verify.Result) {
 		return
 	}
 	r := res.Report
-	fmt.Fprintf(w, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid\n",
-		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages)
+	fmt.Fprintf(w, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid%s\n",
+		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages, lockNote(r.Lock))
+}
+
+// lockNote says what S3 Object Lock a verified backup holds ("" for none).
+func lockNote(l *manifest.Lock) string {
+	if l == nil {
+		return ""
+	}
+	return "; Object Lock " + repo.DescribeLock(l, time.Now())
 }
 
 // summaryLine says in one line what a verification of the repository checked and

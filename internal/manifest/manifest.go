@@ -229,10 +229,23 @@ type Manifest struct {
 	// Partial is set when the backup holds only some tables (backup --databases,
 	// --tables, --exclude): a restore recovers it without the others.
 	Partial *Partial `json:"partial,omitempty"`
+	// Lock, set in a repository backup stored with S3 Object Lock, is the retention
+	// every one of its objects (the manifest included) was stored with.
+	Lock *Lock `json:"lock,omitempty"`
 	// Signature, if set, is the Ed25519 signature of the manifest without it
 	// (SigningBytes), by the key backup --sign-with names.
 	Signature *signing.Signature `json:"signature,omitempty"`
 }
+
+// Lock is the S3 Object Lock retention of a repository backup's objects: none of them
+// can be deleted before RetainUntil (docs/repository.md, Immutable backups).
+type Lock struct {
+	Mode        string    `json:"mode"` // GOVERNANCE or COMPLIANCE, as S3 spells them
+	RetainUntil time.Time `json:"retain_until"`
+}
+
+// LockedAt reports whether the lock l records (nil: none) still holds at now.
+func (l *Lock) LockedAt(now time.Time) bool { return l != nil && now.Before(l.RetainUntil) }
 
 // SigningBytes are what a manifest's signature covers: its JSON without the
 // signature.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/signing"
@@ -53,6 +54,7 @@ func (w *Writer) Commit(ctx context.Context, m *manifest.Manifest) error {
 	if err := w.describe(m); err != nil {
 		return err
 	}
+	m.Lock = w.lock
 	if w.o.SignWith != nil {
 		msg, err := m.SigningBytes()
 		if err != nil {
@@ -60,10 +62,11 @@ func (w *Writer) Commit(ctx context.Context, m *manifest.Manifest) error {
 		}
 		m.Signature = signing.Sign(w.o.SignWith, msg)
 	}
-	if err := putJSON(ctx, w.repo.st, backupPrefix(w.id)+manifestName, m); err != nil {
+	if err := putJSONWith(ctx, w.put, backupPrefix(w.id)+manifestName, m); err != nil {
 		return fmt.Errorf("upload the manifest of %s: %w", w.id, err)
 	}
-	w.o.Log.Info("repository backup stored", "id", w.id, "objects", len(m.Objects), "stored_bytes", m.StoredSize(), "uploaders", w.Uploaders())
+	w.o.Log.Info("repository backup stored", "id", w.id, "objects", len(m.Objects), "stored_bytes", m.StoredSize(), "uploaders", w.Uploaders(),
+		"object_lock", DescribeLock(w.lock, time.Now()))
 	if err := w.repo.st.Delete(ctx, backupPrefix(w.id)+markerName); err != nil {
 		w.o.Log.Warn("backup complete, but its in-progress marker could not be removed", "id", w.id, "err", err)
 	}

@@ -63,11 +63,16 @@ type ExpirePlan struct {
 	// Rules says which of the policy's rules keep a backup ("last 2", "daily
 	// 2026-11-28", ...), by id.
 	Rules map[string][]string
+	// Locked are the backups kept only because their Object Lock has not expired
+	// (the server would refuse to delete them): the lock each records, by id.
+	Locked map[string]*manifest.Lock
 }
 
 // PlanExpire applies p to the repository's backups at time now. The newest complete
 // backup is always kept, and so is a backup still being written. A kept incremental
-// keeps its bases, up to its full backup: they do not count towards KeepLast.
+// keeps its bases, up to its full backup: they do not count towards KeepLast. A
+// backup whose recorded Object Lock holds at now is kept too (its bases as well, if
+// it is complete): it can go once its date has passed.
 func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*ExpirePlan, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -81,7 +86,11 @@ func (r *Repo) PlanExpire(ctx context.Context, p Policy, now time.Time) (*Expire
 	for id := range rules {
 		keep[id] = true
 	}
-	plan := &ExpirePlan{BaseOf: keepBases(list, keep), Rules: rules}
+	locked := map[string]*manifest.Lock{}
+	keepLocked(list, keep, locked, now, true)
+	plan := &ExpirePlan{BaseOf: keepBases(list, keep), Rules: rules, Locked: locked}
+	keepLocked(list, keep, locked, now, false) // after keepBases: debris keeps no base
+
 	for i := len(list) - 1; i >= 0; i-- { // newest first
 		e := list[i]
 		switch {
@@ -138,6 +147,16 @@ func (p Policy) keep(list []Entry, now time.Time) map[string][]string {
 	return keep
 }
 
+// keepLocked adds to keep, and to locked with their lock, the complete backups
+// (unfinished ones if !complete) not kept yet whose lock holds at now.
+func keepLocked(list []Entry, keep map[string]bool, locked map[string]*manifest.Lock, now time.Time, complete bool) {
+	for _, e := range list {
+		if l := e.Lock(); !keep[e.ID] && (e.Manifest != nil) == complete && l.LockedAt(now) {
+			keep[e.ID], locked[e.ID] = true, l
+		}
+	}
+}
+
 // days spells a duration of whole days as "N days".
 func days(d time.Duration) string {
 	if d%(24*time.Hour) == 0 {
@@ -185,13 +204,22 @@ func baseID(e Entry) string {
 
 // Delete removes a backup: its manifest first, so that it stops being restorable at
 // once and an interrupted delete leaves debris a later expire removes, then every
-// other object under its prefix.
+// other object under its prefix. In a bucket with Object Lock enabled (versioned), it
+// deletes every version of them, which frees their space; a version whose lock has
+// not expired is refused by the server (storage.ErrLocked), never bypassed.
 func (r *Repo) Delete(ctx context.Context, id string) error {
+	l, err := r.purger(ctx)
+	if err != nil {
+		return fmt.Errorf("delete backup %s: %w", id, err)
+	}
+	if l != nil {
+		return r.purge(ctx, l, id)
+	}
 	if err := r.st.Delete(ctx, backupPrefix(id)+manifestName); err != nil {
 		return fmt.Errorf("delete backup %s: %w", id, err)
 	}
 	var keys []string
-	err := r.st.List(ctx, backupPrefix(id), func(oi storage.ObjectInfo) error {
+	err = r.st.List(ctx, backupPrefix(id), func(oi storage.ObjectInfo) error {
 		keys = append(keys, oi.Key)
 		return nil
 	})
@@ -204,6 +232,17 @@ func (r *Repo) Delete(ctx context.Context, id string) error {
 		g.Go(func() error { return r.st.Delete(gctx, k) })
 	}
 	if err := g.Wait(); err != nil {
+		return fmt.Errorf("delete backup %s: %w", id, err)
+	}
+	return nil
+}
+
+// purge deletes every version of a backup's objects, its manifest's first.
+func (r *Repo) purge(ctx context.Context, l storage.Locker, id string) error {
+	if err := l.Purge(ctx, backupPrefix(id)+manifestName); err != nil {
+		return fmt.Errorf("delete backup %s: %w", id, err)
+	}
+	if err := l.Purge(ctx, backupPrefix(id)); err != nil {
 		return fmt.Errorf("delete backup %s: %w", id, err)
 	}
 	return nil
@@ -256,12 +295,20 @@ func (p *ExpirePlan) KeptFor(id string) string {
 }
 
 // Why says which rules keep backup id ("newest, last 1, daily 2026-11-28") or, for a
-// backup kept as the base of another, KeptFor's reason; "" for a backup not kept.
+// backup kept as the base of another, KeptFor's reason, or for one kept by its Object
+// Lock, until when ("locked until 2026-12-30T10:00:00Z (governance): it can go
+// then"); "" for a backup not kept.
 func (p *ExpirePlan) Why(id string) string {
 	if rules := p.Rules[id]; len(rules) > 0 {
 		return strings.Join(rules, ", ")
 	}
-	return p.KeptFor(id)
+	if why := p.KeptFor(id); why != "" {
+		return why
+	}
+	if l := p.Locked[id]; l != nil {
+		return fmt.Sprintf("locked until %s (%s): it can go then", l.RetainUntil.Format(time.RFC3339), strings.ToLower(l.Mode))
+	}
+	return ""
 }
 
 // KeptManifests are the manifests of the complete backups the plan keeps, newest

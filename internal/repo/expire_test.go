@@ -3,12 +3,17 @@ package repo
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferry-backup/ferry/internal/codec"
+	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/storage"
 )
 
 // TestExpireCarriesThePlanOut: a dry run tells of every backup the plan lets go and
@@ -148,5 +153,96 @@ func checkKept(t *testing.T, plan *ExpirePlan, want map[string]string) {
 		if _, ok := want[id]; !ok {
 			t.Errorf("%s kept (%s), want it expired", id, why)
 		}
+	}
+}
+
+// TestExpireKeepsLockedBackups: a backup whose recorded Object Lock holds at "now" is
+// kept whatever the rules say, with the date it can go (an incremental kept so keeps
+// its base; interrupted debris with a lock in its marker too); once the date has
+// passed at "now", the same backups are let go. Fixed dates, no waiting.
+func TestExpireKeepsLockedBackups(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := storage.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := Init(ctx, st, "test")
+	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
+	until := day(10)
+	lock := &manifest.Lock{Mode: "GOVERNANCE", RetainUntil: until}
+	const (
+		f0, f1, f2, i2, f3 = "20260101t000000z-f0", "20260102t000000z-f1", "20260103t000000z-f2", "20260104t000000z-i2", "20260105t000000z-f3"
+		locked, debris     = "20260106t000000z-dl", "20260106t000000z-dd"
+	)
+	storeLink(t, r, testLink{id: f0, end: 100}, day(1))
+	relock(t, r, storeLink(t, r, testLink{id: f1, end: 200}, day(2)), lock)
+	storeLink(t, r, testLink{id: f2, end: 300}, day(3))
+	relock(t, r, storeLink(t, r, testLink{id: i2, base: f2, from: 300, end: 400}, day(4)), lock)
+	storeLink(t, r, testLink{id: f3, end: 500}, day(5))
+	for id, l := range map[string]*manifest.Lock{locked: lock, debris: nil} {
+		mk := Marker{ID: id, Host: "elsewhere", Started: day(5), Lock: l}
+		if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
+			t.Fatal(err)
+		}
+		// Written by another host, long ago: interrupted, not running.
+		old := time.Now().Add(-2 * StaleAfter)
+		if err := os.Chtimes(filepath.Join(dir, backupPrefix(id), markerName), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	plan, err := r.PlanExpire(ctx, Policy{KeepLast: 1}, day(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := "locked until 2026-01-10T00:00:00Z (governance): it can go then"
+	checkKept(t, plan, map[string]string{f3: "newest, last 1", f1: why, i2: why, f2: "base of kept incremental " + i2, locked: why})
+	if got := gone(plan); got != f0+" "+debris {
+		t.Errorf("at day 6, the plan lets go %s, want %s %s", got, f0, debris)
+	}
+
+	plan, err = r.PlanExpire(ctx, Policy{KeepLast: 1}, until) // the date itself: the lock is over
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKept(t, plan, map[string]string{f3: "newest, last 1"})
+	if got, want := gone(plan), strings.Join([]string{i2, f2, f1, f0, locked, debris}, " "); got != want {
+		t.Errorf("at the lock's date, the plan lets go %s, want %s", got, want)
+	}
+}
+
+// relock records lock in a stored backup's manifest, as a backup to a locked bucket
+// does.
+func relock(t *testing.T, r *Repo, m *manifest.Manifest, lock *manifest.Lock) {
+	t.Helper()
+	m.Lock = lock
+	if err := putJSON(context.Background(), r.st, backupPrefix(m.ID)+manifestName, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gone lists what a plan lets go: the expired backups, then the debris.
+func gone(plan *ExpirePlan) string {
+	var ids []string
+	for _, e := range append(slices.Clone(plan.Expired), plan.Debris...) {
+		ids = append(ids, e.ID)
+	}
+	return strings.Join(ids, " ")
+}
+
+// TestLockRefusedWithoutObjectLock: a locked backup into a directory is refused with
+// one line saying why, before anything is written.
+func TestLockRefusedWithoutObjectLock(t *testing.T) {
+	ctx := context.Background()
+	st := newFS(t)
+	r, _ := Init(ctx, st, "test")
+	_, err := r.NewBackup(ctx, "20260101t000000z-f0", WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 1, OpenFiles: 2}, PartSize: 1 << 20, LockFor: 24 * time.Hour})
+	if err == nil || !strings.Contains(err.Error(), "is not an S3 bucket and cannot lock objects") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a locked backup into a directory: %v", err)
+	}
+	n := 0
+	if err := st.List(ctx, "", func(storage.ObjectInfo) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d objects written (%v)", n, err)
 	}
 }

@@ -224,10 +224,15 @@ func getJSON(ctx context.Context, st storage.Storage, key string, v any) error {
 
 // putJSON encodes and stores a small object.
 func putJSON(ctx context.Context, st storage.Storage, key string, v any) error {
+	return putJSONWith(ctx, st.Put, key, v)
+}
+
+// putJSONWith encodes a small object and stores it with put.
+func putJSONWith(ctx context.Context, put func(context.Context, string, io.ReaderAt, int64, uint32) error, key string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
-	return st.Put(ctx, key, bytes.NewReader(b), int64(len(b)), checksum.Sum(b))
+	return put(ctx, key, bytes.NewReader(b), int64(len(b)), checksum.Sum(b))
 }

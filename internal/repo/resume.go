@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/manifest"
@@ -86,6 +87,11 @@ func (r *Repo) ResumeBackup(ctx context.Context, e Entry, o WriterOptions) (*Wri
 	if err := sameEncoding(*e.Marker, mk); err != nil {
 		return nil, setting.Errorf("backup %s cannot be resumed with these settings: %w; resume it as it was started, or take a new backup without %s", e.ID, err, setting.Resume)
 	}
+	locker, err := r.resumeLock(ctx, *e.Marker, o)
+	if err != nil {
+		return nil, setting.Errorf("backup %s cannot be resumed with these settings: %w; resume it as it was started, or take a new backup without %s", e.ID, err, setting.Resume)
+	}
+	mk.Lock = e.Marker.Lock // the objects kept are locked until that date already
 	st, err := r.readIndexes(ctx, e.ID, o.SignWith != nil)
 	if err != nil {
 		return nil, fmt.Errorf("resume backup %s: %w", e.ID, err)
@@ -98,7 +104,7 @@ func (r *Repo) ResumeBackup(ctx context.Context, e Entry, o WriterOptions) (*Wri
 		enc.Close()
 		return nil, fmt.Errorf("resume backup %s in %s: %w", e.ID, r.Location(), err)
 	}
-	w := r.startWriter(ctx, e.ID, o, enc)
+	w := r.startWriter(ctx, e.ID, o, enc, mk.Lock, locker)
 	w.objects, w.nextObj, w.held = st.objects, st.next, st.held
 	w.kept = Kept{Objects: len(st.objects)}
 	for _, ob := range st.objects {
@@ -129,6 +135,22 @@ func codecName(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// resumeLock checks that a resumed backup locks its objects as the interrupted one
+// did, and returns the storage's Locker if it does.
+func (r *Repo) resumeLock(ctx context.Context, was Marker, o WriterOptions) (storage.Locker, error) {
+	switch {
+	case was.Lock == nil && o.LockFor == 0:
+		return nil, nil
+	case was.Lock == nil:
+		return nil, errors.New("it was not stored with an Object Lock")
+	case o.LockFor == 0:
+		return nil, fmt.Errorf("it was stored with an Object Lock until %s", was.Lock.RetainUntil.Format(time.RFC3339))
+	case !strings.EqualFold(string(was.Lock.Mode), string(o.LockMode)) && o.LockMode != "":
+		return nil, fmt.Errorf("it was locked in %s mode", was.Lock.Mode)
+	}
+	return r.CanLock(ctx)
 }
 
 // stored is what the interrupted attempts of a backup left.

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,12 @@ type WriterOptions struct {
 	// SignWith, if set, signs the manifest (docs/security.md): every object's SHA-256
 	// is recorded, and the manifest carries the key's signature over all of it.
 	SignWith ed25519.PrivateKey
+	// LockFor, if set, stores every object of the backup (its manifest too, never its
+	// in-progress marker) with an S3 Object Lock retention in LockMode (default
+	// governance) until the backup's start plus LockFor (docs/repository.md, Immutable
+	// backups). The repository must be a bucket with Object Lock enabled.
+	LockFor  time.Duration
+	LockMode storage.LockMode
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -75,6 +83,12 @@ func (o WriterOptions) Check() error {
 	if o.PartSize < 1<<20 || o.PartSize > 4<<30 {
 		return setting.Errorf("%s %d MiB: use 1 MiB to 4 GiB", setting.PartSize, o.PartSize>>20)
 	}
+	if o.LockFor < 0 {
+		return setting.Errorf("%s: give a positive number of days", setting.LockDays)
+	}
+	if o.LockMode != "" && o.LockMode != storage.Governance && o.LockMode != storage.Compliance {
+		return setting.Errorf("%s %q: give governance or compliance", setting.LockMode, strings.ToLower(string(o.LockMode)))
+	}
 	if need := o.Pipeline.MaxMemory + 3*o.PartSize; o.MaxMemory < need {
 		return setting.Errorf("%s %d MiB is too small for %s %d MiB and %d parallel files: allow at least %d MiB", setting.MaxMemory, o.MaxMemory>>20, setting.PartSize, o.PartSize>>20, o.Pipeline.OpenFiles, (need+(1<<20)-1)>>20)
 	}
@@ -100,6 +114,9 @@ type Marker struct {
 	Recipients []string          `json:"recipients,omitempty"`
 	// Resumed counts the attempts that continued the backup after the first.
 	Resumed int `json:"resumed,omitempty"`
+	// Lock is the Object Lock the backup's objects are stored with (the marker itself
+	// is not locked: it is deleted after the manifest).
+	Lock *manifest.Lock `json:"lock,omitempty"`
 }
 
 // Writer writes one backup into the repository. Files are created, written (several
@@ -137,6 +154,9 @@ type Writer struct {
 	// file); kept counts what it kept.
 	held map[string][]heldBlob
 	kept Kept
+
+	lock   *manifest.Lock // the retention of every object but the marker; nil: none
+	locker storage.Locker // set with lock
 }
 
 // sealed is an object ready to upload.
@@ -153,6 +173,13 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 		return nil, err
 	}
 	o = o.withDefaults()
+	var locker storage.Locker
+	if o.LockFor > 0 {
+		var err error
+		if locker, err = r.CanLock(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.Create(ctx); err != nil {
 		return nil, err
 	}
@@ -163,11 +190,15 @@ func (r *Repo) NewBackup(ctx context.Context, id string, o WriterOptions) (*Writ
 	if err != nil {
 		return nil, err
 	}
-	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, o.marker(id, 0)); err != nil {
+	mk := o.marker(id, 0)
+	if locker != nil {
+		mk.Lock = newLock(mk.Started, o.LockFor, o.LockMode)
+	}
+	if err := putJSON(ctx, r.st, backupPrefix(id)+markerName, mk); err != nil {
 		enc.Close()
 		return nil, fmt.Errorf("start backup in %s: %w", r.Location(), err)
 	}
-	return r.startWriter(ctx, id, o, enc), nil
+	return r.startWriter(ctx, id, o, enc, mk.Lock, locker), nil
 }
 
 // marker is the in-progress marker of backup id, on its resumed-th attempt.
@@ -183,9 +214,9 @@ func (o WriterOptions) marker(id string, resumed int) Marker {
 }
 
 // startWriter starts the uploaders of backup id, whose marker is written.
-func (r *Repo) startWriter(ctx context.Context, id string, o WriterOptions, enc *pipeline.Encoder) *Writer {
+func (r *Repo) startWriter(ctx context.Context, id string, o WriterOptions, enc *pipeline.Encoder, lock *manifest.Lock, locker storage.Locker) *Writer {
 	w := &Writer{repo: r, id: id, o: o, enc: enc, mem: newBudget(o.partsMemory()), files: map[string]*File{},
-		queue: make(chan sealed, 4096), ups: newUploads()}
+		queue: make(chan sealed, 4096), ups: newUploads(), lock: lock, locker: locker}
 	w.ctx, w.stop = context.WithCancelCause(ctx)
 	context.AfterFunc(w.ctx, func() { w.mem.fail(context.Cause(w.ctx)) })
 	for range min(initialUploads, o.Uploads) {
@@ -295,7 +326,7 @@ func (w *Writer) uploader() {
 		var err error
 		w.puts.RLock()
 		if w.ctx.Err() == nil {
-			err = w.repo.st.Put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
+			err = w.put(w.ctx, ObjectKey(w.id, s.key), s.buf, size, crc)
 		}
 		w.puts.RUnlock()
 		s.buf.release()
@@ -312,6 +343,14 @@ func (w *Writer) uploader() {
 		}
 		w.ups.done(s.ticket)
 	}
+}
+
+// put stores one of the backup's objects, with its lock if it has one.
+func (w *Writer) put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32) error {
+	if w.lock != nil {
+		return w.locker.PutRetained(ctx, key, data, size, crc, retention(w.lock))
+	}
+	return w.repo.st.Put(ctx, key, data, size, crc)
 }
 
 // addToPack appends a small sealed blob to the current pack, which is uploaded once it

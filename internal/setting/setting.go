@@ -42,6 +42,8 @@ const (
 	KeepLast               Setting = "backups to keep"
 	KeyFile                Setting = "key file"
 	KeyPasswordFile        Setting = "key password file"
+	LockDays               Setting = "Object Lock retention days"
+	LockMode               Setting = "Object Lock mode"
 	Mariadbd               Setting = "mariadbd binary"
 	MaxImpact              Setting = "impact limit"
 	MaxMemory              Setting = "memory limit"
@@ -119,6 +121,8 @@ func All() []Setting {
 		KeepLast,
 		KeyFile,
 		KeyPasswordFile,
+		LockDays,
+		LockMode,
 		Mariadbd,
 		MaxImpact,
 		MaxMemory,

@@ -130,3 +130,40 @@ func TestAccessErrorPermanent(t *testing.T) {
 		t.Fatalf("%v: permanent %v, access %v", err, backoff.IsPermanent(err), errors.Is(err, ErrAccess))
 	}
 }
+
+// flakyLocker is flaky with Object Lock: its Locker operations fail with the scheduled
+// errors first.
+type flakyLocker struct{ flaky }
+
+func (f *flakyLocker) ObjectLockEnabled(context.Context) (bool, error) { return true, f.next() }
+func (f *flakyLocker) PutRetained(context.Context, string, io.ReaderAt, int64, uint32, Retention) error {
+	return f.next()
+}
+func (f *flakyLocker) Retention(context.Context, string) (Retention, error) {
+	return Retention{Mode: Governance}, f.next()
+}
+func (f *flakyLocker) Purge(context.Context, string) error { return f.next() }
+
+// The Object Lock of a backend is reached through WithRetry with its retries: a
+// transient error is retried, a refused locked version is not; a directory has none.
+func TestRetryLocker(t *testing.T) {
+	ctx := context.Background()
+	f := &flakyLocker{flaky{errs: []error{Transient(errors.New("503")), nil, fmt.Errorf("delete: %w", ErrLocked)}}}
+	l := LockerOf(WithRetry(f, RetryOptions{Clock: &backoff.Fake{}}))
+	if l == nil {
+		t.Fatal("no Locker through WithRetry")
+	}
+	if err := l.PutRetained(ctx, "k", nil, 0, 0, Retention{Mode: Governance, Until: time.Now()}); err != nil || f.calls != 2 {
+		t.Fatalf("put: %v after %d calls, want success after 2", err, f.calls)
+	}
+	if err := l.Purge(ctx, "backups/x/"); !errors.Is(err, ErrLocked) || f.calls != 3 {
+		t.Fatalf("purge: %v after %d calls, want ErrLocked at once", err, f.calls)
+	}
+	fs, err := NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if LockerOf(WithRetry(fs, RetryOptions{})) != nil {
+		t.Fatal("a directory has a Locker")
+	}
+}

@@ -107,6 +107,11 @@ func (s *S3) key(k string) string {
 
 // Put implements Storage.
 func (s *S3) Put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32) error {
+	return s.put(ctx, key, data, size, crc, Retention{})
+}
+
+// put stores an object, with a retention unless ret is zero.
+func (s *S3) put(ctx context.Context, key string, data io.ReaderAt, size int64, crc uint32, ret Retention) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout+time.Duration(size/putMinRate)*time.Second)
 	defer cancel()
 	sum := binary.BigEndian.AppendUint32(nil, crc)
@@ -115,6 +120,9 @@ func (s *S3) Put(ctx context.Context, key string, data io.ReaderAt, size int64, 
 		// The payload is protected by the CRC-32C the server verifies (and TLS): no
 		// SHA-256 of every byte on the database host.
 		DisableContentSha256: true,
+	}
+	if !ret.IsZero() {
+		opts.Mode, opts.RetainUntilDate = minio.RetentionMode(ret.Mode), ret.Until
 	}
 	_, err := s.core.PutObject(ctx, s.t.bucket, s.key(key), io.NewSectionReader(data, 0, size), size, "", "", opts)
 	return s.wrap("put", key, err)

@@ -22,7 +22,9 @@ const (
 )
 
 // S3Server is a real S3-compatible server (versitygw, posix backend) on 127.0.0.1. Its
-// objects are plain files under Dir/<bucket>/<key>, so tests can damage them.
+// objects are plain files under Dir/<bucket>/<key>, so tests can damage them. Buckets
+// made with MakeLockedBucket are versioned with Object Lock enabled; their older
+// versions live under a separate directory.
 type S3Server struct {
 	Endpoint string // http://127.0.0.1:port
 	Dir      string
@@ -78,8 +80,12 @@ func StartS3(t testing.TB) *S3Server {
 	}
 	port := freePort(t)
 	s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", port)
+	versions := filepath.Join(filepath.Dir(s.Dir), "s3-versions") // only versioned buckets use it
+	if err := os.MkdirAll(versions, 0o750); err != nil {
+		t.Fatal(err)
+	}
 	s.cmd = exec.Command(bin, "--access", S3AccessKey, "--secret", S3SecretKey,
-		"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", s.Dir)
+		"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", "--versioning-dir", versions, s.Dir)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +134,15 @@ func (s *S3Server) MakeBucket(t testing.TB, name string) {
 	t.Helper()
 	if err := s.Client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("make bucket %s: %v", name, err)
+	}
+}
+
+// MakeLockedBucket creates a bucket with Object Lock enabled (so versioned), as
+// x-amz-bucket-object-lock-enabled: true asks.
+func (s *S3Server) MakeLockedBucket(t testing.TB, name string) {
+	t.Helper()
+	if err := s.Client(t).MakeBucket(context.Background(), name, minio.MakeBucketOptions{ObjectLocking: true}); err != nil {
+		t.Fatalf("make bucket %s with Object Lock: %v", name, err)
 	}
 }
 

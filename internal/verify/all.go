@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/progress"
@@ -99,8 +100,11 @@ func All(ctx context.Context, cfg Config) (*Summary, error) {
 
 // verifyOwn verifies backup m's manifest, key and objects, not its chain.
 func verifyOwn(ctx context.Context, cfg Config, m *manifest.Manifest, progress func(int64), h *held) (Report, error) {
-	rep := Report{ID: m.ID, Files: len(m.Files), Objects: len(m.Objects), StoredBytes: m.StoredSize(), RawBytes: m.TotalSize()}
+	rep := Report{ID: m.ID, Files: len(m.Files), Objects: len(m.Objects), StoredBytes: m.StoredSize(), RawBytes: m.TotalSize(), Lock: m.Lock}
 	if err := repo.Validate(m); err != nil {
+		return rep, err
+	}
+	if err := cfg.Repo.CheckLock(ctx, m, time.Now()); err != nil {
 		return rep, err
 	}
 	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"filippo.io/age"
 	"github.com/ferry-backup/ferry/internal/innodb"
@@ -42,6 +43,9 @@ type Report struct {
 	StoredBytes int64
 	RawBytes    int64
 	Pages       int64 // InnoDB pages validated (in tablespaces and deltas)
+	// Lock is the S3 Object Lock the backup's manifest records (nil: none); while it
+	// holds, the retention the server keeps on the manifest was checked against it.
+	Lock *manifest.Lock
 }
 
 // Run verifies one backup and, for an incremental, every backup it applies on down to
@@ -52,9 +56,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{ID: chain[len(chain)-1].ID}
+	rep := &Report{ID: chain[len(chain)-1].ID, Lock: chain[len(chain)-1].Lock}
 	for _, m := range chain {
 		if err := checkObjects(ctx, cfg.Repo, m); err != nil {
+			return nil, err
+		}
+		if err := cfg.Repo.CheckLock(ctx, m, time.Now()); err != nil {
 			return nil, err
 		}
 		rep.Chain = append(rep.Chain, m.ID)
