@@ -42,6 +42,7 @@ type FaultProxy struct {
 	n       int            // requests matching the schedule
 	stats   map[string]int // "slowdown", "drop", "delay", "requests"
 	gets    map[string]int // GETs per path
+	puts    map[string]int // PUTs per path the server stored (answered 2xx)
 }
 
 // StartFaultProxy proxies to the S3 server at target (http://host:port).
@@ -51,7 +52,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{},
+	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{}, puts: map[string]int{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(ln)
@@ -87,6 +88,18 @@ func (p *FaultProxy) GETs() map[string]int {
 	defer p.mu.Unlock()
 	out := map[string]int{}
 	for k, v := range p.gets {
+		out[k] = v
+	}
+	return out
+}
+
+// PUTs returns the number of PUT requests per path the server answered with success:
+// the objects stored, and how many times each.
+func (p *FaultProxy) PUTs() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range p.puts {
 		out[k] = v
 	}
 	return out
@@ -155,6 +168,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fault == "drop" {
 		p.drop(w, resp)
 		return
+	}
+	if r.Method == http.MethodPut && resp.StatusCode/100 == 2 {
+		p.mu.Lock()
+		p.puts[r.URL.Path]++
+		p.mu.Unlock()
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
