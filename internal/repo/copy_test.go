@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/codec"
 	"github.com/ferry-backup/ferry/internal/manifest"
 	"github.com/ferry-backup/ferry/internal/pipeline"
+	"github.com/ferry-backup/ferry/internal/signing"
 	"github.com/ferry-backup/ferry/internal/storage"
 )
 
@@ -207,4 +208,49 @@ func TestCopyRefusesDamageAndOverwrites(t *testing.T) {
 			t.Error("a refused copy created the target repository")
 		}
 	})
+}
+
+// TestCopySignedBackup: a signed backup copied stays signed (the target, trusting the
+// key, reads it); a copy that trusts the key refuses an unsigned backup before copying
+// anything; an object whose SHA-256 is not the manifest's is refused even when its
+// size and CRC-32C match.
+func TestCopySignedBackup(t *testing.T) {
+	ctx := context.Background()
+	src, _ := Init(ctx, newFS(t), "test")
+	secret, public, _ := signing.NewKey()
+	priv, pub := loadTestKey(t, secret), mustPublic(t, public)
+	opts := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 1, OpenFiles: 4}, PartSize: 1 << 20, SignWith: priv}
+	files := smallFiles(20)
+	files["big.ibd"] = []byte(strings.Repeat("page", 1<<19))
+	signed := writeBackup(t, src, "20260101t000000z-s", files, opts)
+	opts.SignWith = nil
+	unsigned := writeBackup(t, src, "20260102t000000z-u", files, opts)
+
+	dst, _ := Init(ctx, newFS(t), "test")
+	src.Trust(pub)
+	if _, err := src.CopyTo(ctx, dst, signed.ID, CopyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst.Trust(pub)
+	m, err := dst.Manifest(ctx, signed.ID)
+	if err != nil {
+		t.Fatalf("the copy of a signed backup under trust: %v", err)
+	}
+	if back, err := readAll(t, dst, m, nil); err != nil || string(back["big.ibd"]) != string(files["big.ibd"]) {
+		t.Fatalf("read the copy: %v", err)
+	}
+	other, _ := Init(ctx, newFS(t), "test")
+	if _, err := src.CopyTo(ctx, other, unsigned.ID, CopyOptions{}); !errors.Is(err, signing.ErrUntrusted) {
+		t.Errorf("copy of an unsigned backup under trust: %v", err)
+	}
+	if list, _ := other.List(ctx); len(list) != 0 {
+		t.Errorf("a refused copy wrote %v", list)
+	}
+
+	src.Trust(nil)
+	rewrite(t, src, signed.ID, func(m *manifest.Manifest) { m.Objects[0].SHA256 = strings.Repeat("0", 64) })
+	third, _ := Init(ctx, newFS(t), "test")
+	if _, err := src.CopyTo(ctx, third, signed.ID, CopyOptions{}); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("copy of an object with another SHA-256: %v", err)
+	}
 }
