@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/ferry-backup/ferry/internal/defaults"
 	"github.com/ferry-backup/ferry/internal/repo"
@@ -47,7 +48,7 @@ func newCopyCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.Version, o.Log = version, g.log
+			o.Version, o.Log, o.Progress, o.Terminal = version, g.log, os.Stderr, g.barOnStderr()
 			st, err := src.CopyTo(cmd.Context(), dst, id, o)
 			printCopy(cmd.OutOrStdout(), st)
 			g.log.Info("copy finished", "from", src.Location(), "to", dst.Location(), "ok", err == nil,

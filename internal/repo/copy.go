@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/progress"
 	"github.com/ferry-backup/ferry/internal/setting"
 	"github.com/ferry-backup/ferry/internal/storage"
 	"golang.org/x/sync/errgroup"
@@ -37,6 +38,10 @@ type CopyOptions struct {
 	Parallel  int   // most objects copied at once (default DefaultUploads)
 	Version   string
 	Log       *slog.Logger
+	// Progress, if set, receives the progress: a bar when Terminal, else a log line
+	// every few seconds.
+	Progress io.Writer
+	Terminal bool
 }
 
 // CopyStats counts what a copy did: backups written to the target and those it
@@ -63,6 +68,7 @@ type copier struct {
 	o        CopyOptions
 	bufs     chan *[]byte
 	copied   atomic.Int64 // objects written by this run (for the fault point)
+	prog     *progress.Reporter
 	mu       sync.Mutex
 	st       CopyStats
 }
@@ -99,6 +105,10 @@ func (r *Repo) CopyTo(ctx context.Context, dst *Repo, id string, o CopyOptions) 
 	}
 	if err := dst.Create(ctx); err != nil {
 		return CopyStats{}, err
+	}
+	if o.Progress != nil {
+		c.prog = progress.New(progress.Options{Label: "copy", Total: total(items, archive), Terminal: o.Terminal, Out: o.Progress, Log: o.Log})
+		defer c.prog.Finish()
 	}
 	for _, it := range items {
 		if err := c.backup(ctx, it); err != nil {
@@ -146,6 +156,18 @@ func (r *Repo) copySet(ctx context.Context, id string, all bool) ([]copyItem, er
 		items = append(items, copyItem{raw: raw, m: m})
 	}
 	return items, nil
+}
+
+// total is the bytes a copy of items and archive goes through, copied or found there.
+func total(items []copyItem, archive []storage.ObjectInfo) int64 {
+	var n int64
+	for _, it := range items {
+		n += it.m.StoredSize()
+	}
+	for _, oi := range archive {
+		n += oi.Size
+	}
+	return n
 }
 
 // listArchive lists the objects of the binlog archive.
@@ -214,6 +236,9 @@ func (c *copier) count(size int64, there, archive bool) {
 	}
 	if archive {
 		c.st.Archive++
+	}
+	if c.prog != nil {
+		c.prog.Add(size)
 	}
 }
 
@@ -287,8 +312,8 @@ func (c *copier) unfinished(ctx context.Context, id string) (map[string]int64, e
 	if err != nil {
 		return nil, err
 	}
-	if e.Status == StatusRunning {
-		mk := e.Marker
+	host, _ := os.Hostname()
+	if mk := e.Marker; e.Status == StatusRunning && (mk.Host != host || mk.PID != os.Getpid()) { // (a killed run may have had this pid)
 		return nil, fmt.Errorf("%w: ferry (pid %d on %s, started %s) is writing backup %s to %s; run again once it is done (one from another host that wrote nothing for %v is taken for dead)",
 			ErrExists, mk.PID, mk.Host, mk.Started.Format(time.RFC3339), id, c.to.Location(), StaleAfter)
 	}

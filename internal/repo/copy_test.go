@@ -198,6 +198,19 @@ func TestCopyRefusesDamageAndOverwrites(t *testing.T) {
 			t.Error("the incremental was copied on a base the target holds another of")
 		}
 	})
+	t.Run("another ferry writing it", func(t *testing.T) {
+		f := newCopyFixture(t)
+		dir := filepath.Join(f.dstDir, "backups", f.full.ID)
+		os.MkdirAll(filepath.Join(dir, "objects"), 0o750)
+		os.WriteFile(filepath.Join(dir, markerName), []byte(`{"id":"`+f.full.ID+`","host":"another-host","pid":7}`), 0o600) // written just now
+		_, err := f.copy(t, f.inc.ID)
+		if !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "pid 7 on another-host") {
+			t.Fatalf("copy of a backup another ferry is writing: %v", err)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(dir, "objects")); len(ents) != 0 {
+			t.Errorf("%d objects written beside another ferry", len(ents))
+		}
+	})
 	t.Run("budget below the largest object", func(t *testing.T) {
 		f := newCopyFixture(t)
 		_, err := f.src.CopyTo(context.Background(), f.dst, f.inc.ID, CopyOptions{MaxMemory: 1 << 10})
