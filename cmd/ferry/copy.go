@@ -50,6 +50,9 @@ func newCopyCmd(g *globals) *cobra.Command {
 			}
 			o.Version, o.Log, o.Progress, o.Terminal = version, g.log, os.Stderr, g.barOnStderr()
 			st, err := src.CopyTo(cmd.Context(), dst, id, o)
+			if err != nil && st == (repo.CopyStats{}) {
+				return err // refused before anything was copied
+			}
 			printCopy(cmd.OutOrStdout(), st)
 			g.log.Info("copy finished", "from", src.Location(), "to", dst.Location(), "ok", err == nil,
 				"backups", st.Backups, "backups_there", st.BackupsThere, "objects", st.Objects, "bytes", st.Bytes,
