@@ -15,6 +15,10 @@
 #      --stream=xbstream | zstd -1 -T$ZSTD_THREADS | aws s3 cp - s3://bench/mb-N.xbs.zst, and
 #      ferry backup --stream --compress zstd >/dev/null (the same work without the network);
 #      stored bytes and objects from ferry list --json and aws s3api head-object;
+#   1b. copy (ferry only): ferry copy of the last ferry backup from s3://bench/ferry-N to a second
+#      prefix s3://bench/copy-R of the same server, RUNS times (cold cache), and the ratio of its
+#      throughput to the backup's (the same stored bytes to the same target: backup wall / copy
+#      wall; aim ≥ 0.9);
 #   2. ferry verify of the last ferry backup (once, informational);
 #   3. restore from S3 (cold cache, datadir removed first): ferry restore --repo … ID vs
 #      aws s3 cp - | zstd -d | mbstream -x, mariadb-backup --prepare, mariadb-backup --copy-back,
@@ -46,6 +50,7 @@
 #   FERRY                             use this ferry binary instead of building ./cmd/ferry
 #   FERRY_ARGS                        extra arguments for `ferry backup --repo` only (e.g. "--part-size 64M --uploads 16")
 #   SKIP_FERRY=1 SKIP_RESTORE=1 SKIP_CHECK=1   leave out ferry / the restore runs / the check
+#   SKIP_COPY=1                       leave out the ferry copy runs (1b)
 #   KEEP_SERVER=1                     leave the private mariadbd running at the end
 set -euo pipefail
 
@@ -59,6 +64,7 @@ VERSITYGW=${VERSITYGW:-$REPO/.bin/versitygw}
 AWS_VENV=${AWS_VENV:-$BENCH_DIR/venv-aws}
 MEM_INTERVAL=${MEM_INTERVAL:-0.2}
 SKIP_RESTORE=${SKIP_RESTORE:-0}
+SKIP_COPY=${SKIP_COPY:-0}
 
 LOGS="$BENCH_DIR/logs-s3"                         # per-command logs (the other scripts keep theirs)
 RESULTS="$BENCH_DIR/s3-results.md"
@@ -301,6 +307,20 @@ for ((r = 1; r <= RUNS; r++)); do
   fi
 done
 
+# --- 1b: ferry copy of the last ferry backup to a second prefix of the same S3 server -------------
+# The same stored bytes go to the same target as the backup's: the throughput ratio copy/backup is
+# the backup's wall over the copy's. Each run copies to a new prefix (the previous one removed).
+if [[ $SKIP_FERRY != 1 && $SKIP_COPY != 1 ]]; then
+  for ((r = 1; r <= RUNS; r++)); do
+    ((r > 1)) && "$AWS" --endpoint-url "$S3_URL" s3 rm --recursive --only-show-errors "s3://$BUCKET/copy-$((r - 1))/"
+    quiesce
+    measured ferry-copy "$r" 0 "$(q "${FERRY:-ferry}") copy --from s3://$BUCKET/ferry-$LAST_RUN --to s3://$BUCKET/copy-$r $(q "$FERRY_ID")"
+    grep -q ' 0 objects already there' "$LOGS/ferry-copy-$r.log" ||
+      die "ferry copy run $r found objects already in s3://$BUCKET/copy-$r (log: $LOGS/ferry-copy-$r.log)"
+  done
+  "$AWS" --endpoint-url "$S3_URL" s3 rm --recursive --only-show-errors "s3://$BUCKET/copy-$RUNS/"
+fi
+
 # --- 2+3: verify, restore from S3, cold cache ---------------------------------------------------
 # The source stays idle from here on, so the check compares with the state the backups captured.
 CHECK="not run (SKIP_CHECK=1)"
@@ -421,6 +441,18 @@ report() {
           printf "| restore CPU s | %s | – | – | – |\n", ratio(agg(C, "ferry-restore", "med"), agg(C, "mb-restore", "med"))
           printf "| restore peak memory | %s | – | – | – |\n", ratio(peak("ferry-restore"), peak("mb-restore"))
         }
+      }
+      if (skipferry != 1 && cnt["ferry-copy"]) {
+        printf "\nCopy of the last ferry backup to a second prefix of the same S3 server (`ferry copy --from s3://bench/ferry-N --to s3://bench/copy-R ID`, cold cache): the same stored bytes to the same target as the backup, so the throughput ratio is the backup'"'"'s wall over the copy'"'"'s.\n\n"
+        print "| copy within S3 | n | wall s median | wall s min | CPU s (user + sys) | S3 server CPU s | peak memory MiB | stored MB copied |"
+        print "|---|---|---|---|---|---|---|---|"
+        st = agg(ST, "ferry-s3", "med")
+        printf "| `ferry copy` | %d | %.2f | %.2f | %.2f | %s | %s | %s |\n", cnt["ferry-copy"], agg(W, "ferry-copy", "med"), agg(W, "ferry-copy", "min"),
+          agg(C, "ferry-copy", "med"), f(agg(GC, "ferry-copy", "med"), "%.2f"), mib(peak("ferry-copy")), st == "" ? "–" : sprintf("%.0f", st / 1e6)
+        rc = inv(ratio(agg(W, "ferry-copy", "med"), agg(W, "ferry-s3", "med")))
+        printf "\n| ratio | median | min | target | met (median) |\n|---|---|---|---|---|\n"
+        printf "| copy throughput / backup throughput (backup wall / copy wall) | %s | %s | ≥ 0.90 | %s |\n", rc,
+          inv(ratio(agg(W, "ferry-copy", "min"), agg(W, "ferry-s3", "min"))), atleast(rc, 0.9)
       }
       printf "\nRestore check (server on ferry'"'"'s last restored datadir, CHECKSUM TABLE vs the source): **%s**\n", check
     }' "$RAW"

@@ -21,7 +21,7 @@ import (
 // BLOCK_COMMIT, then resumed to the end. On S3 behind the fault proxy: killed after its
 // second upload, then resumed over a link that cuts every ninth connection. Every
 // object an attempt stored is still there, unchanged, in the finished backup's
-// manifest, and no later attempt sent it again (the proxy counts every PUT's bytes;
+// manifest, and no later attempt sent it again (the proxy counts every PUT the server stored;
 // the directory's objects keep their modification time); the last attempt reports
 // what it kept and how much of it was still current; both backups verify, and each
 // restores to a copy that holds the bank's invariants at its GTID and the source's
@@ -81,7 +81,7 @@ func TestBackupResumes(t *testing.T) {
 		}
 		stored++
 		if n != firstPUTs[path] {
-			t.Fatalf("%s was sent again by the resumed backup (%d bytes, then %d in all)", path, firstPUTs[path], n)
+			t.Fatalf("%s was stored again by the resumed backup (%d times in all)", path, n)
 		}
 	}
 	if stored < 2 {

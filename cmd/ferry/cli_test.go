@@ -47,6 +47,12 @@ func TestExitCodeUsage(t *testing.T) {
 		{"restore", "--target-dir", "/x", "extra-argument"},
 		{"backup", "--log-format", "yaml", "--target-dir", "/x"},
 		{"backup", "--defaults-file", cnf, "--target-dir", "/x"},
+		{"backup", "--repo", "/r1", "--repo", "/r2"}, // one repository: ferry copy for a second
+		{"list", "--repo", "/r1", "--repo", "/r2"},
+		{"copy", "--from", "/r1", "latest"},
+		{"copy", "--from", "/r1", "--to", "/r2"},
+		{"copy", "--from", "/r1", "--to", "/r2", "--all", "latest"},
+		{"copy", "--from", "/r1", "--from", "/r3", "--to", "/r2", "latest"},
 	} {
 		err := run(t, args...)
 		if got := exitCodeOf(err); got != exitUsage {

@@ -172,7 +172,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "debug, info, warn or error")
 	root.PersistentFlags().StringVar(&g.defaultsFile, "defaults-file", "", "option file whose [ferry] and [ferry-VERB] groups give ferry's options (default: the usual my.cnf files); a verb that connects to a server also reads its [client] group")
-	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd(),
+	root.AddCommand(newBackupCmd(g), newPrepareCmd(g), newRestoreCmd(g), newListCmd(g), newVerifyCmd(g), newExpireCmd(g), newCopyCmd(g), newServeCmd(g), newCloneCmd(g), newKeygenCmd(),
 		newSSTCmd(), newInstallSSTCmd(), newRecoverCmd(g), newBinlogArchiveCmd(g), newVersionCmd(), newGenDocsCmd())
 	markUsage(root)
 	return root

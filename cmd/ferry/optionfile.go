@@ -171,6 +171,9 @@ func setFlags(fs *pflag.FlagSet, opts optfile.Options, group string, onCommandLi
 		if val == "" && f.Value.Type() == "bool" {
 			val = "true" // a bare option in an option file turns a switch on
 		}
+		if o, ok := f.Value.(interface{ forget() }); ok {
+			o.forget() // a weaker group's value: this one replaces it
+		}
 		if err := fs.Set(f.Name, val); err != nil {
 			errs = append(errs, fmt.Errorf("option %s=%s in [%s] of the option files: %v", name, val, group, err))
 		}

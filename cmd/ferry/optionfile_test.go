@@ -41,10 +41,10 @@ func TestSampleOptionFile(t *testing.T) {
 }
 
 // TestOptionFileFlagsWin: a flag on the command line wins over both groups, and
-// [ferry-VERB] over [ferry].
+// [ferry-VERB] over [ferry], for a flag given at most once (--repo) too.
 func TestOptionFileFlagsWin(t *testing.T) {
 	cnf := filepath.Join(t.TempDir(), "my.cnf")
-	os.WriteFile(cnf, []byte("[ferry]\nparallel=3\nchunk-size=512K\nmax-rate=1M\n[ferry-backup]\nparallel=1\nmax-rate=2M\n"), 0o600)
+	os.WriteFile(cnf, []byte("[ferry]\nparallel=3\nchunk-size=512K\nmax-rate=1M\nrepo=/r1\n[ferry-backup]\nparallel=1\nmax-rate=2M\nrepo=/r2\n"), 0o600)
 	cmd, _, _ := newRoot().Find([]string{"backup"})
 	if err := cmd.ParseFlags([]string{"--defaults-file", cnf, "--max-rate", "3M"}); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestOptionFileFlagsWin(t *testing.T) {
 	if _, err := applyOptionFile(context.Background(), cmd); err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"parallel": "1", "chunk-size": "512K", "max-rate": "3M"} {
+	for name, want := range map[string]string{"parallel": "1", "chunk-size": "512K", "max-rate": "3M", "repo": "/r2"} {
 		if got := cmd.Flags().Lookup(name).Value.String(); !strings.EqualFold(got, want) && got != sizeOf(t, want) {
 			t.Errorf("--%s = %q, want %q", name, got, want)
 		}

@@ -54,6 +54,8 @@ func flagNames() setting.Names {
 		setting.ReplPasswordFile:       "--repl-password-file",
 		setting.ReplUser:               "--repl-user",
 		setting.Repo:                   "--repo",
+		setting.CopySource:             "--from",
+		setting.CopyTarget:             "--to",
 		setting.Resume:                 "--resume",
 		setting.RetryMax:               "--retry-max",
 		setting.S3CAFile:               "--s3-ca-file",

@@ -46,6 +46,21 @@ type baseGetter func(child *manifest.Manifest) (*manifest.Manifest, error)
 // A base that is missing or unfinished, a link whose LSNs do not meet, a loop or a
 // chain longer than MaxChain is an ErrBrokenChain error of one line.
 func (r *Repo) Chain(ctx context.Context, id string, ids []age.Identity) ([]*manifest.Manifest, error) {
+	chain, err := r.links(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range chain {
+		if err := r.CheckKey(ctx, m, ids); err != nil {
+			return nil, fmt.Errorf("backup %s: %w", m.ID, err)
+		}
+	}
+	return chain, nil
+}
+
+// links is Chain without the key check: the chain of backup id (or "latest"), oldest
+// first, its links checked and each manifest validated.
+func (r *Repo) links(ctx context.Context, id string) ([]*manifest.Manifest, error) {
 	head, err := r.Resolve(ctx, id)
 	if err != nil {
 		return nil, err
@@ -59,9 +74,6 @@ func (r *Repo) Chain(ctx context.Context, id string, ids []age.Identity) ([]*man
 	for _, m := range chain {
 		if err := Validate(m); err != nil {
 			return nil, err
-		}
-		if err := r.CheckKey(ctx, m, ids); err != nil {
-			return nil, fmt.Errorf("backup %s: %w", m.ID, err)
 		}
 	}
 	return chain, nil

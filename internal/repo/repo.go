@@ -137,29 +137,46 @@ func ObjectKey(id, name string) string { return path.Join(backupsDir, id, name) 
 // Manifest reads the manifest of backup id; ErrNoBackup if it has none (never made, or
 // incomplete).
 func (r *Repo) Manifest(ctx context.Context, id string) (*manifest.Manifest, error) {
+	_, m, err := r.rawManifest(ctx, id)
+	return m, err
+}
+
+// rawManifest reads the manifest of backup id as stored, and decoded and checked as
+// Manifest does.
+func (r *Repo) rawManifest(ctx context.Context, id string) ([]byte, *manifest.Manifest, error) {
 	if id == "" || path.Base(id) != id || id == "." || id == ".." {
-		return nil, fmt.Errorf("%q is not a backup id", id)
+		return nil, nil, fmt.Errorf("%q is not a backup id", id)
 	}
-	var m manifest.Manifest
-	err := getJSON(ctx, r.st, backupPrefix(id)+manifestName, &m)
+	raw, err := getRaw(ctx, r.st, backupPrefix(id)+manifestName)
 	if errors.Is(err, storage.ErrNotExist) {
-		return nil, fmt.Errorf("%w %q in %s: ferry list shows the backups", ErrNoBackup, id, r.Location())
+		return nil, nil, fmt.Errorf("%w %q in %s: ferry list shows the backups", ErrNoBackup, id, r.Location())
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var m manifest.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, fmt.Errorf("%s in %s is not valid JSON (damaged?): %w", backupPrefix(id)+manifestName, r.Location(), err)
+	}
+	if err := r.checkManifest(id, &m); err != nil {
+		return nil, nil, err
+	}
+	return raw, &m, nil
+}
+
+// checkManifest refuses a manifest of a newer format, of another backup or not a
+// repository's, and (Trust) one the trusted key did not sign.
+func (r *Repo) checkManifest(id string, m *manifest.Manifest) error {
 	if m.Format > manifest.FormatVersion {
-		return nil, fmt.Errorf("backup %s has manifest format %d, newer than this ferry reads (%d): upgrade ferry", id, m.Format, manifest.FormatVersion)
+		return fmt.Errorf("backup %s has manifest format %d, newer than this ferry reads (%d): upgrade ferry", id, m.Format, manifest.FormatVersion)
 	}
 	if m.ID != id || m.Storage.Format != manifest.StorageRepository {
-		return nil, fmt.Errorf("the manifest of backup %s in %s is not a repository backup's (id %q, format %q): the repository is damaged", id, r.Location(), m.ID, m.Storage.Format)
+		return fmt.Errorf("the manifest of backup %s in %s is not a repository backup's (id %q, format %q): the repository is damaged", id, r.Location(), m.ID, m.Storage.Format)
 	}
 	if r.trust != nil {
-		if err := r.checkTrust(&m); err != nil {
-			return nil, err
-		}
+		return r.checkTrust(m)
 	}
-	return &m, nil
+	return nil
 }
 
 // Resolve reads the manifest of backup id, or of the newest complete backup for
@@ -207,19 +224,31 @@ func (r *Repo) latest(ctx context.Context) (*manifest.Manifest, error) {
 
 // getJSON reads and decodes a small object.
 func getJSON(ctx context.Context, st storage.Storage, key string, v any) error {
-	return st.Get(ctx, key, 0, -1, func(rd io.Reader) error {
-		b, err := io.ReadAll(io.LimitReader(rd, manifest.MaxSize+1))
+	b, err := getRaw(ctx, st, key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s in %s is not valid JSON (damaged?): %w", key, st.Location(), err)
+	}
+	return nil
+}
+
+// getRaw reads a small object (a manifest at most).
+func getRaw(ctx context.Context, st storage.Storage, key string) ([]byte, error) {
+	var b []byte
+	err := st.Get(ctx, key, 0, -1, func(rd io.Reader) error {
+		var err error
+		b, err = io.ReadAll(io.LimitReader(rd, manifest.MaxSize+1))
 		if err != nil {
 			return err
 		}
 		if len(b) > manifest.MaxSize {
 			return fmt.Errorf("%s in %s is larger than %d MiB: the repository is damaged or was tampered with", key, st.Location(), manifest.MaxSize>>20)
 		}
-		if err := json.Unmarshal(b, v); err != nil {
-			return fmt.Errorf("%s in %s is not valid JSON (damaged?): %w", key, st.Location(), err)
-		}
 		return nil
 	})
+	return b, err
 }
 
 // putJSON encodes and stores a small object.

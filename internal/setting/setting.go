@@ -68,6 +68,8 @@ const (
 	ReplPasswordFile       Setting = "replication password file"
 	ReplUser               Setting = "replication user"
 	Repo                   Setting = "repository"
+	CopySource             Setting = "source repository"
+	CopyTarget             Setting = "target repository"
 	Resume                 Setting = "resume"
 	RetryMax               Setting = "retry limit"
 	S3CAFile               Setting = "S3 CA file"
@@ -147,6 +149,8 @@ func All() []Setting {
 		ReplPasswordFile,
 		ReplUser,
 		Repo,
+		CopySource,
+		CopyTarget,
 		Resume,
 		RetryMax,
 		S3CAFile,

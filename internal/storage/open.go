@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,10 +15,13 @@ import (
 
 // Config is how to reach a repository's storage.
 type Config struct {
-	URL   string // s3://bucket/prefix, file:///dir or a directory path
-	S3    S3Options
-	Retry RetryOptions
-	Log   *slog.Logger
+	URL string // s3://bucket/prefix, file:///dir or a directory path
+	S3  S3Options
+	// Setting names where URL came from in errors (default setting.Repo; a copy's
+	// source and target have their own).
+	Setting setting.Setting
+	Retry   RetryOptions
+	Log     *slog.Logger
 }
 
 // Open returns the storage a repository URL names, wrapped with retries. A local
@@ -34,16 +38,17 @@ func Open(ctx context.Context, c Config) (Storage, error) {
 }
 
 func openBackend(ctx context.Context, c Config) (Storage, error) {
+	which := cmp.Or(c.Setting, setting.Repo)
 	if c.URL == "" {
-		return nil, setting.Errorf("%s is required: s3://bucket/prefix or a directory", setting.Repo)
+		return nil, setting.Errorf("%s is required: s3://bucket/prefix or a directory", which)
 	}
 	switch {
 	case strings.HasPrefix(c.URL, "s3://"):
 		u, err := url.Parse(c.URL)
 		if err != nil {
-			return nil, setting.Errorf("%s %q: %w", setting.Repo, c.URL, err)
+			return nil, setting.Errorf("%s %q: %w", which, c.URL, err)
 		}
-		t, err := resolveS3(u, c.S3)
+		t, err := resolveS3(u, c.S3, which)
 		if err != nil {
 			return nil, err
 		}
@@ -55,11 +60,11 @@ func openBackend(ctx context.Context, c Config) (Storage, error) {
 	case strings.HasPrefix(c.URL, "file://"):
 		u, err := url.Parse(c.URL)
 		if err != nil || u.Host != "" && u.Host != "localhost" {
-			return nil, setting.Errorf("%s %q: use file:///absolute/path", setting.Repo, c.URL)
+			return nil, setting.Errorf("%s %q: use file:///absolute/path", which, c.URL)
 		}
 		return NewFS(u.Path)
 	case strings.Contains(c.URL, "://"):
-		return nil, setting.Errorf("%s %q: unsupported scheme; use s3://bucket/prefix, file:///dir or a directory path", setting.Repo, c.URL)
+		return nil, setting.Errorf("%s %q: unsupported scheme; use s3://bucket/prefix, file:///dir or a directory path", which, c.URL)
 	}
 	return NewFS(c.URL)
 }

@@ -37,20 +37,21 @@ type s3Target struct {
 	lookup         string
 	caFile         string
 	creds          *credentials.Credentials
+	setting        setting.Setting // where the URL came from, for errors
 }
 
 // resolveS3 fills the target of s3://bucket/prefix from o, the environment and the
 // AWS shared files.
-func resolveS3(u *url.URL, o S3Options) (*s3Target, error) {
+func resolveS3(u *url.URL, o S3Options, which setting.Setting) (*s3Target, error) {
 	if u.User != nil {
-		return nil, setting.Errorf("%s must not carry credentials: remove them from the URL and set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile", setting.Repo)
+		return nil, setting.Errorf("%s must not carry credentials: remove them from the URL and set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile", which)
 	}
 	if u.Host == "" {
-		return nil, setting.Errorf("%s %s names no bucket: use s3://bucket/prefix", setting.Repo, u.Redacted())
+		return nil, setting.Errorf("%s %s names no bucket: use s3://bucket/prefix", which, u.Redacted())
 	}
 	profile := firstOf(o.Profile, os.Getenv("AWS_PROFILE"), "default")
 	prof := configProfile(profile)
-	t := &s3Target{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), caFile: o.CAFile}
+	t := &s3Target{bucket: u.Host, prefix: strings.Trim(u.Path, "/"), caFile: o.CAFile, setting: which}
 	t.region = firstOf(o.Region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), prof["region"], "us-east-1")
 	ep := firstOf(o.Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"), prof["endpoint_url"], "https://s3."+t.region+".amazonaws.com")
 	eu, err := url.Parse(ep)

@@ -55,7 +55,7 @@ func (s *S3) wrapResponse(what string, resp minio.ErrorResponse, err error) erro
 	case "NoSuchKey":
 		return fmt.Errorf("%s: %w", what, ErrNotExist)
 	case "NoSuchBucket":
-		return accessErr("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in %s", s.t.bucket, s.t.endpoint.Redacted(), setting.Repo)
+		return accessErr("bucket %q does not exist at %s: create it first (ferry does not create buckets) or fix the bucket name in %s", s.t.bucket, s.t.endpoint.Redacted(), s.t.setting)
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "TokenRefreshRequired",
 		"XAdminUserNotFound": // versitygw's answer to an unknown key id
 		return accessErr("%s at %s: the server refused the credentials (%s): check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the profile", what, s.t.endpoint.Redacted(), resp.Code)

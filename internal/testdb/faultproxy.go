@@ -38,11 +38,11 @@ type FaultProxy struct {
 
 	mu      sync.Mutex
 	faults  Faults
-	limiter *rate.Limiter    // Faults.Rate, nil if unlimited
-	n       int              // requests matching the schedule
-	stats   map[string]int   // "slowdown", "drop", "delay", "requests"
-	gets    map[string]int   // GETs per path
-	puts    map[string]int64 // bytes of PUT bodies per path
+	limiter *rate.Limiter  // Faults.Rate, nil if unlimited
+	n       int            // requests matching the schedule
+	stats   map[string]int // "slowdown", "drop", "delay", "requests"
+	gets    map[string]int // GETs per path
+	puts    map[string]int // PUTs per path the server stored (answered 2xx)
 }
 
 // StartFaultProxy proxies to the S3 server at target (http://host:port).
@@ -52,7 +52,7 @@ func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{}, puts: map[string]int64{},
+	p := &FaultProxy{URL: "http://" + ln.Addr().String(), target: target, ln: ln, stats: map[string]int{}, gets: map[string]int{}, puts: map[string]int{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(ln)
@@ -93,11 +93,12 @@ func (p *FaultProxy) GETs() map[string]int {
 	return out
 }
 
-// PUTs returns the bytes of PUT request bodies per path (each attempt counted).
-func (p *FaultProxy) PUTs() map[string]int64 {
+// PUTs returns the number of PUT requests per path the server answered with success:
+// the objects stored, and how many times each.
+func (p *FaultProxy) PUTs() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]int64{}
+	out := map[string]int{}
 	for k, v := range p.puts {
 		out[k] = v
 	}
@@ -116,11 +117,8 @@ func (p *FaultProxy) decide(r *http.Request) (fault string, delay time.Duration)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats["requests"]++
-	switch r.Method {
-	case http.MethodGet:
+	if r.Method == http.MethodGet {
 		p.gets[r.URL.Path]++
-	case http.MethodPut:
-		p.puts[r.URL.Path] += max(r.ContentLength, 0)
 	}
 	f := p.faults
 	if f.Only != "" && !strings.Contains(r.URL.Path, f.Only) {
@@ -170,6 +168,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fault == "drop" {
 		p.drop(w, resp)
 		return
+	}
+	if r.Method == http.MethodPut && resp.StatusCode/100 == 2 {
+		p.mu.Lock()
+		p.puts[r.URL.Path]++
+		p.mu.Unlock()
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
