@@ -229,6 +229,11 @@ type Manifest struct {
 	// Partial is set when the backup holds only some tables (backup --databases,
 	// --tables, --exclude): a restore recovers it without the others.
 	Partial *Partial `json:"partial,omitempty"`
+	// Tables are the tables of the backup's end point (schema, name, engine), as the
+	// server's data dictionary listed them under BLOCK_DDL (MariaDB; a partial backup's
+	// selected ones): what a restore drill (verify --restore) checks the restored copy
+	// against. Empty in older manifests and MySQL backups.
+	Tables []mariadb.Table `json:"tables,omitempty"`
 	// Signature, if set, is the Ed25519 signature of the manifest without it
 	// (SigningBytes), by the key backup --sign-with names.
 	Signature *signing.Signature `json:"signature,omitempty"`
