@@ -20,6 +20,7 @@ func TestSampleOptionFile(t *testing.T) {
 		"expire":         {"repo": "s3://backups/db1"},
 		"binlog-archive": {"repo": "s3://backups/db1", "metrics-listen": "127.0.0.1:9104", "user": "repl"},
 		"restore":        {"log-format": "json", "repo": ""},
+		"verify":         {"repo": "s3://backups/db1", "identity-file": "/etc/ferry/identity.txt", "restore": "false"},
 	} {
 		root := newRoot()
 		cmd, _, err := root.Find([]string{verb})
@@ -88,8 +89,8 @@ func TestSystemdUnits(t *testing.T) {
 		os.WriteFile(p, []byte(strings.ReplaceAll(string(b), "/usr/local/bin/ferry", self)), 0o644)
 		paths = append(paths, p)
 	}
-	if len(paths) != 3 {
-		t.Fatalf("want the backup service and timer and the archiver service in docs/systemd, found %v", paths)
+	if len(paths) != 5 {
+		t.Fatalf("want the backup and drill services and timers and the archiver service in docs/systemd, found %v", paths)
 	}
 	out, err := exec.Command(bin, append([]string{"verify", "--man=no"}, paths...)...).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {

@@ -43,8 +43,8 @@ func TestInstalledPackage(t *testing.T) {
 		}
 	}
 	units, _ := filepath.Glob("/usr/lib/systemd/system/ferry-*")
-	if len(units) != 3 {
-		t.Fatalf("installed units %v, want the backup service and timer and the archiver service", units)
+	if len(units) != 5 {
+		t.Fatalf("installed units %v, want the backup and drill services and timers and the archiver service", units)
 	}
 	if out, err := exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, units...)...).CombinedOutput(); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify %v: %v\n%s", units, err, out)

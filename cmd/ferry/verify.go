@@ -22,8 +22,9 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	var cfg verify.Config
 	var identity string
 	var binlogs bool
+	var df drillFlags
 	cmd := &cobra.Command{
-		Use:   "verify --repo REPO [ID|latest] [--binlogs] [--identity-file KEY]",
+		Use:   "verify --repo REPO [ID|latest] [--binlogs] [--identity-file KEY] [--restore [--full] [--tmpdir DIR]]",
 		Short: "Re-read every object of a backup (or of all of them): checksums, decryption, decompression, every InnoDB page",
 		Example: `  ferry verify --repo s3://bucket/prod-db1 --identity-file /root/ferry-key.txt
   ferry verify --repo s3://bucket/prod-db1 latest --identity-file /root/ferry-key.txt
@@ -39,9 +40,21 @@ func newVerifyCmd(g *globals) *cobra.Command {
   --binlogs re-reads the binlog archive too (without an ID: only the archive): every
   segment and event checksum, every file whole from its first byte, each file's GTID
   list against the files before it; a break with no gap record fails, recorded gaps are
-  listed.`,
+  listed.
+  --restore is a restore drill: the backup is restored into a scratch directory under
+  --tmpdir (room for the whole datadir), a private server started on it (a socket
+  there, no networking), every table the backup recorded must be there, CHECK TABLE
+  must pass on every table and a sample (--sample, or all with --full) must read whole;
+  everything is removed afterwards and one summary line printed (docs/operations.md).
+  ferry verify --repo s3://bucket/prod-db1 latest --restore --tmpdir /var/tmp`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := df.check(cmd.Flags(), args, binlogs); err != nil {
+				return err
+			}
+			if df.on {
+				return df.run(cmd, g, rf, identity, cfg.Parallel, args)
+			}
 			r, err := rf.open(cmd.Context(), g.log, false, version)
 			if err != nil {
 				return err
@@ -81,6 +94,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 	f.StringVar(&identity, "identity-file", "", "age identity (secret key) file, for an encrypted backup")
 	f.IntVar(&cfg.Parallel, "parallel", defaults.Downloads, "objects read at once")
 	f.BoolVar(&binlogs, "binlogs", false, "also verify the binlog archive (without an ID: only the archive, no backup)")
+	df.add(f)
 	return cmd
 }
 

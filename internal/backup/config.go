@@ -88,6 +88,11 @@ type Config struct {
 	// fallback runs (a cmd/ferry built with -tags testhooks sets it from
 	// FERRY_TEST_TRACKER_STALL; a production build never does).
 	TrackerStall time.Duration
+	// LeaveOut is a test hook: the backup leaves out the server's files at these
+	// paths (relative to the datadir) as if they were not there, so that a test makes
+	// a backup that verifies but restores without a table (a cmd/ferry built with
+	// -tags testhooks sets it from FERRY_TEST_LEAVE_OUT; a production build never does).
+	LeaveOut []string
 	// Filter, if set, makes a partial backup of the tables it selects.
 	Filter *Filter
 	// Replica is what a backup of a replica records and does (--slave-info,

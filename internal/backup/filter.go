@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ferry-backup/ferry/internal/manifest"
+	"github.com/ferry-backup/ferry/internal/mariadb"
 	"github.com/ferry-backup/ferry/internal/setting"
 )
 
@@ -103,4 +104,18 @@ func (f *Filter) apply(p plan) plan {
 	}
 	p.InnoDB, p.DDLStable, p.Commit = keep(p.InnoDB), keep(p.DDLStable), keep(p.Commit)
 	return p
+}
+
+// keepTables are those of ts the backup holds (all without a filter).
+func (f *Filter) keepTables(ts []mariadb.Table) []mariadb.Table {
+	if f == nil {
+		return ts
+	}
+	var out []mariadb.Table
+	for _, t := range ts {
+		if f.includes(t.Schema, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

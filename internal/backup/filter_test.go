@@ -1,6 +1,10 @@
 package backup
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ferry-backup/ferry/internal/mariadb"
+)
 
 // TestFilter: --databases, --tables and --exclude select tables as mariadb-backup's do;
 // files outside the databases, db.opt and the system schemas always stay.
@@ -30,5 +34,12 @@ func TestFilter(t *testing.T) {
 	p := f.apply(plan{InnoDB: []srcFile{{Rel: "ibdata1", System: true}, {Rel: "bank/accounts.ibd"}, {Rel: "bank/ledger.ibd"}}})
 	if len(p.InnoDB) != 2 || p.InnoDB[1].Rel != "bank/ledger.ibd" {
 		t.Errorf("apply kept %v", p.InnoDB)
+	}
+	ts := []mariadb.Table{{Schema: "bank", Name: "accounts"}, {Schema: "bank", Name: "ledger"}, {Schema: "mysql", Name: "user"}, {Schema: "shop", Name: "log"}}
+	if got := f.keepTables(ts); len(got) != 2 || got[0].Name != "ledger" || got[1].Name != "user" {
+		t.Errorf("keepTables kept %v, want the backup's tables and the system schemas'", got)
+	}
+	if got := (*Filter)(nil).keepTables(ts); len(got) != len(ts) {
+		t.Errorf("no filter kept %v", got)
 	}
 }

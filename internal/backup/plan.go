@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,7 +72,25 @@ var ariaLogRe = regexp.MustCompile(`^aria_log\.\d{8}$`)
 // scan lists the files of the server the backup copies (all, or a partial backup's).
 func (j *job) scan() (plan, error) {
 	p, err := scanServer(j.info, j.layout())
-	return j.cfg.Filter.apply(p), err
+	return leaveOut(j.cfg.Filter.apply(p), j.cfg.LeaveOut), err
+}
+
+// leaveOut drops the files at the paths rels from p (the LeaveOut test hook).
+func leaveOut(p plan, rels []string) plan {
+	if len(rels) == 0 {
+		return p
+	}
+	drop := func(in []srcFile) []srcFile {
+		var out []srcFile
+		for _, s := range in {
+			if !slices.Contains(rels, s.Rel) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	p.InnoDB, p.DDLStable, p.Commit = drop(p.InnoDB), drop(p.DDLStable), drop(p.Commit)
+	return p
 }
 
 // scanServer lists the files of a running server laid out as l says.

@@ -161,6 +161,7 @@ func (j *job) underBlockDDL(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	t0 := j.clock.Now()
+	j.recordTables(ctx)
 	if p, err = j.scan(); err != nil {
 		return 0, err
 	}
@@ -291,4 +292,28 @@ func (j *job) lockTime(name string, d time.Duration) {
 		j.m.LockTimesMS = map[string]int64{}
 	}
 	j.m.LockTimesMS[name] = d.Milliseconds()
+}
+
+// tableLister is a backup lock that lists the server's tables on its own connection
+// (MariaDB's): under BLOCK_DDL the list is the end point's.
+type tableLister interface {
+	Tables(ctx context.Context) ([]mariadb.Table, error)
+}
+
+// recordTables records the tables of the backup's end point in the manifest, for a
+// restore drill to check the restored copy against. A server that cannot list them
+// costs the drill that check, not the backup.
+func (j *job) recordTables(ctx context.Context) {
+	tl, ok := j.lock.(tableLister)
+	if !ok {
+		return
+	}
+	t0 := j.clock.Now()
+	ts, err := tl.Tables(ctx)
+	if err != nil {
+		j.log.Warn("the table list was not recorded: a restore drill of this backup cannot tell a missing table", "err", err)
+		return
+	}
+	j.m.Tables = j.cfg.Filter.keepTables(ts)
+	j.log.Debug("recorded the table list", "tables", len(j.m.Tables), "took", j.clock.Since(t0).Round(time.Microsecond))
 }

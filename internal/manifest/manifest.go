@@ -232,6 +232,11 @@ type Manifest struct {
 	// Lock, set in a repository backup stored with S3 Object Lock, is the retention
 	// every one of its objects (the manifest included) was stored with.
 	Lock *Lock `json:"lock,omitempty"`
+	// Tables are the tables of the backup's end point (schema, name, engine), as the
+	// server's data dictionary listed them under BLOCK_DDL (MariaDB; a partial backup's
+	// selected ones): what a restore drill (verify --restore) checks the restored copy
+	// against. Empty in older manifests and MySQL backups.
+	Tables []mariadb.Table `json:"tables,omitempty"`
 	// Signature, if set, is the Ed25519 signature of the manifest without it
 	// (SigningBytes), by the key backup --sign-with names.
 	Signature *signing.Signature `json:"signature,omitempty"`

@@ -39,6 +39,9 @@ var valueHelp = map[string]string{
 	"lock_seconds":         "Seconds the last run held BLOCK_COMMIT (the same as block_commit_seconds).",
 	"block_ddl_seconds":    "Seconds the last run held BACKUP STAGE BLOCK_DDL (DDL waits).",
 	"block_commit_seconds": "Seconds the last run held BACKUP STAGE BLOCK_COMMIT (commits wait).",
+	"restore_seconds":      "Seconds the last restore drill took to a server running on the restored copy.",
+	"tables_checked":       "Tables the last restore drill ran CHECK TABLE on.",
+	"tables_checksummed":   "Tables the last restore drill read whole (CHECKSUM TABLE).",
 }
 
 var validSuffix = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)

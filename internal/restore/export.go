@@ -28,7 +28,7 @@ func export(ctx context.Context, b *Backup, staging, bin string, cfg Config) err
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	run, err := os.MkdirTemp("", "ferry-export-")
+	run, err := cfg.runDir("ferry-export-")
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}

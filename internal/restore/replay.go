@@ -37,7 +37,7 @@ func replay(ctx context.Context, b *Backup, staging, bin string, cfg Config) (ma
 		cfg.Log.Info("point-in-time: nothing to apply: the backup ends at the target", "gtid", c.GTIDBinlogPos)
 		return c, nil
 	}
-	run, err := os.MkdirTemp("", "ferry-replay-")
+	run, err := cfg.runDir("ferry-replay-")
 	if err != nil {
 		return c, fmt.Errorf("replay: %w", err)
 	}

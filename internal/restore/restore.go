@@ -73,6 +73,18 @@ type Config struct {
 	// Starter, if set, starts the private server of the replay and the export instead
 	// of the stock server (a test's).
 	Starter Starter
+	// RunDir, if set, holds the directories of the private servers of the replay and
+	// the export (socket, pid file, error log; a path short enough for a socket), each
+	// removed when its server stops; "" is the system's temporary directory.
+	RunDir string
+	// Discard removes a failed restore's copy even from a source that could resume
+	// it: a restore drill's copy is scratch, never continued.
+	Discard bool
+}
+
+// runDir makes a new directory for a private server's socket, pid file and log.
+func (cfg Config) runDir(prefix string) (string, error) {
+	return os.MkdirTemp(cfg.RunDir, prefix)
 }
 
 // Result tells what a restore did.
@@ -175,7 +187,7 @@ func settle(cfg Config, staging string, err error) error {
 	if caps.Consume {
 		return cfg.Source.(Consuming).Settle(staging, err)
 	}
-	if caps.Resume {
+	if caps.Resume && !cfg.Discard {
 		return setting.Errorf("%w; the partial restore is kept in %s: run the same command with %s to continue it", err, staging, setting.Resume)
 	}
 	if rerr := os.RemoveAll(staging); rerr != nil {
