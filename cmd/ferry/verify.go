@@ -84,7 +84,7 @@ func newVerifyCmd(g *globals) *cobra.Command {
 			g.log.Info("verify completed OK", "backup", rep.ID, "chain", rep.Chain, "files", rep.Files, "objects", rep.Objects,
 				"stored_bytes", rep.StoredBytes, "bytes", rep.RawBytes, "innodb_pages", rep.Pages)
 			fmt.Fprintf(cmd.OutOrStdout(), "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid%s\n",
-				rep.ID, chainNote(rep.Chain), rep.Files, rep.Objects, human(rep.StoredBytes), rep.Pages, lockNote(rep.Lock))
+				rep.ID, chainNote(rep.Chain), rep.Files, rep.Objects, human(rep.StoredBytes), rep.Pages, lockNote(rep.Lock, rep.LockNotHere))
 			return nil
 		},
 	}
@@ -160,13 +160,16 @@ func printResult(w io.Writer, res verify.Result) {
 	}
 	r := res.Report
 	fmt.Fprintf(w, "backup %s OK%s: %d files, %d objects (%s stored), %d InnoDB pages valid%s\n",
-		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages, lockNote(r.Lock))
+		res.ID, chainNote(r.Chain), r.Files, r.Objects, human(r.StoredBytes), r.Pages, lockNote(r.Lock, r.LockNotHere))
 }
 
 // lockNote says what S3 Object Lock a verified backup holds ("" for none).
-func lockNote(l *manifest.Lock) string {
-	if l == nil {
+func lockNote(l *manifest.Lock, notHere bool) string {
+	switch {
+	case l == nil:
 		return ""
+	case notHere:
+		return "; Object Lock " + repo.DescribeLock(l, time.Now()) + " where it was taken, not in this repository (no Object Lock here)"
 	}
 	return "; Object Lock " + repo.DescribeLock(l, time.Now())
 }

@@ -69,8 +69,13 @@ type copier struct {
 	bufs     chan *[]byte
 	copied   atomic.Int64 // objects written by this run (for the fault point)
 	prog     *progress.Reporter
-	mu       sync.Mutex
-	st       CopyStats
+	// locker is the target's Object Lock, if its bucket has it enabled; lock the
+	// retention the backup being copied is locked with until (nil: none), which its
+	// copy keeps there.
+	locker storage.Locker
+	lock   *manifest.Lock
+	mu     sync.Mutex
+	st     CopyStats
 }
 
 // CopyTo copies backup id (or "latest") with the backups it applies on, or every
@@ -106,6 +111,9 @@ func (r *Repo) CopyTo(ctx context.Context, dst *Repo, id string, o CopyOptions) 
 	if err := dst.Create(ctx); err != nil {
 		return CopyStats{}, err
 	}
+	if c.locker, err = dst.purger(ctx); err != nil {
+		return CopyStats{}, err
+	}
 	if o.Progress != nil {
 		c.prog = progress.New(progress.Options{Label: "copy", Total: total(items, archive), Terminal: o.Terminal, Out: o.Progress, Log: o.Log})
 		defer c.prog.Finish()
@@ -115,6 +123,7 @@ func (r *Repo) CopyTo(ctx context.Context, dst *Repo, id string, o CopyOptions) 
 			return c.stats(), fmt.Errorf("copy backup %s to %s: %w", it.m.ID, dst.Location(), err)
 		}
 	}
+	c.lock = nil // the binlog archive is not locked
 	if err := c.archive(ctx, archive); err != nil {
 		return c.stats(), fmt.Errorf("copy the binlog archive to %s: %w", dst.Location(), err)
 	}
@@ -265,11 +274,19 @@ func (c *copier) backup(ctx context.Context, it copyItem) error {
 	if err := putJSON(ctx, c.to.st, backupPrefix(m.ID)+markerName, mk); err != nil {
 		return err
 	}
+	c.lock = nil
+	if m.Lock.LockedAt(time.Now()) {
+		if c.locker == nil {
+			c.o.Log.Warn("the backup is locked in the source until its date, its copy is not: the target has no Object Lock", "id", m.ID, "until", m.Lock.RetainUntil)
+		} else {
+			c.lock = m.Lock
+		}
+	}
 	if err := c.objects(ctx, m, have); err != nil {
 		return err
 	}
 	key := backupPrefix(m.ID) + manifestName
-	if err := c.to.st.Put(ctx, key, bytes.NewReader(it.raw), int64(len(it.raw)), checksum.Sum(it.raw)); err != nil {
+	if err := c.put(ctx, key, it.raw, checksum.Sum(it.raw)); err != nil {
 		return fmt.Errorf("write the manifest: %w", err)
 	}
 	if err := c.to.st.Delete(ctx, backupPrefix(m.ID)+markerName); err != nil {
@@ -388,12 +405,20 @@ func (c *copier) object(ctx context.Context, key string, o manifest.Object, buf 
 
 // write stores an object read whole into the target and counts it.
 func (c *copier) write(ctx context.Context, key string, b []byte, crc uint32, archive bool) error {
-	if err := c.to.st.Put(ctx, key, bytes.NewReader(b), int64(len(b)), crc); err != nil {
+	if err := c.put(ctx, key, b, crc); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	c.count(int64(len(b)), false, archive)
 	faultpoint.At(ctx, "copy-object", int(c.copied.Add(1)))
 	return nil
+}
+
+// put stores b under key in the target, with the backup's lock if it keeps one there.
+func (c *copier) put(ctx context.Context, key string, b []byte, crc uint32) error {
+	if c.lock != nil {
+		return c.locker.PutRetained(ctx, key, bytes.NewReader(b), int64(len(b)), crc, retention(c.lock))
+	}
+	return c.to.st.Put(ctx, key, bytes.NewReader(b), int64(len(b)), crc)
 }
 
 // read reads object key, of size bytes (as the manifest or the listing says), into

@@ -89,15 +89,27 @@ func DescribeLock(l *manifest.Lock, now time.Time) string {
 	return mode + ", expired " + l.RetainUntil.Format(time.RFC3339)
 }
 
+// ErrLockNotHere means a backup records a lock that its repository cannot hold: it
+// was copied (ferry copy) from a locked backup into a directory or a bucket without
+// Object Lock. Not a failure: such a repository never held a lock that could have
+// been shortened.
+var ErrLockNotHere = errors.New("its lock is not held by this repository, which has no Object Lock (a copy of a locked backup)")
+
 // CheckLock compares the lock backup m records with the retention the server holds
 // on its manifest (GetObjectRetention): a lock missing, shortened or changed from
 // compliance to governance is ErrLockMismatch (someone with the bucket's credentials
 // weakened it). It checks nothing for a backup without a lock, one whose lock has
 // expired at now, or a repository that cannot lock (a directory copy of a bucket).
 func (r *Repo) CheckLock(ctx context.Context, m *manifest.Manifest, now time.Time) error {
-	l := storage.LockerOf(r.st)
-	if !m.Lock.LockedAt(now) || l == nil {
+	if !m.Lock.LockedAt(now) {
 		return nil
+	}
+	l, err := r.purger(ctx)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		return ErrLockNotHere
 	}
 	key := backupPrefix(m.ID) + manifestName
 	got, err := l.Retention(ctx, key)

@@ -35,6 +35,7 @@ func TestRepoObjectLockS3(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	srv.MakeLockedBucket(t, "locked")
+	srv.MakeLockedBucket(t, "offsite")
 	srv.MakeBucket(t, "plain")
 	open := func(url string) (storage.Storage, *repo.Repo) {
 		st, err := storage.Open(ctx, storage.Config{URL: url, Retry: storage.RetryOptions{Attempts: 2}})
@@ -93,6 +94,24 @@ func TestRepoObjectLockS3(t *testing.T) {
 	}
 	for v := range srv.Client(t).ListObjects(ctx, "locked", minio.ListObjectsOptions{Prefix: "repo/backups/" + short, Recursive: true, WithVersions: true}) {
 		t.Errorf("after expire, version %s of %s is left (delete marker: %v, err %v)", v.VersionID, v.Key, v.IsDeleteMarker, v.Err)
+	}
+
+	// A copy keeps the lock where the target has Object Lock; elsewhere the copy is
+	// not locked, and its check says so without failing.
+	ost, or := open("s3://offsite/repo")
+	if _, err := r.CopyTo(ctx, or, long, repo.CopyOptions{}); err != nil {
+		t.Fatalf("copy to a locked bucket: %v", err)
+	}
+	checkRetained(t, ost, storage.LockerOf(ost), m1)
+	if err := or.CheckLock(ctx, m1, time.Now()); err != nil {
+		t.Errorf("check of the copied lock: %v", err)
+	}
+	_, plainCopy := open("s3://plain/copy")
+	if _, err := r.CopyTo(ctx, plainCopy, long, repo.CopyOptions{}); err != nil {
+		t.Fatalf("copy to a bucket without Object Lock: %v", err)
+	}
+	if err := plainCopy.CheckLock(ctx, m1, time.Now()); !errors.Is(err, repo.ErrLockNotHere) {
+		t.Errorf("check of a locked backup's copy in a bucket without Object Lock: %v, want ErrLockNotHere", err)
 	}
 
 	// Someone with the bypass permission shortens the manifest's lock: verify's check

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -104,7 +105,9 @@ func verifyOwn(ctx context.Context, cfg Config, m *manifest.Manifest, progress f
 	if err := repo.Validate(m); err != nil {
 		return rep, err
 	}
-	if err := cfg.Repo.CheckLock(ctx, m, time.Now()); err != nil {
+	if err := cfg.Repo.CheckLock(ctx, m, time.Now()); errors.Is(err, repo.ErrLockNotHere) {
+		rep.LockNotHere = true
+	} else if err != nil {
 		return rep, err
 	}
 	if err := cfg.Repo.CheckKey(ctx, m, cfg.Identities); err != nil {

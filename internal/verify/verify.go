@@ -46,6 +46,9 @@ type Report struct {
 	// Lock is the S3 Object Lock the backup's manifest records (nil: none); while it
 	// holds, the retention the server keeps on the manifest was checked against it.
 	Lock *manifest.Lock
+	// LockNotHere: the repository has no Object Lock, so it does not hold the lock the
+	// manifest records (a copy of a locked backup, ferry copy).
+	LockNotHere bool
 }
 
 // Run verifies one backup and, for an incremental, every backup it applies on down to
@@ -61,7 +64,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := checkObjects(ctx, cfg.Repo, m); err != nil {
 			return nil, err
 		}
-		if err := cfg.Repo.CheckLock(ctx, m, time.Now()); err != nil {
+		if err := cfg.Repo.CheckLock(ctx, m, time.Now()); errors.Is(err, repo.ErrLockNotHere) {
+			rep.LockNotHere = true
+		} else if err != nil {
 			return nil, err
 		}
 		rep.Chain = append(rep.Chain, m.ID)
