@@ -27,7 +27,7 @@ func TestSignedBackup(t *testing.T) {
 	priv, pub := loadTestKey(t, secret), mustPublic(t, public)
 	opts := WriterOptions{Pipeline: pipeline.Options{Compression: codec.None, Workers: 1, OpenFiles: 4}, PartSize: 1 << 20}
 	files := smallFiles(50)
-	files["big.ibd"] = []byte(strings.Repeat("page", 1<<19)) // 2 MiB: parts of its own
+	files["big.ibd"] = []byte(strings.Repeat("page", 1<<21)) // 8 MiB in 2 MiB segments: parts of their own
 	opts.SignWith = priv
 	m := writeBackup(t, r, "20260101t000000z-s", files, opts)
 	opts.SignWith = nil

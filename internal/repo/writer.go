@@ -95,8 +95,11 @@ func (o WriterOptions) Check() error {
 	return nil
 }
 
-// packThreshold: blobs encoded smaller than this are gathered into packs.
-func (o WriterOptions) packThreshold() int64 { return o.PartSize / 4 }
+// packThreshold: blobs encoded smaller than this are gathered into packs, which close
+// once they reach it: so every object but a backup's last pack holds at least a part
+// size of stored bytes, however well the parts compress (a 32 MiB part of InnoDB data
+// is about 14 MiB once compressed: three go into one object).
+func (o WriterOptions) packThreshold() int64 { return o.PartSize }
 
 // Marker is the in-progress object a backup writes first and deletes after its
 // manifest: it tells expire whether the backup may still be running.
