@@ -51,6 +51,7 @@ func TestBackupResumes(t *testing.T) {
 		t.Fatalf("the resumed backup printed id %q, want the interrupted one's %s", id, dirID)
 	}
 	checkResumeKept(t, done.stderr, len(mid))
+	wantFail(t, nil, "nothing to resume", append(args(dir), "--resume")...)
 	after := objectsOf(t, filepath.Join(dir, "backups", dirID))
 	for _, set := range []map[string]objectStamp{before, mid} {
 		for k, v := range set {

@@ -49,9 +49,10 @@ type Kept struct {
 // ErrNothingToResume means the repository holds no interrupted backup to resume.
 var ErrNothingToResume = errors.New("nothing to resume")
 
-// Interrupted returns the newest unfinished backup this host started: the one a
-// resumed backup continues. It refuses one still running, an incremental, and one
-// an older ferry wrote.
+// Interrupted returns the newest unfinished backup this host started, if no complete
+// backup came after it: the one a resumed backup continues. It refuses one still
+// running and an incremental. Unfinished backups an older ferry or a copy (ferry
+// copy) left, which record no encoding, are passed over.
 func (r *Repo) Interrupted(ctx context.Context) (Entry, error) {
 	list, err := r.List(ctx)
 	if err != nil {
@@ -59,7 +60,10 @@ func (r *Repo) Interrupted(ctx context.Context) (Entry, error) {
 	}
 	host, _ := os.Hostname()
 	for _, e := range slices.Backward(list) {
-		if e.Status == StatusComplete || e.Marker == nil || e.Marker.Host != host {
+		if e.Status == StatusComplete {
+			return Entry{}, setting.Errorf("%w: the newest backup in %s, %s, is complete; take a new backup without %s", ErrNothingToResume, r.Location(), e.ID, setting.Resume)
+		}
+		if e.Marker == nil || e.Marker.Host != host || e.Marker.Storage == nil {
 			continue
 		}
 		switch {
@@ -67,8 +71,6 @@ func (r *Repo) Interrupted(ctx context.Context) (Entry, error) {
 			return e, fmt.Errorf("backup %s in %s is still running (ferry pid %d): wait for it or stop it first", e.ID, r.Location(), e.Marker.PID)
 		case e.Marker.Base != "":
 			return e, setting.Errorf("the interrupted backup %s in %s is an incremental, which is not resumed: take it again without %s", e.ID, r.Location(), setting.Resume)
-		case e.Marker.Storage == nil:
-			return e, fmt.Errorf("the interrupted backup %s in %s was written by an older ferry and cannot be resumed: take a new backup", e.ID, r.Location())
 		}
 		return e, nil
 	}

@@ -195,5 +195,8 @@ func TestResumeKeepsHeldRanges(t *testing.T) {
 		if !bytes.Equal(got["db/t.ibd"], final) || !bytes.Equal(got["db/s.ibd"], small) {
 			t.Fatal("the resumed backup read back differs from the source")
 		}
+		if _, err := r.Interrupted(ctx); !errors.Is(err, ErrNothingToResume) {
+			t.Fatalf("Interrupted after the resumed backup completed: %v, want nothing to resume", err)
+		}
 	}
 }
