@@ -34,7 +34,7 @@ func NewFS(dir string) (*FS, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		// ferry never makes the directory itself: a mistyped path or a missing mount
 		// must not become a repository on the local disk.
-		return nil, fmt.Errorf("repository directory %s does not exist: check the path, or create the directory (mkdir -p %s) and ferry backup starts a repository in it", abs, abs)
+		return nil, fmt.Errorf("repository directory %s does not exist: check the path, or create the directory (mkdir -p %s) and ferry backup (or copy) starts a repository in it", abs, abs)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("repository directory %s: %w", abs, err)
