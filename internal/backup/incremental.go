@@ -137,6 +137,22 @@ func (m *incrementalMode) selectPages(ctx context.Context, j *job) *selection {
 		j.log.Info("incremental: changed pages by scan", "why", s.why)
 		return s
 	}
+	pages, ops, why := j.redoPagesSince(ctx, s.from, s.upto)
+	if why != "" {
+		s.why = why + ": every page is read"
+	} else {
+		s.pages, s.fileOps = pages, ops
+		s.why = fmt.Sprintf("the server's redo log still holds everything since the base (LSN %d to %d): only the pages it names are read", s.from, s.upto)
+	}
+	j.log.Info("incremental: changed pages by "+s.method(), "why", s.why, "from_lsn", s.from, "pages_from_redo", pagesIn(pages))
+	return s
+}
+
+// redoPagesSince reads the server's redo log from LSN from up to upto and returns the
+// pages it changes (by space, sorted) and the spaces whose file it creates or deletes;
+// or, if the log does not hold all of it (written over, resized) or cannot say, why
+// not.
+func (j *job) redoPagesSince(ctx context.Context, from, upto uint64) (map[uint32][]uint32, map[uint32]bool, string) {
 	set, ops := redo.NewPageSet(0), map[uint32]bool{}
 	onOp := func(op redo.FileOp) {
 		if op.Kind == redo.FileDelete || op.Kind == redo.FileCreate {
@@ -144,27 +160,23 @@ func (m *incrementalMode) selectPages(ctx context.Context, j *job) *selection {
 		}
 	}
 	t, err := j.openRedo(redo.Config{Path: j.redoPath(), Out: io.Discard, Server: j.srv, OnFileOp: onOp,
-		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: s.from})
+		Pages: set, Keys: j.logKeys, Algorithm: j.info.Vars["file_key_management_encryption_algorithm"], From: from})
 	if err == nil {
-		t.StopAt(s.upto)
+		t.StopAt(upto)
 		err = t.Run(ctx)
 	}
 	pages, ok := set.Take()
 	switch {
 	case err != nil && ctx.Err() != nil:
-		s.why = "interrupted"
+		return nil, nil, "interrupted"
 	case errors.Is(err, redo.ErrLogOverwritten):
-		s.why = fmt.Sprintf("the server's redo log no longer holds LSN %d, where the base's copy began (written over since, or the log was resized): every page is read", s.from)
+		return nil, nil, fmt.Sprintf("the server's redo log no longer holds LSN %d (written over since, or the log was resized)", from)
 	case err != nil:
-		s.why = fmt.Sprintf("reading the redo since the base failed (%v): every page is read", err)
+		return nil, nil, fmt.Sprintf("reading the redo since LSN %d failed (%v)", from, err)
 	case !ok:
-		s.why = "more pages changed since the base than the changed-page map holds: every page is read"
-	default:
-		s.pages, s.fileOps = pages, ops
-		s.why = fmt.Sprintf("the server's redo log still holds everything since the base (LSN %d to %d): only the pages it names are read", s.from, s.upto)
+		return nil, nil, fmt.Sprintf("more pages changed since LSN %d than the changed-page map holds", from)
 	}
-	j.log.Info("incremental: changed pages by "+s.method(), "why", s.why, "from_lsn", s.from, "pages_from_redo", pagesIn(pages))
-	return s
+	return pages, ops, ""
 }
 
 // deltaCopy is one tablespace file being copied into <file>.delta.

@@ -69,9 +69,10 @@ type job struct {
 	lostSpaces map[uint32]bool
 	// read: data file bytes, for the pace; resumeKept and resumePatched: bytes of held
 	// ranges a resumed copy kept as stored and stored again (resume.go)
-	stats  struct{ rereads, freePages, read, resumeKept, resumePatched atomic.Int64 }
-	recopy recopyStats
-	rolled *rolled // the roll-forward, if it ran
+	stats   struct{ rereads, freePages, read, resumeKept, resumePatched atomic.Int64 }
+	recopy  recopyStats
+	resumed resumedChanges // a resumed copy's pages changed since its held ranges were read (resume.go)
+	rolled  *rolled        // the roll-forward, if it ran
 	// clock is the job's clock (Config.Clock: the wall clock, or a test's fake).
 	// copyStart is when the redo copy began: the three-stage copy measures rates from it.
 	clock     clock.Clock

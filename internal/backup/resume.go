@@ -1,10 +1,12 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	"github.com/ferry-backup/ferry/internal/directio"
+	"github.com/ferry-backup/ferry/internal/faultpoint"
 	"github.com/ferry-backup/ferry/internal/sink"
 )
 
@@ -30,11 +32,53 @@ func (j *job) resumable() sink.Resumable {
 	return r
 }
 
-// copyFrom tells a resumable end the LSN the copy begins at.
-func (j *job) copyFrom(lsn uint64) {
-	if r := j.resumable(); r != nil {
-		r.CopyFrom(lsn)
+// copyFrom tells a resumable end the LSN the copy begins at and, if the end holds
+// ranges of an interrupted attempt, learns from the server's redo log the pages
+// changed since that attempt began (resumeChanges).
+func (j *job) copyFrom(ctx context.Context, lsn uint64) {
+	r := j.resumable()
+	if r == nil {
+		return
 	}
+	r.CopyFrom(lsn)
+	if since := r.HeldSince(); since > 0 {
+		j.resumed = j.resumeChanges(ctx, since, lsn)
+	}
+}
+
+// resumedChanges is what the redo says changed since an interrupted attempt began.
+type resumedChanges struct {
+	pages map[uint32][]uint32 // by space, sorted; nil: unknown, the held ranges are read whole
+	ops   map[uint32]bool     // spaces whose file the redo creates or deletes: read whole
+}
+
+// resumeChanges reads the server's redo log from since (the earliest start of the
+// attempts whose ranges are held) to upto (this copy's start). A held page the redo
+// does not name did not change in between, so its stored image holds every change
+// below upto: only the pages it names need reading again (the redo from upto brings
+// every page forward). Without the redo (a MySQL log, one written over since), every
+// held page is read again and checked by its LSN.
+func (j *job) resumeChanges(ctx context.Context, since, upto uint64) resumedChanges {
+	why := ""
+	switch {
+	case since > upto:
+		why = fmt.Sprintf("the interrupted copy began at LSN %d, past this copy's %d", since, upto)
+	case !j.redoLog().Parsed():
+		why = "the server's redo log is copied, not parsed"
+	case faultpoint.Fails("resume-redo"):
+		why = "a test asked for the scan"
+	}
+	var rc resumedChanges
+	if why == "" {
+		rc.pages, rc.ops, why = j.redoPagesSince(ctx, since, upto)
+	}
+	if why != "" {
+		j.log.Info("resumed backup: the ranges kept are read again whole, and the pages changed since checked by their LSN", "why", why, "since_lsn", since)
+		return resumedChanges{}
+	}
+	j.log.Info("resumed backup: the server's redo log holds everything since the interrupted copy began; only the pages it names are read again",
+		"since_lsn", since, "upto_lsn", upto, "pages", pagesIn(rc.pages))
+	return rc
 }
 
 // holdRanges asks a resumable end what it already holds of ij and, if anything, plans
@@ -68,6 +112,34 @@ func (j *job) holdRanges(ij *innoJob, size int64) {
 	j.mu.Unlock()
 }
 
+// patchHeldPages reads again the pages of ij's held ranges that the redo names as
+// changed since the interrupted attempt began, and stores them as patches.
+func (j *job) patchHeldPages(ctx context.Context, ij *innoJob) error {
+	ps := int64(ij.page)
+	var pages []uint32
+	for _, p := range j.resumed.pages[ij.header.SpaceID] {
+		off := int64(p) * ps
+		for _, h := range ij.held {
+			if off >= h.Off && off < h.Off+h.Len {
+				pages = append(pages, p)
+				break
+			}
+		}
+	}
+	var kept int64
+	for _, h := range ij.held {
+		kept += h.Len
+	}
+	f := recopyFile{src: ij.src, copy: cmp.Or(ij.stored, ij.src.Rel), space: ij.header.SpaceID}
+	to := func(f recopyFile, _ int, off int64, b []byte) error {
+		j.stats.resumePatched.Add(int64(len(b)))
+		return j.patchRound(resumedRound, f.copy, off, b)
+	}
+	n, err := j.recopyFilePages(ctx, f, pages, to)
+	j.stats.resumeKept.Add(kept - n*ps)
+	return err
+}
+
 // gapSegments splits the bytes from off to end into segments of about seg bytes.
 func gapSegments(off, end, seg, page int64) []segment {
 	seg = max(seg/page*page, page)
@@ -78,11 +150,15 @@ func gapSegments(off, end, seg, page int64) []segment {
 	return out
 }
 
-// patchHeld reads the held ranges of a file just finished and stores again, as
-// patches, the runs holding a page whose LSN is above its range's Since.
+// patchHeld stores again, as patches, what the held ranges of a file just finished may
+// lack: the pages the redo names as changed since the interrupted attempt began, or,
+// without that, the runs holding a page whose LSN is above its range's Since.
 func (j *job) patchHeld(ctx context.Context, ij *innoJob) error {
 	if len(ij.held) == 0 {
 		return nil
+	}
+	if j.resumed.pages != nil && !j.resumed.ops[ij.header.SpaceID] {
+		return j.patchHeldPages(ctx, ij)
 	}
 	in, err := directio.Open(ij.src.Abs)
 	if err != nil {

@@ -45,7 +45,7 @@ func (j *job) stagesIn(ctx context.Context, fail context.CancelCauseFunc) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	j.copyFrom(first.t.Start().LSN)
+	j.copyFrom(ctx, first.t.Start().LSN)
 	j.mode.start(ctx, j)
 	p, err := j.scan()
 	if err != nil {

@@ -327,6 +327,21 @@ func (w *Writer) keep(f *File) {
 	delete(w.held, f.rel)
 }
 
+// HeldSince is the lowest start LSN of the attempts whose ranges are held (0: none).
+func (w *Writer) HeldSince() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var low uint64
+	for _, hb := range w.held {
+		for _, h := range hb {
+			if h.since > 0 && (low == 0 || h.since < low) {
+				low = h.since
+			}
+		}
+	}
+	return low
+}
+
 // SetSince records the LSN the copy starts at in the index of every object written
 // from now on.
 func (w *Writer) SetSince(lsn uint64) { w.since.Store(lsn) }

@@ -93,6 +93,9 @@ func (s *Sink) CopyFrom(lsn uint64) { s.w.SetSince(lsn) }
 // Held is what the interrupted attempts stored of rel, if it is the same file.
 func (s *Sink) Held(rel string, space *manifest.Space) []sink.Held { return s.w.Held(rel, space) }
 
+// HeldSince is the lowest start LSN of the interrupted attempts whose ranges are held.
+func (s *Sink) HeldSince() uint64 { return s.w.HeldSince() }
+
 // Kept is what a resumed backup kept of its interrupted attempts.
 func (s *Sink) Kept() Kept {
 	if s.w == nil {

@@ -109,6 +109,9 @@ type Resumable interface {
 	// as the copy just read it) is still the tablespace file they were read from; nil
 	// if none. The ranges are in order, do not overlap and lie on page boundaries.
 	Held(rel string, space *manifest.Space) []Held
+	// HeldSince is the lowest Since of every range held (0: none): the pages changed
+	// from there to the copy's start are those a held range may lack.
+	HeldSince() uint64
 }
 
 // Held is a range of a tablespace an end already stores: Len bytes at Off with
