@@ -219,9 +219,13 @@ func (c *copier) sizeBuffers(items []copyItem, archive []storage.ObjectInfo) err
 	if largest > 0 {
 		n = int(min(int64(n), c.o.MaxMemory/largest))
 	}
+	// Each buffer is made once, as large as the largest object: grown on demand, every
+	// slightly larger object left its old buffer to the garbage collector, and the heap
+	// grew to twice the budget.
 	c.bufs = make(chan *[]byte, n)
 	for range n {
-		c.bufs <- new([]byte)
+		b := make([]byte, 0, largest)
+		c.bufs <- &b
 	}
 	return nil
 }
