@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ferry-backup/ferry/internal/checksum"
 	"github.com/ferry-backup/ferry/internal/filecopy"
@@ -211,7 +212,10 @@ func (s *FS) Prefixes(_ context.Context, prefix string) ([]string, error) {
 	return out, nil
 }
 
-// Delete implements Storage; directories left empty are removed up to the root.
+// Delete implements Storage; directories left empty are removed up to the root, and
+// so are the stale temporary files of uploads a killed process left in them (never
+// listed, they would otherwise keep a deleted backup's directory, and the backup
+// listed, for ever).
 func (s *FS) Delete(_ context.Context, key string) error {
 	p, err := s.path(key)
 	if err != nil {
@@ -221,9 +225,31 @@ func (s *FS) Delete(_ context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	for dir := filepath.Dir(p); dir != s.root && strings.HasPrefix(dir, s.root); dir = filepath.Dir(dir) {
+		removeStaleTemps(dir, time.Now().Add(-StaleUpload))
 		if os.Remove(dir) != nil {
 			break
 		}
 	}
 	return nil
+}
+
+// StaleUpload is how long a temporary file of an upload must have been left untouched
+// before a delete in its directory removes it: an upload under way writes to it.
+const StaleUpload = time.Hour
+
+// removeStaleTemps removes the temporary upload files in dir last written before
+// cutoff.
+func removeStaleTemps(dir string, cutoff time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
