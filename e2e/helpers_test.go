@@ -71,6 +71,17 @@ func loadedSource(t testing.TB, opt testdb.Options, threads, fillerRows int) (*t
 	return src, load
 }
 
+// smallSource starts a server holding one small InnoDB table, s.t, of rows rows: for
+// tests of what happens around a backup rather than of the copy under load.
+func smallSource(t testing.TB, rows int) *testdb.Server {
+	t.Helper()
+	src := testdb.Start(t, testdb.Options{ServerID: 1})
+	src.Exec(t, "CREATE DATABASE s")
+	src.Exec(t, "CREATE TABLE s.t (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
+	src.Exec(t, fmt.Sprintf("INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_%d", rows))
+	return src
+}
+
 // checkReplica starts a server on a restored datadir, checks the workload's invariants
 // at the backup's gtid, makes it replicate from src from that gtid, and compares every
 // table's checksum with want (taken on the source once its load stopped).

@@ -26,10 +26,7 @@ import (
 // line and nothing written.
 func TestObjectLockBackups(t *testing.T) {
 	t.Parallel() // small server, two small backups, error paths
-	src := testdb.Start(t, testdb.Options{ServerID: 1})
-	src.Exec(t, "CREATE DATABASE s")
-	src.Exec(t, "CREATE TABLE s.t (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
-	src.Exec(t, "INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_5000")
+	src := smallSource(t, 5000)
 	srv := testdb.StartS3(t)
 	srv.MakeLockedBucket(t, "locked")
 	srv.MakeBucket(t, "plain")

@@ -19,10 +19,7 @@ import (
 // verify --trust-key with one line, before any file is written.
 func TestSignedBackups(t *testing.T) {
 	t.Parallel() // small server, a directory repository, error paths
-	src := testdb.Start(t, testdb.Options{ServerID: 1})
-	src.Exec(t, "CREATE DATABASE s")
-	src.Exec(t, "CREATE TABLE s.t (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
-	src.Exec(t, "INSERT INTO s.t SELECT seq, REPEAT('x', 200) FROM s.seq_1_to_20000")
+	src := smallSource(t, 20000)
 	tmp := testdb.ShortDir(t)
 	repoDir := filepath.Join(tmp, "repo")
 	if err := os.Mkdir(repoDir, 0o700); err != nil {
